@@ -1,0 +1,1 @@
+"""Thin Starlette adapters: decode, dispatch, encode. No business decisions here."""

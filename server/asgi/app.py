@@ -1,0 +1,69 @@
+"""The Starlette application: dashboard, JavaScript client, health, metrics, WebSocket."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
+
+from ..runtime.hub import Hub
+from .metrics import render_metrics
+from .middleware import TransportMiddleware
+from .websocket import websocket_endpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+WEB_DIR = ROOT / "web"
+STATIC_DIR = ROOT / "static"
+
+
+async def dashboard(request: Request) -> Response:
+    index = STATIC_DIR / "index.html"
+    if not index.is_file():
+        return PlainTextResponse("dashboard not installed", status_code=404)
+    return FileResponse(index)
+
+
+async def healthz(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+async def metrics(request: Request) -> Response:
+    body = render_metrics(request.app.state.hub)
+    return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+async def topics(request: Request) -> Response:
+    """The configured topics, for the dashboard's topic list."""
+    engine = request.app.state.hub.engine
+    listing = [
+        {
+            "name": name,
+            "key": list(topic.config.key),
+            "durable": topic.config.durable,
+            "records": len(topic.records),
+        }
+        for name, topic in engine.topics.items()
+        if topic.config is not None
+    ]
+    return JSONResponse(listing)
+
+
+def create_app(hub: Hub) -> ASGIApp:
+    app = Starlette(
+        routes=[
+            Route("/", dashboard),
+            Route("/healthz", healthz),
+            Route("/metrics", metrics),
+            Route("/topics", topics),
+            WebSocketRoute("/ws", websocket_endpoint),
+            Mount("/web", StaticFiles(directory=WEB_DIR, check_dir=False), name="web"),
+            Mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static"),
+        ],
+    )
+    app.state.hub = hub
+    return TransportMiddleware(app)

@@ -1,0 +1,192 @@
+"""The protocol engine: commands in, queued messages out, no I/O and no clock of its own.
+
+The runtime feeds it every frame a socket receives (``receive``) and drains each session's
+outbox. All state changes happen synchronously inside ``receive`` on the caller's thread, so
+a snapshot taken inside one command is atomic with respect to every publish.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from . import publishing, querying, wire
+from .commands import (
+    Body,
+    Header,
+    Logon,
+    Publish,
+    Query,
+    Simple,
+    SowDelete,
+    Unsubscribe,
+    decode_body,
+    decode_header,
+)
+from .config import Config
+from .errors import (
+    AUTH_FAILURE,
+    BAD_MESSAGE,
+    LOGON_REQUIRED,
+    NAME_IN_USE,
+    NOT_ENTITLED,
+    CommandError,
+)
+from .outbox import Outbox
+from .session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
+from .topic import Topic
+
+log = logging.getLogger("server.engine")
+
+Clock = Callable[[], float]
+
+
+class Engine:
+    def __init__(self, config: Config, clock: Clock) -> None:
+        self.config = config
+        self.clock = clock
+        self.topics: dict[str, Topic] = {t.name: Topic(t.name, t) for t in config.topics}
+        self.sessions: dict[int, Session] = {}
+        self.client_names: dict[str, Session] = {}
+        self.sequences: dict[str, int] = {}  # highest accepted publisher sequence per client name
+        self._session_ids = itertools.count(1)
+        self._apply_seq = itertools.count(1)
+        self.commands_processed = 0
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def open_session(self, wake: Callable[[], None]) -> Session:
+        settings = self.config.server
+        outbox = Outbox(settings.queue_max_bytes, settings.queue_max_messages)
+        session = Session(next(self._session_ids), outbox, wake)
+        self.sessions[session.id] = session
+        return session
+
+    def close_session(self, session: Session) -> None:
+        for subscription in list(session.subscriptions.values()):
+            self.topic(subscription.topic).remove(subscription)
+        session.subscriptions.clear()
+        self.sessions.pop(session.id, None)
+        if session.client_name is not None and self.client_names.get(session.client_name) is session:
+            del self.client_names[session.client_name]
+
+    def topic(self, name: str) -> Topic:
+        """The topic of that name; an unconfigured name is a plain pub/sub topic, made on first use."""
+        found = self.topics.get(name)
+        if found is None:
+            found = self.topics[name] = Topic(name, None)
+        return found
+
+    def next_apply_seq(self) -> int:
+        return next(self._apply_seq)
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def receive(self, session: Session, frame: bytes | str) -> None:
+        """Process one inbound frame: a command object or an array of them, each acked on its own."""
+        try:
+            decoded = orjson.loads(frame)
+        except orjson.JSONDecodeError as error:
+            self.fail(session, None, CommandError(BAD_MESSAGE, f"not JSON ({error.msg})"))
+            return
+        commands = decoded if isinstance(decoded, list) else [decoded]
+        for raw in commands:
+            if session.close_code is not None:
+                return
+            self.execute(session, raw)
+
+    def execute(self, session: Session, raw: Any) -> None:
+        cid = raw.get("cid") if isinstance(raw, dict) else None
+        try:
+            header = decode_header(raw)
+            cid = header.cid
+            body = decode_body(header, raw)
+            self.dispatch(session, header, body)
+        except CommandError as error:
+            self.fail(session, cid, error)
+        except Exception:
+            log.exception("command failed unexpectedly on session %s: %.200r", session.id, raw)
+            self.fail(session, cid, CommandError(BAD_MESSAGE, "the server could not process this command"))
+        self.commands_processed += 1
+
+    def dispatch(self, session: Session, header: Header, body: Body) -> None:
+        if isinstance(body, Logon):
+            self.logon(session, header, body)
+            return
+        if self.config.users is not None and not session.logged_on:
+            raise CommandError(LOGON_REQUIRED, "send logon first")
+        if isinstance(body, Publish):
+            publishing.publish(self, session, header, body)
+        elif isinstance(body, SowDelete):
+            publishing.sow_delete(self, session, header, body)
+        elif isinstance(body, Query):
+            querying.query(self, session, header, body)
+        elif isinstance(body, Unsubscribe):
+            querying.unsubscribe(self, session, header, body)
+        elif isinstance(body, Simple):
+            self.received(session, header)
+            if header.c == "heartbeat":
+                session.send(wire.HEARTBEAT)
+            self.processed(session, header)
+            if header.wants("persisted"):
+                self.ack(session, header, "persisted")
+
+    # -- acks -------------------------------------------------------------------------------
+
+    def ack(self, session: Session, header: Header, kind: str, **fields: Any) -> None:
+        session.send(wire.ack(kind, header.cid, **fields))
+
+    def received(self, session: Session, header: Header) -> None:
+        if header.wants("received"):
+            self.ack(session, header, "received")
+
+    def processed(self, session: Session, header: Header, **fields: Any) -> None:
+        if header.wants_processed:
+            self.ack(session, header, "processed", **fields)
+
+    def fail(self, session: Session, cid: Any, error: CommandError) -> None:
+        session.send(wire.ack("processed", cid, "failure", error.reason))
+
+    # -- logon and entitlements -------------------------------------------------------------
+
+    def logon(self, session: Session, header: Header, body: Logon) -> None:
+        users = self.config.users
+        if users is not None:
+            user = users.get(body.user_id or "")
+            if user is None or not user.check_password(body.password):
+                self.fail(session, header.cid, CommandError(AUTH_FAILURE, "unknown user or wrong password"))
+                session.request_close(CLOSE_POLICY, "auth failure")
+                return
+            session.user = user
+        if body.client_name is not None:
+            holder = self.client_names.get(body.client_name)
+            if holder is not None and holder is not session:
+                if holder.user_id != body.user_id:
+                    raise CommandError(
+                        NAME_IN_USE, f"client name {body.client_name!r} belongs to another user"
+                    )
+                holder.request_close(CLOSE_NAME_IN_USE, "client name in use")
+                self.close_session(holder)
+            if session.client_name is not None and self.client_names.get(session.client_name) is session:
+                del self.client_names[session.client_name]
+            self.client_names[body.client_name] = session
+        session.client_name = body.client_name
+        session.user_id = body.user_id
+        session.logged_on = True
+        self.received(session, header)
+        fields: dict[str, Any] = {}
+        if body.client_name is not None:
+            fields["s"] = self.sequences.get(body.client_name, 0)
+        self.processed(session, header, **fields)
+
+    def check_read(self, session: Session, topic: str) -> None:
+        if session.user is not None and not session.user.may_read(topic):
+            raise CommandError(NOT_ENTITLED, f"user {session.user_id!r} may not read {topic!r}")
+
+    def check_write(self, session: Session, topic: str) -> None:
+        if session.user is not None and not session.user.may_write(topic):
+            raise CommandError(NOT_ENTITLED, f"user {session.user_id!r} may not write {topic!r}")

@@ -1,0 +1,106 @@
+"""Command options (the ``o`` field, PROTOCOL section 4), parsed once at the edge.
+
+A comma list; commas inside ``[...]`` do not separate; spaces around items are ignored.
+An unknown option or a malformed value is refused with ``invalid options``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .durations import parse_duration
+from .errors import INVALID_OPTIONS, CommandError
+from .paths import PathSteps, parse_path
+from .select import SelectList, parse_select
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    oof: bool = False
+    no_empties: bool = False
+    no_sowkey: bool = False
+    send_keys: bool = True
+    select: SelectList | None = None
+    conflation_s: float | None = None
+    conflation_key: tuple[PathSteps, ...] | None = None
+    delta_merge: bool = False  # delta=merge (AMPS partial records) instead of RFC 6902 patches
+    top_n: int | None = None
+    skip_n: int | None = None
+    timestamp: bool = False
+    replace: bool = False
+
+
+def split_options(text: str) -> list[str]:
+    items: list[str] = []
+    depth, current = 0, list[str]()
+    for char in text:
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        if char == "," and depth == 0:
+            items.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    items.append("".join(current).strip())
+    return [item for item in items if item]
+
+
+def _bracketed(name: str, value: str) -> str:
+    if not (value.startswith("[") and value.endswith("]")):
+        raise CommandError(INVALID_OPTIONS, f"{name} takes a bracketed list, like {name}=[/id]")
+    return value[1:-1]
+
+
+def _count(name: str, value: str) -> int:
+    if not value.isdigit():
+        raise CommandError(INVALID_OPTIONS, f"{name} takes a whole number, got {value!r}")
+    return int(value)
+
+
+_FLAGS = {"oof", "no_empties", "no_sowkey", "timestamp", "replace"}
+
+
+def parse_options(text: str | None) -> Options:
+    if text is None or not text.strip():
+        return Options()
+    values: dict[str, object] = {}
+    for item in split_options(text):
+        name, has_value, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if name in _FLAGS:
+            if has_value:
+                raise CommandError(INVALID_OPTIONS, f"{name} takes no value")
+            values[name] = True
+        elif name == "send_keys":
+            if has_value and value not in ("true", "false"):
+                raise CommandError(INVALID_OPTIONS, f"send_keys takes true or false, got {value!r}")
+            values["send_keys"] = value != "false"
+        elif not has_value:
+            raise CommandError(INVALID_OPTIONS, f"unknown option {name!r}")
+        elif name == "select":
+            try:
+                values["select"] = parse_select(_bracketed(name, value))
+            except ValueError as error:
+                raise CommandError(INVALID_OPTIONS, f"select: {error}") from None
+        elif name == "conflation":
+            try:
+                values["conflation_s"] = parse_duration(value)
+            except ValueError as error:
+                raise CommandError(INVALID_OPTIONS, f"conflation: {error}") from None
+        elif name == "conflation_key":
+            try:
+                paths = [parse_path(path.strip()) for path in _bracketed(name, value).split(",")]
+            except ValueError as error:
+                raise CommandError(INVALID_OPTIONS, f"conflation_key: {error}") from None
+            values["conflation_key"] = tuple(paths)
+        elif name == "delta":
+            if value not in ("patch", "merge"):
+                raise CommandError(INVALID_OPTIONS, f"delta takes patch or merge, got {value!r}")
+            values["delta_merge"] = value == "merge"
+        elif name in ("top_n", "skip_n"):
+            values[name] = _count(name, value)
+        else:
+            raise CommandError(INVALID_OPTIONS, f"unknown option {name!r}")
+    return Options(**values)  # type: ignore[arg-type]

@@ -1,0 +1,160 @@
+"""``sow`` queries, the four subscribe commands and ``unsubscribe``.
+
+A ``sow_and_*`` command takes its snapshot and registers its subscription inside one
+synchronous call, so no publish can fall between them: publishes that arrive while the
+snapshot is being written out are queued behind it (after ``group_end``), none lost, none twice.
+The snapshot's messages are encoded lazily as the socket's writer drains them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from . import wire
+from .commands import Header, Query, Unsubscribe
+from .errors import INVALID_TOPIC, SUBID_IN_USE, CommandError
+from .filters import Filter, compile_filter, parse_orderby
+from .filters.functions import EvalContext
+from .outbox import FRAME_BREAK
+from .records import RecordVersion, format_timestamp
+from .subscription import Memo, Subscription
+
+if TYPE_CHECKING:
+    from .engine import Engine
+    from .session import Session
+    from .topic import Topic
+
+
+def _filters(session: Session, topic: str, text: str | None) -> tuple[Filter, ...]:
+    filters = []
+    if session.user is not None and topic in session.user.filters:
+        filters.append(compile_filter(session.user.filters[topic]))
+    if text is not None and text.strip():
+        filters.append(compile_filter(text))
+    return tuple(filters)
+
+
+def query(engine: Engine, session: Session, header: Header, body: Query) -> None:
+    engine.check_read(session, body.topic)
+    topic = engine.topic(body.topic)
+    if header.c == "sow" and not topic.is_sow:
+        raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
+    if body.bookmark is not None and body.bookmark != "now":
+        # Replay reads the transaction log; until a topic has one there is nothing to replay from.
+        raise CommandError(
+            INVALID_TOPIC, f"{body.topic!r} keeps no transaction log to replay a bookmark from"
+        )
+    filters = _filters(session, body.topic, body.filter)
+    orderby = parse_orderby(body.orderby) if body.orderby else None
+    ctx = EvalContext(engine.clock(), session.user_id, session.client_name)
+    subscription = None
+    existing = session.subscriptions.get(body.sub_id) if body.subscribe else None
+    if existing is not None and not body.options.replace:
+        raise CommandError(SUBID_IN_USE, f"sub_id {body.sub_id!r} is already subscribed on this connection")
+    if body.subscribe:
+        subscription = Subscription(
+            session, body.sub_id, body.topic, filters, body.options, body.delta, topic.key_spec, ctx
+        )
+    engine.received(session, header)
+    engine.processed(session, header)
+    if existing is not None and subscription is not None:
+        _replace(topic, existing, subscription)
+    elif subscription is not None:
+        topic.add(subscription)
+    if subscription is not None:
+        session.subscriptions[body.sub_id] = subscription
+    if body.snapshot:
+        matches, returned = _snapshot(topic, session, body, filters, orderby, ctx, subscription)
+        if header.wants("stats"):
+            engine.ack(session, header, "stats", matches=matches, records_returned=returned)
+    if header.wants("completed"):
+        engine.ack(session, header, "completed")
+
+
+def _select(
+    topic: Topic, filters: tuple[Filter, ...], ctx: EvalContext, body: Query, orderby: Any
+) -> tuple[int, list[RecordVersion]]:
+    versions = [v for v in topic.records.values() if all(f.matches(v.data, ctx) for f in filters)]
+    matches = len(versions)
+    if orderby is not None:
+        versions = orderby.sort(versions)
+    start = body.skip_n or 0
+    end = start + body.top_n if body.top_n is not None else None
+    if start or end is not None:
+        versions = versions[start:end]
+    return matches, versions
+
+
+def _snapshot(
+    topic: Topic,
+    session: Session,
+    body: Query,
+    filters: tuple[Filter, ...],
+    orderby: Any,
+    ctx: EvalContext,
+    subscription: Subscription | None,
+) -> tuple[int, int]:
+    matches, versions = _select(topic, filters, ctx, body, orderby) if topic.is_sow else (0, [])
+    memo: Memo = {}
+    reader = subscription or Subscription(session, None, topic.name, filters, body.options, False, None, ctx)
+    views = [reader.view(version, memo) for version in versions]
+    if subscription is not None:
+        for version, view in zip(versions, views, strict=True):
+            subscription.remember(version.key, view)
+    query_json = orjson.dumps(body.query_id)
+    session.send(wire.group_begin(body.query_id))
+    session.send_stream(_encode_snapshot(topic, query_json, versions, views, body))
+    session.send(wire.group_end(body.query_id, len(versions)))
+    return matches, len(versions)
+
+
+def _encode_snapshot(
+    topic: Topic, query_json: bytes, versions: list[RecordVersion], views: list[Any], body: Query
+) -> Iterator[bytes]:
+    head = wire.snapshot_head(topic.name_json, query_json)
+    options = body.options
+    batch = body.batch_size
+    for index, (version, view) in enumerate(zip(versions, views, strict=True)):
+        if batch and index and index % batch == 0:
+            yield FRAME_BREAK
+        fields: dict[str, Any] = {}
+        if not options.no_sowkey:
+            fields["k"] = version.key
+        fields["data"] = view
+        if options.timestamp:
+            fields["ts"] = format_timestamp(version.timestamp)
+        yield head + wire.body(fields)
+
+
+def _replace(topic: Topic, old: Subscription, new: Subscription) -> None:
+    """Swap in the new filter and options; records held that no longer match go out of focus."""
+    topic.replace(old, new)
+    if old.held is None:
+        return
+    memo: Memo = {}
+    for key in list(old.held):
+        version = topic.records.get(key)
+        if version is None:
+            continue
+        if new.matches(version.data):
+            new.remember(key, old.held[key])
+            continue
+        if new.options.oof or old.options.oof:
+            outcome = old.oof(key, version, "match", memo)
+            if outcome is not None:
+                topic.deliver(old.session, outcome, [old.sub_id])
+
+
+def unsubscribe(engine: Engine, session: Session, header: Header, body: Unsubscribe) -> None:
+    sub_ids = list(session.subscriptions) if body.sub_ids is None else body.sub_ids
+    engine.received(session, header)
+    for sub_id in sub_ids:
+        subscription = session.subscriptions.pop(sub_id, None)
+        if subscription is None and isinstance(sub_id, str) and sub_id.isdigit():
+            subscription = session.subscriptions.pop(int(sub_id), None)
+        if subscription is not None:
+            engine.topic(subscription.topic).remove(subscription)
+    engine.processed(session, header)

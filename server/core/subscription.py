@@ -1,0 +1,164 @@
+"""One subscription's view of a topic: does a record match, what does the subscriber hold,
+and what message (if any) a change to a record means for it (PROTOCOL 6.2).
+
+A subscription that needs to know what it holds (delta subscriptions, and ``oof``) keeps
+``held``: SowKey -> the (selected) view it last received. Views are shared, immutable objects,
+so holding one costs a reference.
+
+``Memo`` caches encoded bodies for the duration of one change's fan-out, keyed by object
+identity of the views involved: subscribers with the same view of the same change share the
+same bytes, whichever socket they are on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .diff import make_merge_delta, make_patch
+from .filters import Filter
+from .filters.functions import EvalContext
+from .keys import KeySpec
+from .options import Options
+from .paths import set_path
+from .records import RecordVersion, format_timestamp
+from .wire import body
+
+P = b"p"
+OOF = b"oof"
+
+Outcome = tuple[bytes, bytes]  # (message type, encoded body)
+Memo = dict[tuple[Any, ...], Any]
+
+
+class Subscription:
+    def __init__(
+        self,
+        session: Any,
+        sub_id: Any,
+        topic: str,
+        filters: tuple[Filter, ...],
+        options: Options,
+        delta: bool,
+        key_spec: KeySpec | None,
+        ctx: EvalContext,
+    ) -> None:
+        self.session = session
+        self.sub_id = sub_id
+        self.topic = topic
+        self.filters = filters
+        self.options = options
+        self.delta = delta and key_spec is not None  # plain topics have no records to diff against
+        self.key_spec = key_spec
+        self.ctx = ctx
+        tracks = key_spec is not None and (self.delta or options.oof)
+        self.held: dict[str, Any] | None = {} if tracks else None
+        select = options.select
+        self._select_id = select.text if select is not None else None
+        self._flags = (options.no_sowkey, options.timestamp)
+
+    def matches(self, data: Any) -> bool:
+        ctx = self.ctx
+        return all(f.matches(data, ctx) for f in self.filters)
+
+    def view(self, version: RecordVersion, memo: Memo) -> Any:
+        select = self.options.select
+        if select is None:
+            return version.data
+        memo_key = ("view", id(version), self._select_id)
+        found = memo.get(memo_key)
+        if found is None:
+            found = memo[memo_key] = select.apply(version.data)
+        return found
+
+    def remember(self, key: str, view: Any) -> None:
+        if self.held is not None:
+            self.held[key] = view
+
+    def full_body(
+        self, key: str | None, version: RecordVersion, view: Any, memo: Memo, reason: str = ""
+    ) -> bytes:
+        memo_key = ("full", id(view), key, reason, *self._flags)
+        found: bytes | None = memo.get(memo_key)
+        if found is None:
+            fields: dict[str, Any] = {}
+            if key is not None and not self.options.no_sowkey:
+                fields["k"] = key
+            if reason:
+                fields["reason"] = reason
+            fields["data"] = view
+            if self.options.timestamp:
+                fields["ts"] = format_timestamp(version.timestamp)
+            found = memo[memo_key] = body(fields)
+        return found
+
+    def on_change(
+        self, key: str | None, old: RecordVersion | None, new: RecordVersion | None, memo: Memo
+    ) -> Outcome | None:
+        """What this subscription is sent about a change of record ``key`` from ``old`` to ``new``."""
+        if new is not None and self.matches(new.data):
+            view = self.view(new, memo)
+            held = self.held
+            if held is None or key is None:
+                return P, self.full_body(key, new, view, memo)
+            previous = held.get(key)
+            held[key] = view
+            if previous is None or not self.delta:
+                return P, self.full_body(key, new, view, memo)
+            delta = self.delta_body(key, new, previous, view, memo)
+            return None if delta is None else (P, delta)
+        if self.held is None or key is None:
+            return None
+        previous = self.held.pop(key, None)
+        if previous is None or not self.options.oof:
+            return None
+        if new is None:
+            assert old is not None
+            return OOF, self.full_body(key, old, self.view(old, memo), memo, "deleted")
+        return OOF, self.full_body(key, new, self.view(new, memo), memo, "match")
+
+    def oof(self, key: str, version: RecordVersion, reason: str, memo: Memo) -> Outcome | None:
+        """Forget ``key``; the OOF message to send when the subscriber asked for them."""
+        if self.held is None or self.held.pop(key, None) is None or not self.options.oof:
+            return None
+        return OOF, self.full_body(key, version, self.view(version, memo), memo, reason)
+
+    def delta_body(self, key: str, new: RecordVersion, previous: Any, view: Any, memo: Memo) -> bytes | None:
+        options = self.options
+        memo_key = (
+            "delta",
+            id(previous),
+            id(view),
+            key,
+            options.delta_merge,
+            options.send_keys,
+            options.no_empties,
+            *self._flags,
+        )
+        if memo_key in memo:
+            found: bytes | None = memo[memo_key]
+            return found
+        fields: dict[str, Any] = {}
+        if not options.no_sowkey:
+            fields["k"] = key
+        if options.delta_merge:
+            delta = make_merge_delta(previous, view)
+            if delta is None:
+                # The new state lost a field: merging can never remove it, so send the record.
+                memo[memo_key] = result = self.full_body(key, new, view, memo)
+                return result
+            empty = not delta
+            if options.send_keys and self.key_spec is not None:
+                for steps, value in self.key_spec.key_values(new.data):
+                    set_path(delta, steps, value)
+            fields["delta"] = delta
+        else:
+            patch = make_patch(previous, view)
+            empty = not patch
+            fields["patch"] = patch
+        if empty and options.no_empties:
+            memo[memo_key] = None
+            return None
+        if options.timestamp:
+            fields["ts"] = format_timestamp(new.timestamp)
+        memo[memo_key] = result = body(fields)
+        return result

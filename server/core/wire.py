@@ -1,0 +1,54 @@
+"""Encoding of server-to-client messages (PROTOCOL section 5), once, with orjson.
+
+Delivery messages are built from two parts so that the expensive part is encoded once per
+(record version, view) and shared across sockets: a per-socket head carrying ``c``, ``t`` and
+``sids``, and a shared body carrying ``k`` and the payload.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+HEARTBEAT = b'{"c":"heartbeat"}'
+
+
+def dumps(value: Any) -> bytes:
+    return orjson.dumps(value)
+
+
+def ack(kind: str, cid: Any, status: str = "success", reason: str | None = None, **fields: Any) -> bytes:
+    message: dict[str, Any] = {"c": "ack", "a": kind}
+    if cid is not None:
+        message["cid"] = cid
+    message["status"] = status
+    if reason is not None:
+        message["reason"] = reason
+    message.update(fields)
+    return orjson.dumps(message)
+
+
+def group_begin(query_id: Any) -> bytes:
+    return orjson.dumps({"c": "group_begin", "query_id": query_id})
+
+
+def group_end(query_id: Any, records: int) -> bytes:
+    return orjson.dumps({"c": "group_end", "query_id": query_id, "records": records})
+
+
+def unsubscribed(sub_id: Any, reason: str) -> bytes:
+    return orjson.dumps({"c": "unsubscribed", "sub_id": sub_id, "reason": reason})
+
+
+def body(fields: dict[str, Any]) -> bytes:
+    """The shared tail of a delivery: ``"k":...,"data":...}`` (the object without its opening brace)."""
+    return orjson.dumps(fields)[1:]
+
+
+def head(command: bytes, topic_json: bytes, sids: list[Any]) -> bytes:
+    return b'{"c":"' + command + b'","t":' + topic_json + b',"sids":' + orjson.dumps(sids) + b","
+
+
+def snapshot_head(topic_json: bytes, query_json: bytes) -> bytes:
+    return b'{"c":"sow","t":' + topic_json + b',"query_id":' + query_json + b","

@@ -1,0 +1,82 @@
+"""One WebSocket: a reader that feeds the engine and a writer task that drains the outbox.
+
+The fan-out never awaits a socket: the engine pushes into the session's outbox and sets this
+connection's wake event. The writer wakes, takes everything queued as array frames no larger
+than ``max_message_bytes`` (unless one message is), and sends them. While the peer is slow the
+outbox grows, never the work of other sockets; when it overflows the engine asks for a close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from ..core.engine import Engine
+from ..core.session import Session
+from .transport import SocketHandle
+
+log = logging.getLogger("server.runtime")
+
+SendFrame = Callable[[bytes], Awaitable[None]]
+
+
+class Connection:
+    def __init__(self, engine: Engine, send: SendFrame, handle: SocketHandle, max_frame_bytes: int) -> None:
+        self.engine = engine
+        self.send = send
+        self.handle = handle
+        self.max_frame_bytes = max_frame_bytes
+        self.wake = asyncio.Event()
+        self.session: Session = engine.open_session(self.wake.set)
+        self.closed = asyncio.Event()
+        self.writer: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.writer = asyncio.create_task(self._write_loop(), name=f"writer-{self.session.id}")
+
+    def receive(self, frame: bytes | str) -> None:
+        self.engine.receive(self.session, frame)
+
+    async def _write_loop(self) -> None:
+        session, outbox = self.session, self.session.outbox
+        try:
+            while True:
+                await self.wake.wait()
+                self.wake.clear()
+                while session.close_code != 4001:
+                    frame = outbox.take_frame(self.max_frame_bytes)
+                    if frame is None:
+                        break
+                    await self.send(frame)
+                if session.close_code is not None:
+                    await self._close(session.close_code, session.close_reason)
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the peer went away mid-send
+            log.debug("writer of session %s stopped: %r", session.id, error)
+        finally:
+            self.closed.set()
+
+    async def _close(self, code: int, reason: str) -> None:
+        if code == 4001:
+            log.warning(
+                "closing session %s (client %r) with 4001, %s",
+                self.session.id,
+                self.session.client_name,
+                reason,
+            )
+        await self.handle.close(code, reason)
+
+    async def shutdown(self, code: int, reason: str) -> None:
+        """Close from the server side (process shutdown)."""
+        if self.writer is not None and not self.writer.done():
+            self.writer.cancel()
+        await self.handle.close(code, reason, grace_s=2.0)
+
+    def finish(self) -> None:
+        """The socket is gone: forget the session and stop the writer."""
+        self.engine.close_session(self.session)
+        if self.writer is not None and not self.writer.done():
+            self.writer.cancel()

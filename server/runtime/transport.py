@@ -1,0 +1,80 @@
+"""Closing a socket whose peer has stopped reading.
+
+``await websocket.close()`` goes through the same flow-controlled send as every frame, so it
+blocks for as long as the peer does not read. ``SocketHandle`` writes the close frame straight
+into the transport buffer (behind what is already in flight, so a peer that reads again sees
+every frame and then the close code) and aborts the transport if the closing handshake has
+not finished within ``grace_s``. It needs uvicorn's sans-I/O protocol object, which the
+``TransportMiddleware`` in ``server.asgi`` puts in the scope; without it, it falls back to a
+bounded ``close()`` and an abort.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger("server.runtime")
+
+
+class SocketHandle:
+    def __init__(self, protocol: Any, close: Callable[[int, str], Awaitable[None]]) -> None:
+        self._protocol = protocol
+        self._close = close
+
+    @property
+    def transport(self) -> asyncio.Transport | None:
+        transport = getattr(self._protocol, "transport", None)
+        return transport if isinstance(transport, asyncio.BaseTransport) else None  # type: ignore[return-value]
+
+    def write_buffer_size(self) -> int:
+        transport = self.transport
+        return transport.get_write_buffer_size() if transport is not None else 0
+
+    async def close(self, code: int, reason: str, grace_s: float = 5.0) -> None:
+        """Close with ``code`` even when the peer is not reading; never blocks longer than ``grace_s``."""
+        if self._write_close_frame(code, reason):
+            loop = asyncio.get_running_loop()
+            transport = self.transport
+            if transport is not None:
+                loop.call_later(grace_s, _abort_if_open, transport)
+            return
+        try:
+            await asyncio.wait_for(self._close(code, reason), grace_s)
+        except (TimeoutError, RuntimeError, OSError):
+            self.abort()
+        except Exception:  # a disconnected peer raises the server's own disconnect error
+            self.abort()
+
+    def abort(self) -> None:
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.abort()
+
+    def _write_close_frame(self, code: int, reason: str) -> bool:
+        protocol = self._protocol
+        conn = getattr(protocol, "conn", None)
+        transport = self.transport
+        if conn is None or transport is None or not hasattr(conn, "send_close"):
+            return False
+        if getattr(protocol, "close_sent", True) or transport.is_closing():
+            return True
+        try:
+            conn.send_close(code, reason)
+            transport.write(b"".join(conn.data_to_send()))
+        except Exception:
+            log.debug("could not write a close frame; aborting", exc_info=True)
+            transport.abort()
+            return True
+        protocol.close_sent = True
+        protocol.queue.put_nowait({"type": "websocket.disconnect", "code": code, "reason": reason})
+        return True
+
+
+def _abort_if_open(transport: asyncio.BaseTransport) -> None:
+    if not transport.is_closing():
+        log.info("peer did not finish the closing handshake in time; aborting the connection")
+    if isinstance(transport, asyncio.Transport):
+        transport.abort()

@@ -1,0 +1,62 @@
+"""A recording harness for the engine: feed commands to sessions, read back what each was sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from server.core.config import Config, parse_config
+from server.core.engine import Engine
+from server.core.session import Session
+
+DEFAULT_TOPICS = [
+    {"name": "orders", "key": ["/order"]},
+    {"name": "trades", "key": ["/buyer/id", "/id"]},
+]
+
+
+class FakeClock:
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Peer:
+    """One client: ``send`` feeds the engine, ``take`` returns the messages queued since the last take."""
+
+    def __init__(self, engine: Engine, session: Session) -> None:
+        self.engine = engine
+        self.session = session
+
+    def send(self, *commands: dict[str, Any]) -> list[dict[str, Any]]:
+        frame = commands[0] if len(commands) == 1 else list(commands)
+        self.engine.receive(self.session, orjson.dumps(frame))
+        return self.take()
+
+    def take(self) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
+        while (frame := self.session.outbox.take_frame(1 << 20)) is not None:
+            messages.extend(orjson.loads(frame))
+        return messages
+
+
+class Harness:
+    def __init__(self, topics: list[dict[str, Any]] | None = None, **sections: Any) -> None:
+        document: dict[str, Any] = {"topic": topics if topics is not None else DEFAULT_TOPICS, **sections}
+        self.config: Config = parse_config(document)
+        self.clock = FakeClock()
+        self.engine = Engine(self.config, self.clock)
+
+    def peer(self) -> Peer:
+        return Peer(self.engine, self.engine.open_session(lambda: None))
+
+
+def of_type(messages: list[dict[str, Any]], c: str) -> list[dict[str, Any]]:
+    return [m for m in messages if m["c"] == c]
+
+
+def acks(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(m["a"], m["status"]) for m in messages if m["c"] == "ack"]

@@ -1,0 +1,68 @@
+"""A test client over a real WebSocket: sends commands, reads messages out of array frames."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import websockets
+
+Message = dict[str, Any]
+
+
+class Client:
+    def __init__(self, ws: websockets.ClientConnection) -> None:
+        self.ws = ws
+        self.pending: deque[Message] = deque()
+        self.frames = 0
+
+    @classmethod
+    async def connect(cls, url: str, **kwargs: Any) -> Client:
+        return cls(await websockets.connect(url, **kwargs))
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+    async def send(self, *commands: Message) -> None:
+        await self.ws.send(orjson.dumps(commands[0] if len(commands) == 1 else list(commands)).decode())
+
+    async def recv(self, timeout: float = 5.0) -> Message:
+        while not self.pending:
+            frame = await asyncio.wait_for(self.ws.recv(), timeout)
+            self.frames += 1
+            decoded = orjson.loads(frame)
+            self.pending.extend(decoded if isinstance(decoded, list) else [decoded])
+        return self.pending.popleft()
+
+    async def until(self, done: Callable[[Message], bool], timeout: float = 10.0) -> list[Message]:
+        """Every message up to and including the first for which ``done`` is true."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        seen: list[Message] = []
+        while True:
+            message = await self.recv(max(0.01, deadline - loop.time()))
+            seen.append(message)
+            if done(message):
+                return seen
+
+    async def ack(self, cid: Any, kind: str = "processed", timeout: float = 10.0) -> list[Message]:
+        return await self.until(
+            lambda m: m.get("c") == "ack" and m.get("cid") == cid and m["a"] == kind, timeout
+        )
+
+    async def request(self, command: Message, kind: str = "processed") -> list[Message]:
+        await self.send(command)
+        return await self.ack(command["cid"], kind)
+
+    async def silence(self, seconds: float = 0.3) -> list[Message]:
+        """Whatever arrives within ``seconds`` (expected: nothing)."""
+        got = list(self.pending)
+        self.pending.clear()
+        try:
+            while True:
+                got.append(await self.recv(seconds))
+        except TimeoutError:
+            return got

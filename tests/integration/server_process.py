@@ -1,0 +1,98 @@
+"""Starts the real server (``python -m server``) on a free loopback port and stops it."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+LISTENING = re.compile(r"listening on http://([\d.]+):(\d+)")
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return str(value)
+
+
+def write_config(path: Path, server: dict[str, Any], topics: list[dict[str, Any]], extra: str = "") -> Path:
+    lines = ["[server]"] + [f"{k} = {toml_value(v)}" for k, v in server.items()]
+    for topic in topics:
+        lines += ["", "[[topic]]"] + [f"{k} = {toml_value(v)}" for k, v in topic.items()]
+    path.write_text("\n".join(lines) + "\n" + extra)
+    return path
+
+
+class ServerProcess:
+    def __init__(self, config: Path | None, data_dir: Path, args: list[str] | None = None) -> None:
+        command = [
+            sys.executable,
+            "-m",
+            "server",
+            "--port",
+            "0",
+            "--host",
+            "127.0.0.1",
+            "--data-dir",
+            str(data_dir),
+        ]
+        if config is not None:
+            command += ["--config", str(config)]
+        command += args or []
+        self.process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self.lines: list[str] = []
+        self._listening = threading.Event()
+        self.port = 0
+        threading.Thread(target=self._read_output, daemon=True).start()
+        if not self._listening.wait(30):
+            self.stop()
+            raise RuntimeError("server did not start:\n" + "".join(self.lines))
+
+    def _read_output(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+            match = LISTENING.search(line)
+            if match:
+                self.port = int(match.group(2))
+                self._listening.set()
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        time.sleep(0.05)
+        return self.process.returncode
+
+    def output(self) -> str:
+        return "".join(self.lines)

@@ -1,0 +1,49 @@
+"""Imports go asgi -> runtime -> core, never back; core imports no I/O framework."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SERVER = Path(__file__).resolve().parents[1] / "server"
+FORBIDDEN_IN_CORE = {"asyncio", "starlette", "uvicorn", "websockets", "server.runtime", "server.asgi"}
+FORBIDDEN_IN_RUNTIME = {"starlette", "uvicorn", "server.asgi"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    package = "server." + ".".join(path.relative_to(SERVER).with_suffix("").parts[:-1])
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rstrip(".").split(".")
+                base = base[: len(base) - (node.level - 1)]
+                names.add(".".join([*base, node.module] if node.module else base))
+            elif node.module:
+                names.add(node.module)
+    return names
+
+
+def violations(folder: str, forbidden: set[str]) -> list[str]:
+    found = []
+    for path in sorted((SERVER / folder).rglob("*.py")):
+        for name in imported_modules(path):
+            if any(name == bad or name.startswith(bad + ".") for bad in forbidden):
+                found.append(f"{path.relative_to(SERVER)} imports {name}")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("folder", "forbidden"), [("core", FORBIDDEN_IN_CORE), ("runtime", FORBIDDEN_IN_RUNTIME)]
+)
+def test_imports_point_inwards(folder: str, forbidden: set[str]) -> None:
+    assert violations(folder, forbidden) == []
+
+
+def test_the_check_sees_relative_imports() -> None:
+    # The check itself must be able to fail: runtime really does import core relatively.
+    assert any("server.core" in name for name in imported_modules(SERVER / "runtime" / "hub.py"))
