@@ -37,6 +37,7 @@ from .errors import (
     CommandError,
 )
 from .outbox import Outbox
+from .run import FanOutRun
 from .session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
 from .topic import Topic
 
@@ -49,7 +50,8 @@ class Engine:
     def __init__(self, config: Config, clock: Clock) -> None:
         self.config = config
         self.clock = clock
-        self.topics: dict[str, Topic] = {t.name: Topic(t.name, t) for t in config.topics}
+        self.run = FanOutRun()
+        self.topics: dict[str, Topic] = {t.name: Topic(t.name, t, self.run) for t in config.topics}
         self.sessions: dict[int, Session] = {}
         self.client_names: dict[str, Session] = {}
         self.sequences: dict[str, int] = {}  # highest accepted publisher sequence per client name
@@ -62,7 +64,7 @@ class Engine:
     def open_session(self, wake: Callable[[], None]) -> Session:
         settings = self.config.server
         outbox = Outbox(settings.queue_max_bytes, settings.queue_max_messages)
-        session = Session(next(self._session_ids), outbox, wake)
+        session = Session(next(self._session_ids), outbox, wake, self.run)
         self.sessions[session.id] = session
         return session
 
@@ -78,7 +80,7 @@ class Engine:
         """The topic of that name; an unconfigured name is a plain pub/sub topic, made on first use."""
         found = self.topics.get(name)
         if found is None:
-            found = self.topics[name] = Topic(name, None)
+            found = self.topics[name] = Topic(name, None, self.run)
         return found
 
     def next_apply_seq(self) -> int:
@@ -94,10 +96,13 @@ class Engine:
             self.fail(session, None, CommandError(BAD_MESSAGE, f"not JSON ({error.msg})"))
             return
         commands = decoded if isinstance(decoded, list) else [decoded]
-        for raw in commands:
-            if session.close_code is not None:
-                return
-            self.execute(session, raw)
+        try:
+            for raw in commands:
+                if session.close_code is not None:
+                    return
+                self.execute(session, raw)
+        finally:
+            self.run.flush()
 
     def execute(self, session: Session, raw: Any) -> None:
         cid = raw.get("cid") if isinstance(raw, dict) else None

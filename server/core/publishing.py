@@ -48,33 +48,40 @@ def _ack_duplicate(engine: Engine, session: Session, header: Header, seq: int) -
 
 
 def publish(engine: Engine, session: Session, header: Header, body: Publish) -> None:
-    engine.check_write(session, body.topic)
-    topic = engine.topic(body.topic)
-    if _is_duplicate(engine, session, body.seq):
-        assert body.seq is not None
-        _ack_duplicate(engine, session, header, body.seq)
+    if session.user is not None:
+        engine.check_write(session, body.topic)
+    topic = engine.topics.get(body.topic) or engine.topic(body.topic)
+    seq = body.seq
+    if seq is not None and _is_duplicate(engine, session, seq):
+        _ack_duplicate(engine, session, header, seq)
         return
     now = engine.clock()
-    if topic.key_spec is None:
+    key_spec = topic.key_spec
+    key: str | None = None
+    old: RecordVersion | None = None
+    data = body.data
+    expires_at: float | None = None
+    if key_spec is not None:
+        key = key_spec.sow_key(data)
+        old = topic.records.get(key)
+        if body.delta and old is not None:
+            data = merge_record(old.data, data)
+        lifetime = body.expiration_s
+        if lifetime is None and topic.config is not None:
+            lifetime = topic.config.expiration_s
+        if lifetime:
+            expires_at = now + lifetime
+    # Everything that can refuse the command has run: from here on it is applied.
+    if header.acks:
         engine.received(session, header)
-        _accept_sequence(engine, session, body.seq)
-        version = RecordVersion("", body.data, engine.next_apply_seq(), now)
-        topic.fan_out(None, None, version)
-        _ack_applied(engine, session, header, body.seq)
-        return
-    key = topic.key_spec.sow_key(body.data)
-    old = topic.records.get(key)
-    data = merge_record(old.data, body.data) if body.delta and old is not None else body.data
-    lifetime = body.expiration_s
-    if lifetime is None and topic.config is not None:
-        lifetime = topic.config.expiration_s
-    expires_at = now + lifetime if lifetime else None
-    engine.received(session, header)
-    _accept_sequence(engine, session, body.seq)
-    new = RecordVersion(key, data, engine.next_apply_seq(), now, expires_at)
-    topic.records[key] = new
+    if seq is not None:
+        _accept_sequence(engine, session, seq)
+    new = RecordVersion(key or "", data, engine.next_apply_seq(), now, expires_at)
+    if key is not None:
+        topic.records[key] = new
     topic.fan_out(key, old, new)
-    _ack_applied(engine, session, header, body.seq)
+    if header.acks or header.cid is not None:
+        _ack_applied(engine, session, header, seq)
 
 
 def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete) -> None:

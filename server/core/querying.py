@@ -126,7 +126,7 @@ def _encode_snapshot(
         fields["data"] = view
         if options.timestamp:
             fields["ts"] = format_timestamp(version.timestamp)
-        yield head + wire.body(fields)
+        yield wire.join(head, wire.body(fields))
 
 
 def _replace(topic: Topic, old: Subscription, new: Subscription) -> None:

@@ -5,14 +5,16 @@ A subscription that needs to know what it holds (delta subscriptions, and ``oof`
 ``held``: SowKey -> the (selected) view it last received. Views are shared, immutable objects,
 so holding one costs a reference.
 
-``Memo`` caches encoded bodies for the duration of one change's fan-out, keyed by object
-identity of the views involved: subscribers with the same view of the same change share the
-same bytes, whichever socket they are on.
+``Memo`` caches views and encoded bodies for the duration of one change's fan-out: subscribers
+with the same view of the same change share the same bytes, whichever socket they are on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from .diff import make_merge_delta, make_patch
 from .filters import Filter
@@ -21,13 +23,23 @@ from .keys import KeySpec
 from .options import Options
 from .paths import set_path
 from .records import RecordVersion, format_timestamp
-from .wire import body
+from .wire import body, head
 
 P = b"p"
 OOF = b"oof"
 
 Outcome = tuple[bytes, bytes]  # (message type, encoded body)
 Memo = dict[tuple[Any, ...], Any]
+
+
+def _matcher(filters: tuple[Filter, ...], ctx: EvalContext) -> Callable[[Any], bool]:
+    """One predicate for all of a subscription's filters (its own and its user's entitlement)."""
+    if not filters:
+        return lambda data: True
+    if len(filters) == 1:
+        only = filters[0]
+        return lambda data: only.matches(data, ctx)
+    return lambda data: all(f.matches(data, ctx) for f in filters)
 
 
 class Subscription:
@@ -54,11 +66,17 @@ class Subscription:
         self.held: dict[str, Any] | None = {} if tracks else None
         select = options.select
         self._select_id = select.text if select is not None else None
-        self._flags = (options.no_sowkey, options.timestamp)
-
-    def matches(self, data: Any) -> bool:
-        ctx = self.ctx
-        return all(f.matches(data, ctx) for f in self.filters)
+        # Subscriptions with equal view kinds get byte-identical bodies for the same change.
+        self._view_kind = (self._select_id, options.no_sowkey, options.timestamp)
+        self.matches = _matcher(filters, ctx)
+        self.unfiltered = not filters
+        # Sent the shared full body of every matching change, with nothing to remember: the
+        # topic can deliver to it without asking on_change.
+        self.stateless = (
+            self.held is None and select is None and not options.no_sowkey and not options.timestamp
+        )
+        topic_json = orjson.dumps(topic)
+        self.heads = {P: head(P, topic_json, [sub_id]), OOF: head(OOF, topic_json, [sub_id])}
 
     def view(self, version: RecordVersion, memo: Memo) -> Any:
         select = self.options.select
@@ -77,7 +95,8 @@ class Subscription:
     def full_body(
         self, key: str | None, version: RecordVersion, view: Any, memo: Memo, reason: str = ""
     ) -> bytes:
-        memo_key = ("full", id(view), key, reason, *self._flags)
+        # Within one change, (view kind, reason) fixes both the version and the view.
+        memo_key = (self._view_kind, reason)
         found: bytes | None = memo.get(memo_key)
         if found is None:
             fields: dict[str, Any] = {}
@@ -124,19 +143,12 @@ class Subscription:
 
     def delta_body(self, key: str, new: RecordVersion, previous: Any, view: Any, memo: Memo) -> bytes | None:
         options = self.options
-        memo_key = (
-            "delta",
-            id(previous),
-            id(view),
-            key,
-            options.delta_merge,
-            options.send_keys,
-            options.no_empties,
-            *self._flags,
-        )
-        if memo_key in memo:
-            found: bytes | None = memo[memo_key]
-            return found
+        memo_key = (id(previous), self._view_kind, options.delta_merge, options.send_keys, options.no_empties)
+        found = memo.get(memo_key)
+        # The entry keeps ``previous`` alive, so no other object can reuse its id in this fan-out.
+        if found is not None and found[0] is previous:
+            cached: bytes | None = found[1]
+            return cached
         fields: dict[str, Any] = {}
         if not options.no_sowkey:
             fields["k"] = key
@@ -144,7 +156,8 @@ class Subscription:
             delta = make_merge_delta(previous, view)
             if delta is None:
                 # The new state lost a field: merging can never remove it, so send the record.
-                memo[memo_key] = result = self.full_body(key, new, view, memo)
+                result = self.full_body(key, new, view, memo)
+                memo[memo_key] = (previous, result)
                 return result
             empty = not delta
             if options.send_keys and self.key_spec is not None:
@@ -156,9 +169,10 @@ class Subscription:
             empty = not patch
             fields["patch"] = patch
         if empty and options.no_empties:
-            memo[memo_key] = None
+            memo[memo_key] = (previous, None)
             return None
         if options.timestamp:
             fields["ts"] = format_timestamp(new.timestamp)
-        memo[memo_key] = result = body(fields)
+        result = body(fields)
+        memo[memo_key] = (previous, result)
         return result

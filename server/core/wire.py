@@ -47,8 +47,14 @@ def body(fields: dict[str, Any]) -> bytes:
 
 
 def head(command: bytes, topic_json: bytes, sids: list[Any]) -> bytes:
-    return b'{"c":"' + command + b'","t":' + topic_json + b',"sids":' + orjson.dumps(sids) + b","
+    """The per-socket start of a delivery, ``{"c":"p","t":...,"sids":[...]``: a head and a body
+    joined by a comma make the message, so a frame can join heads and bodies without copying."""
+    return b'{"c":"' + command + b'","t":' + topic_json + b',"sids":' + orjson.dumps(sids)
+
+
+def join(head: bytes, body: bytes) -> bytes:
+    return head + b"," + body
 
 
 def snapshot_head(topic_json: bytes, query_json: bytes) -> bytes:
-    return b'{"c":"sow","t":' + topic_json + b',"query_id":' + query_json + b","
+    return b'{"c":"sow","t":' + topic_json + b',"query_id":' + query_json
