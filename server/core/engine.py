@@ -39,6 +39,7 @@ from .errors import (
 from .outbox import Outbox
 from .run import FanOutRun
 from .session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
+from .subscription import Subscription
 from .topic import Topic
 
 log = logging.getLogger("server.engine")
@@ -70,7 +71,7 @@ class Engine:
 
     def close_session(self, session: Session) -> None:
         for subscription in list(session.subscriptions.values()):
-            self.topic(subscription.topic).remove(subscription)
+            self.unsubscribe(subscription)
         session.subscriptions.clear()
         self.sessions.pop(session.id, None)
         if session.client_name is not None and self.client_names.get(session.client_name) is session:
@@ -82,6 +83,14 @@ class Engine:
         if found is None:
             found = self.topics[name] = Topic(name, None, self.run)
         return found
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        topic = self.topics.get(subscription.topic)
+        if topic is None:
+            return
+        topic.remove(subscription)
+        if topic.config is None and not topic.subscribers:
+            del self.topics[topic.name]  # a plain topic lives only while someone listens
 
     def next_apply_seq(self) -> int:
         return next(self._apply_seq)
@@ -163,6 +172,9 @@ class Engine:
         if users is not None:
             user = users.get(body.user_id or "")
             if user is None or not user.check_password(body.password):
+                log.warning(
+                    "auth failure for user %r on session %s; closing it with 1008", body.user_id, session.id
+                )
                 self.fail(session, header.cid, CommandError(AUTH_FAILURE, "unknown user or wrong password"))
                 session.request_close(CLOSE_POLICY, "auth failure")
                 return

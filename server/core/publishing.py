@@ -47,13 +47,26 @@ def _ack_duplicate(engine: Engine, session: Session, header: Header, seq: int) -
         engine.ack(session, header, "persisted", reason="duplicate", s=seq)
 
 
+def _applied_without_fan_out(engine: Engine, session: Session, header: Header, seq: int | None) -> None:
+    if header.acks:
+        engine.received(session, header)
+    if seq is not None:
+        _accept_sequence(engine, session, seq)
+    if header.acks or header.cid is not None:
+        _ack_applied(engine, session, header, seq)
+
+
 def publish(engine: Engine, session: Session, header: Header, body: Publish) -> None:
     if session.user is not None:
         engine.check_write(session, body.topic)
-    topic = engine.topics.get(body.topic) or engine.topic(body.topic)
+    topic = engine.topics.get(body.topic)
     seq = body.seq
     if seq is not None and _is_duplicate(engine, session, seq):
         _ack_duplicate(engine, session, header, seq)
+        return
+    if topic is None:
+        # A plain topic nobody subscribes to: nothing to store and no one to tell.
+        _applied_without_fan_out(engine, session, header, seq)
         return
     now = engine.clock()
     key_spec = topic.key_spec
@@ -86,8 +99,8 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
 
 def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete) -> None:
     engine.check_write(session, body.topic)
-    topic = engine.topic(body.topic)
-    if topic.key_spec is None:
+    topic = engine.topics.get(body.topic)
+    if topic is None or topic.key_spec is None:
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
     if _is_duplicate(engine, session, body.seq):
         assert body.seq is not None

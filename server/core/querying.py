@@ -156,5 +156,5 @@ def unsubscribe(engine: Engine, session: Session, header: Header, body: Unsubscr
         if subscription is None and isinstance(sub_id, str) and sub_id.isdigit():
             subscription = session.subscriptions.pop(int(sub_id), None)
         if subscription is not None:
-            engine.topic(subscription.topic).remove(subscription)
+            engine.unsubscribe(subscription)
     engine.processed(session, header)

@@ -386,3 +386,16 @@ def test_queue_overflow_closes_with_4001() -> None:
     publisher.send(*[publish(n) for n in range(20)])
     assert slow.session.close_code == 4001
     assert publisher.session.close_code is None
+
+
+def test_plain_topics_exist_only_while_someone_listens(hub: Harness) -> None:
+    publisher, watcher = hub.peer(), hub.peer()
+    publisher.send(*[{"c": "publish", "t": f"noise-{n}", "data": {"n": n}} for n in range(100)])
+    assert set(hub.engine.topics) == {"orders", "trades"}
+    watcher.send(
+        {"c": "subscribe", "t": "chat", "sub_id": "a"}, {"c": "subscribe", "t": "chat", "sub_id": "b"}
+    )
+    watcher.send({"c": "unsubscribe", "sub_id": "a"})
+    assert "chat" in hub.engine.topics
+    hub.engine.close_session(watcher.session)
+    assert set(hub.engine.topics) == {"orders", "trades"}
