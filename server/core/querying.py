@@ -21,11 +21,11 @@ from .filters.functions import EvalContext
 from .outbox import FRAME_BREAK
 from .records import RecordVersion, format_timestamp
 from .subscription import Memo, Subscription
+from .topic import Topic
 
 if TYPE_CHECKING:
     from .engine import Engine
     from .session import Session
-    from .topic import Topic
 
 
 def _filters(session: Session, topic: str, text: str | None) -> tuple[Filter, ...]:
@@ -39,8 +39,8 @@ def _filters(session: Session, topic: str, text: str | None) -> tuple[Filter, ..
 
 def query(engine: Engine, session: Session, header: Header, body: Query) -> None:
     engine.check_read(session, body.topic)
-    topic = engine.topic(body.topic)
-    if header.c == "sow" and not topic.is_sow:
+    known = engine.topics.get(body.topic)
+    if header.c == "sow" and (known is None or not known.is_sow):
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
     if body.bookmark is not None and body.bookmark != "now":
         # Replay reads the transaction log; until a topic has one there is nothing to replay from.
@@ -49,11 +49,19 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
         )
     filters = _filters(session, body.topic, body.filter)
     orderby = parse_orderby(body.orderby) if body.orderby else None
-    ctx = EvalContext(engine.clock(), session.user_id, session.client_name)
+    ctx = EvalContext(engine.clock, session.user_id, session.client_name)
     subscription = None
     existing = session.subscriptions.get(body.sub_id) if body.subscribe else None
     if existing is not None and not body.options.replace:
         raise CommandError(SUBID_IN_USE, f"sub_id {body.sub_id!r} is already subscribed on this connection")
+    # Validated: only now may a plain topic come into being (for a subscription to hold it).
+    topic = (
+        known
+        if known is not None
+        else engine.topic(body.topic)
+        if body.subscribe
+        else Topic(body.topic, None, engine.run)
+    )
     if body.subscribe:
         subscription = Subscription(
             session, body.sub_id, body.topic, filters, body.options, body.delta, topic.key_spec, ctx

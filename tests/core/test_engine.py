@@ -399,3 +399,21 @@ def test_plain_topics_exist_only_while_someone_listens(hub: Harness) -> None:
     assert "chat" in hub.engine.topics
     hub.engine.close_session(watcher.session)
     assert set(hub.engine.topics) == {"orders", "trades"}
+
+
+def test_failed_and_one_off_queries_leave_no_topic_behind(hub: Harness) -> None:
+    peer = hub.peer()
+    peer.send({"c": "sow", "t": "ghost", "cid": 1})
+    peer.send({"c": "subscribe", "t": "ghost", "cid": 2, "filter": "/a >"})
+    peer.send({"c": "sow_and_subscribe", "t": "ghost", "cid": 3, "o": "bogus"})
+    assert set(hub.engine.topics) == {"orders", "trades"}
+
+
+def test_unix_timestamp_reads_the_clock_when_evaluated(hub: Harness) -> None:
+    publisher, watcher = hub.peer(), hub.peer()
+    watcher.send({"c": "subscribe", "t": "orders", "sub_id": "s", "filter": "/until > UNIX_TIMESTAMP()"})
+    until = hub.clock.now + 60
+    publisher.send(publish(1, until=until))
+    hub.clock.now += 120
+    publisher.send(publish(2, until=until))
+    assert [m["data"]["order"] for m in watcher.take()] == [1]

@@ -18,7 +18,7 @@ from server.core.filters.functions import EvalContext
 
 SUITE = json.loads((Path(__file__).parent / "cases" / "filters.json").read_text())
 RECORD = SUITE["record"]
-CTX = EvalContext(now=1_800_000_000.0, user="alice", client_name="desk-1")
+CTX = EvalContext(clock=lambda: 1_800_000_000.0, user="alice", client_name="desk-1")
 
 
 @pytest.mark.parametrize("case", SUITE["cases"], ids=lambda case: case["filter"] or "<empty>")

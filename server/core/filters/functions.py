@@ -12,11 +12,16 @@ from .regex import compile_regex
 from .values import compare_scalars, first, to_number, to_text, to_truth
 
 
+def _no_clock() -> float:
+    return 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class EvalContext:
-    """What a filter may read besides the record: the time and who is asking."""
+    """What a filter may read besides the record: the time (a clock, read when evaluated) and
+    who is asking."""
 
-    now: float = 0.0
+    clock: Callable[[], float] = _no_clock
     user: str | None = None
     client_name: str | None = None
 
@@ -185,7 +190,7 @@ FUNCTIONS: dict[str, Function] = {
     "LEAST": Function(_extreme(-1), 1, MANY),
     "COALESCE": Function(_coalesce, 1, MANY),
     "IF": Function(_if, 3, 3),
-    "UNIX_TIMESTAMP": Function(lambda args, ctx: ctx.now, 0, 0),
+    "UNIX_TIMESTAMP": Function(lambda args, ctx: ctx.clock(), 0, 0),
     "USER": Function(lambda args, ctx: ctx.user, 0, 0),
     "CLIENT_NAME": Function(lambda args, ctx: ctx.client_name, 0, 0),
 }
