@@ -11,6 +11,7 @@ with the same view of the same change share the same bytes, whichever socket the
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,9 @@ OOF = b"oof"
 
 Outcome = tuple[bytes, bytes]  # (message type, encoded body)
 Memo = dict[tuple[Any, ...], Any]
+
+
+_ORDER = itertools.count()
 
 
 def _matcher(filters: tuple[Filter, ...], ctx: EvalContext) -> Callable[[Any], bool]:
@@ -70,6 +74,9 @@ class Subscription:
         self._view_kind = (self._select_id, options.no_sowkey, options.timestamp)
         self.matches = _matcher(filters, ctx)
         self.unfiltered = not filters
+        terms = [f.index_term for f in filters if f.index_term is not None]
+        self.index_term = min(terms, key=lambda term: len(term.keys)) if terms else None
+        self.order = next(_ORDER)  # subscription order, for listing sids the same way every time
         # Sent the shared full body of every matching change, with nothing to remember: the
         # topic can deliver to it without asking on_change.
         self.stateless = (

@@ -37,7 +37,7 @@ subscribes = st.builds(
     st.sampled_from(["subscribe", "delta_subscribe", "sow_and_subscribe", "sow_and_delta_subscribe"]),
     st.sampled_from(["orders", "trades", "news"]),
     st.sampled_from(["a", "b", "c"]),
-    st.sampled_from([None, None, "/qty > 5", "/q < 10"]),
+    st.sampled_from([None, None, "/qty > 5", "/q < 10", "/order = 1", "/order IN (0, 2)", "/buyer/id = 'b'"]),
     st.sampled_from([None, None, None, "oof", "replace", "oof,replace", "select=[-/qty]", "no_empties"]),
 )
 others = st.one_of(

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from server.core.errors import FilterError
 from server.core.filters import compile_filter, parse_orderby
+from server.core.filters.compiler import general_filter
 from server.core.filters.functions import EvalContext
 
 SUITE = json.loads((Path(__file__).parent / "cases" / "filters.json").read_text())
@@ -162,3 +163,50 @@ def test_bad_orderby_is_invalid_order_by(bad: str) -> None:
     with pytest.raises(Exception) as error:
         parse_orderby(bad)
     assert str(error.value).startswith("invalid order by")
+
+
+scalar_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.sampled_from([0.5, 1.0, -2.0, 1e20]),
+    st.sampled_from(["", "1", "1.0", " 2", "a", "ab", "B", "S", "tom", "true", "x.y", "a+b", "é"]),
+)
+differential_records = st.fixed_dictionaries(
+    {}, optional={"v": st.one_of(scalar_values, st.lists(scalar_values, max_size=3), st.just({"o": 1}))}
+)
+differential_filters = st.one_of(
+    st.builds(
+        "/v {} {}".format,
+        st.sampled_from(["=", "!=", "<", "<=", ">", ">="]),
+        st.sampled_from(["1", "1.5", "-2", "'1'", "'a'", "'ab'", "TRUE", "NULL", "''", "'x.y'"]),
+    ),
+    st.builds(
+        "/v BETWEEN {} AND {}".format,
+        st.sampled_from(["0", "-1", "0.5", "'a'"]),
+        st.sampled_from(["1", "2.5", "'b'"]),
+    ),
+    st.builds(
+        "/v {}IN ({})".format,
+        st.sampled_from(["", "NOT "]),
+        st.lists(
+            st.sampled_from(["1", "'1'", "'a'", "'B'", "TRUE", "2.0", "''", "NULL", "'1.0'"]),
+            min_size=1,
+            max_size=3,
+        ).map(", ".join),
+    ),
+    st.builds(
+        "/v {}LIKE '{}'".format,
+        st.sampled_from(["", "NOT "]),
+        st.sampled_from(["^t", "a", "b$", "^ab$", "x\\\\.y", "^1", "rue", "(?i)^A", "a+", "^$"]),
+    ),
+)
+
+
+@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@given(differential_filters, differential_records)
+def test_specialised_evaluators_agree_with_the_general_path(text: str, record: dict[str, Any]) -> None:
+    assert compile_filter(text).matches(record, CTX) == general_filter(text).matches(record, CTX), (
+        text,
+        record,
+    )

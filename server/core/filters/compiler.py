@@ -13,7 +13,9 @@ from functools import lru_cache
 from typing import Any
 
 from ..paths import MISSING
-from . import ast
+from . import ast, fastpaths
+from .analysis import IndexTerm, index_term
+from .fields import read_field
 from .functions import FUNCTIONS, EvalContext
 from .parser import parse
 from .regex import compile_regex
@@ -29,10 +31,12 @@ class Filter:
     text: str
     tree: ast.Node
     evaluate: Evaluator
+    index_term: IndexTerm | None  # what a record must have to match, for indexing (may be None)
 
     def matches(self, record: Any, ctx: EvalContext = NO_CONTEXT) -> bool:
         try:
-            return to_truth(self.evaluate(record, ctx)) is True
+            outcome = self.evaluate(record, ctx)
+            return outcome is True or (outcome is not False and to_truth(outcome) is True)
         except Exception:  # pragma: no cover - a defect, but one record must never stop a fan-out
             return False
 
@@ -41,12 +45,39 @@ class Filter:
 def compile_filter(text: str) -> Filter:
     """Compile a filter (cached per text); raises ``FilterError`` with the column of the first error."""
     tree = parse(text)
-    return Filter(text, tree, _compile(tree))
+    return Filter(text, tree, _compile(tree), index_term(tree))
+
+
+_specialise = True
+
+
+def general_filter(text: str) -> Filter:
+    """The same filter compiled without the specialised evaluators of ``fastpaths``: the
+    reference semantics that the specialised ones are tested against."""
+    global _specialise
+    tree = parse(text)
+    _specialise = False
+    try:
+        return Filter(text, tree, _compile(tree), index_term(tree))
+    finally:
+        _specialise = True
 
 
 def _compile(node: ast.Node) -> Evaluator:
     compiler = _COMPILERS[type(node)]
     return compiler(node)
+
+
+def _top_level_name(node: ast.Node) -> str | None:
+    """The field name when ``node`` is a top-level field (``/name``) and fast paths are on."""
+    if (
+        _specialise
+        and isinstance(node, ast.Field)
+        and len(node.steps) == 1
+        and isinstance(node.steps[0], str)
+    ):
+        return node.steps[0]
+    return None
 
 
 def _literal(node: ast.Literal) -> Evaluator:
@@ -68,60 +99,45 @@ def _field(node: ast.Field) -> Evaluator:
         return read_one
 
     def read(record: Any, ctx: EvalContext) -> Any:
-        value = _walk(record, steps)
+        value = read_field(record, steps)
         return None if value is MISSING or value == "" else value
 
     return read
 
 
-def _walk(value: Any, steps: tuple[str | int, ...]) -> Any:
-    for index, step in enumerate(steps):
-        kind = type(value)
-        if isinstance(step, int):
-            if kind is not list or step >= len(value):
-                return MISSING
-            value = value[step]
-        elif kind is dict:
-            value = value.get(step, MISSING)
-            if value is MISSING:
-                return MISSING
-        elif kind is list:
-            # /orders/qty over an array of objects reads every element's qty.
-            rest = steps[index:]
-            found = [_walk(item, rest) for item in value]
-            flat: list[Any] = []
-            for item in found:
-                if item is MISSING:
-                    continue
-                flat.extend(item if type(item) is list else (item,))
-            return flat or MISSING
-        else:
-            return MISSING
-    return value
-
-
 def _not(node: ast.Not) -> Evaluator:
-    operand = _compile(node.operand)
+    operand = _condition(node.operand)
 
     def negate(record: Any, ctx: EvalContext) -> Truth:
-        truth = to_truth(operand(record, ctx))
+        truth = operand(record, ctx)
         return None if truth is None else not truth
 
     return negate
 
 
+_TRUTH_NODES = (ast.Not, ast.Logical, ast.Compare, ast.Between, ast.In, ast.Like, ast.Affix, ast.IsNull)
+
+
+def _condition(node: ast.Node) -> Evaluator:
+    """``node`` compiled to return TRUE, FALSE or NULL, whatever kind of value it has."""
+    evaluate = _compile(node)
+    if isinstance(node, _TRUTH_NODES):
+        return evaluate
+    return lambda record, ctx: to_truth(evaluate(record, ctx))
+
+
 def _logical(node: ast.Logical) -> Evaluator:
-    items = tuple(_compile(item) for item in node.items)
+    items = tuple(_condition(item) for item in node.items)
     stop = node.op == "OR"  # OR stops at the first TRUE, AND at the first FALSE
 
     def combine(record: Any, ctx: EvalContext) -> Truth:
         unknown = False
         for item in items:
-            truth = to_truth(item(record, ctx))
+            truth: Truth = item(record, ctx)
+            if truth is stop:
+                return stop
             if truth is None:
                 unknown = True
-            elif truth is stop:
-                return stop
         return None if unknown else not stop
 
     return combine
@@ -131,15 +147,16 @@ def _compare(node: ast.Compare) -> Evaluator:
     left, right = _compile(node.left), _compile(node.right)
     test = make_comparison(node.op)
     if isinstance(node.right, ast.Literal) and not isinstance(node.right.value, list):
-        constant = node.right.value
+        constant = None if node.right.value == "" else node.right.value
 
-        def compare_constant(record: Any, ctx: EvalContext) -> Truth:
-            value = left(record, ctx)
+        def general(value: Any) -> Truth:
             if type(value) is list:
                 return any_pair(value, constant, test)
             return test(value, constant)
 
-        return compare_constant
+        name = _top_level_name(node.left)
+        fast = fastpaths.compare_constant(name, node.op, constant, general) if name else None
+        return fast or (lambda record, ctx: general(left(record, ctx)))
     return lambda record, ctx: any_pair(left(record, ctx), right(record, ctx), test)
 
 
@@ -147,9 +164,7 @@ def _between(node: ast.Between) -> Evaluator:
     operand, low, high = _compile(node.operand), _compile(node.low), _compile(node.high)
     at_least, at_most = make_comparison(">="), make_comparison("<=")
 
-    def between(record: Any, ctx: EvalContext) -> Truth:
-        value, lo, hi = operand(record, ctx), low(record, ctx), high(record, ctx)
-
+    def within(value: Any, lo: Any, hi: Any) -> Truth:
         def inside(x: Any, _: Any) -> Truth:
             above, below = at_least(x, lo), at_most(x, hi)
             if above is False or below is False:
@@ -158,7 +173,13 @@ def _between(node: ast.Between) -> Evaluator:
 
         return any_pair(value, None, inside)
 
-    return between
+    name = _top_level_name(node.operand)
+    if name and isinstance(node.low, ast.Literal) and isinstance(node.high, ast.Literal):
+        lo, hi = node.low.value, node.high.value
+        fast = fastpaths.between_numbers(name, lo, hi, lambda value: within(value, lo, hi))
+        if fast is not None:
+            return fast
+    return lambda record, ctx: within(operand(record, ctx), low(record, ctx), high(record, ctx))
 
 
 def _in(node: ast.In) -> Evaluator:
@@ -166,17 +187,24 @@ def _in(node: ast.In) -> Evaluator:
     items = tuple(_compile(item) for item in node.items)
     equal = make_comparison("=")
 
-    def member(record: Any, ctx: EvalContext) -> Truth:
-        value = operand(record, ctx)
+    def member_of(value: Any, record: Any, ctx: EvalContext) -> Truth:
         if value is None:
             return None
         return any(any_pair(value, item(record, ctx), equal) for item in items)
 
-    return member
+    name = _top_level_name(node.operand)
+    if name and all(isinstance(item, ast.Literal) for item in node.items):
+        literals = [item.value for item in node.items if isinstance(item, ast.Literal)]
+        return fastpaths.member_of_literals(name, literals, lambda value: member_of(value, None, NO_CONTEXT))
+    return lambda record, ctx: member_of(operand(record, ctx), record, ctx)
 
 
 def _like(node: ast.Like) -> Evaluator:
     operand = _compile(node.operand)
+    name = _top_level_name(node.operand)
+    fast = fastpaths.like_literal(name, node.pattern) if name else None
+    if fast is not None:
+        return fast
     regex = compile_regex(node.pattern, node.column)
 
     def like(x: Any, _: Any) -> Truth:
@@ -228,7 +256,12 @@ def _negate(node: ast.Negate) -> Evaluator:
 def _call(node: ast.Call) -> Evaluator:
     impl = FUNCTIONS[node.name].impl
     args = tuple(_compile(arg) for arg in node.args)
-    return lambda record, ctx: impl([arg(record, ctx) for arg in args], ctx)
+
+    def call(record: Any, ctx: EvalContext) -> Any:
+        result = impl([arg(record, ctx) for arg in args], ctx)
+        return None if result == "" else result  # an empty string is NULL wherever it comes from
+
+    return call
 
 
 _COMPILERS: dict[type[ast.Node], Callable[[Any], Evaluator]] = {

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from ..errors import INVALID_ORDER_BY, CommandError, FilterError
 from ..paths import MISSING
-from .compiler import _walk
+from .fields import read_field
 from .lexer import Kind, tokenize
 
 
@@ -55,7 +55,7 @@ class OrderBy:
             steps = term.steps
 
             def key(item: Keyed, steps: tuple[str | int, ...] = steps) -> tuple[int, Any]:
-                value = _walk(item.data, steps)
+                value = read_field(item.data, steps)
                 return _sort_value(None if value is MISSING else value)
 
             if term.descending:

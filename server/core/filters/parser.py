@@ -116,7 +116,11 @@ class _Parser:
             return inner
         if token.kind is Kind.OP and token.text in "+-":
             operand = self.expression(70)
-            return ast.Negate(column, operand) if token.text == "-" else operand
+            if token.text == "+":
+                return operand
+            if isinstance(operand, ast.Literal) and type(operand.value) in (int, float):
+                return ast.Literal(column, -operand.value)  # -3 is a literal, so it can be indexed
+            return ast.Negate(column, operand)
         word = self.word(token)
         if word == "NULL":
             return ast.Literal(column, None)
