@@ -31,6 +31,16 @@ class HubCollector(Collector):
             subscriptions.add_metric([name], sum(len(subs) for subs in topic.subscribers.values()))
         yield records
         yield subscriptions
+        for counter, help_text in (
+            ("conflated", "Queued messages merged into newer ones for slow sockets"),
+            ("dropped", "Queued messages dropped for unsubscribe-policy topics"),
+            ("unsubscribed", "Subscriptions dropped for back pressure"),
+            ("closed_slow", "Sockets closed with 4001 on a message of this topic"),
+        ):
+            family = CounterMetricFamily(f"push_{counter}", help_text, labels=["topic"])
+            for name, topic in engine.topics.items():
+                family.add_metric([name], topic.counters[counter])
+            yield family
         queued = sum(c.session.outbox.queued_bytes for c in self.hub.connections)
         yield GaugeMetricFamily("push_queued_bytes", "Bytes waiting in outbound socket queues", value=queued)
 

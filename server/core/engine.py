@@ -7,6 +7,8 @@ a snapshot taken inside one command is atomic with respect to every publish.
 
 from __future__ import annotations
 
+import heapq
+import importlib
 import itertools
 import logging
 from collections.abc import Callable
@@ -36,6 +38,7 @@ from .errors import (
     NOT_ENTITLED,
     CommandError,
 )
+from .options import parse_logon_options
 from .outbox import Outbox
 from .run import FanOutRun
 from .session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
@@ -43,6 +46,16 @@ from .subscription import Subscription
 from .topic import Topic
 
 log = logging.getLogger("server.engine")
+
+
+def load_merge_function(spec: str | None) -> Callable[[Any, Any], Any] | None:
+    """``module:function`` of a topic's ``conflation_merge`` (validated importable with the configuration)."""
+    if spec is None:
+        return None
+    module_name, _, function_name = spec.partition(":")
+    function: Callable[[Any, Any], Any] = getattr(importlib.import_module(module_name), function_name)
+    return function
+
 
 Clock = Callable[[], float]
 
@@ -52,7 +65,14 @@ class Engine:
         self.config = config
         self.clock = clock
         self.run = FanOutRun()
-        self.topics: dict[str, Topic] = {t.name: Topic(t.name, t, self.run) for t in config.topics}
+        self.topics: dict[str, Topic] = {
+            t.name: Topic(t.name, t, self.run, load_merge_function(t.conflation_merge)) for t in config.topics
+        }
+        self._dropped: list[tuple[Session, list[Subscription]]] = []
+        # Ends of subscription-conflation intervals: (due, tie-breaker, subscription).
+        self._timers: list[tuple[float, int, Subscription]] = []
+        self._timer_ids = itertools.count()
+        self.on_timer: Callable[[float], None] = lambda due: None  # set by the runtime to wake its timer
         self.sessions: dict[int, Session] = {}
         self.client_names: dict[str, Session] = {}
         self.sequences: dict[str, int] = {}  # highest accepted publisher sequence per client name
@@ -66,6 +86,7 @@ class Engine:
         settings = self.config.server
         outbox = Outbox(settings.queue_max_bytes, settings.queue_max_messages)
         session = Session(next(self._session_ids), outbox, wake, self.run)
+        session.on_dropped = self._note_dropped
         self.sessions[session.id] = session
         return session
 
@@ -84,7 +105,29 @@ class Engine:
             found = self.topics[name] = Topic(name, None, self.run)
         return found
 
+    def schedule(self, subscription: Subscription, due: float) -> None:
+        earliest = self._timers[0][0] if self._timers else None
+        heapq.heappush(self._timers, (due, next(self._timer_ids), subscription))
+        if earliest is None or due < earliest:
+            self.on_timer(due)
+
+    def next_due(self) -> float | None:
+        return self._timers[0][0] if self._timers else None
+
+    def advance(self, now: float) -> None:
+        """Deliver every subscription-conflation interval that has ended by ``now``."""
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            _, _, subscription = heapq.heappop(timers)
+            if subscription.closed or subscription.dropped:
+                continue
+            topic = subscription.topic_ref
+            for key, change in subscription.release(now):
+                topic.deliver(subscription.session, (subscription,), key, change)
+        self.settle()
+
     def unsubscribe(self, subscription: Subscription) -> None:
+        subscription.closed = True
         topic = self.topics.get(subscription.topic)
         if topic is None:
             return
@@ -111,7 +154,24 @@ class Engine:
                     return
                 self.execute(session, raw)
         finally:
+            self.settle()
+
+    def settle(self) -> None:
+        """End of a unit of work: push the pending run, then remove the subscriptions dropped for
+        back pressure."""
+        self.run.flush()
+        while self._dropped:
+            dropped, self._dropped = self._dropped, []
+            for session, subscriptions in dropped:
+                for subscription in subscriptions:
+                    if session.subscriptions.get(subscription.sub_id) is subscription:
+                        del session.subscriptions[subscription.sub_id]
+                    self.unsubscribe(subscription)
             self.run.flush()
+
+    def _note_dropped(self, session: Session, subscriptions: list[Subscription]) -> None:
+        # Not removed here: the topic that queued the message may be iterating its subscribers.
+        self._dropped.append((session, subscriptions))
 
     def execute(self, session: Session, raw: Any) -> None:
         cid = raw.get("cid") if isinstance(raw, dict) else None
@@ -168,6 +228,7 @@ class Engine:
     # -- logon and entitlements -------------------------------------------------------------
 
     def logon(self, session: Session, header: Header, body: Logon) -> None:
+        conflation = parse_logon_options(body.options)
         users = self.config.users
         if users is not None:
             user = users.get(body.user_id or "")
@@ -194,6 +255,7 @@ class Engine:
         session.client_name = body.client_name
         session.user_id = body.user_id
         session.logged_on = True
+        session.outbox.conflation = conflation
         self.received(session, header)
         fields: dict[str, Any] = {}
         if body.client_name is not None:

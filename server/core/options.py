@@ -62,6 +62,19 @@ def _count(name: str, value: str) -> int:
 _FLAGS = {"oof", "no_empties", "no_sowkey", "timestamp", "replace"}
 
 
+def parse_logon_options(text: str | None) -> bool:
+    """Logon options: ``conflation=off`` turns socket-queue conflation off for this session.
+
+    Returns whether conflation stays on."""
+    conflation = True
+    for item in split_options(text or ""):
+        name, _, value = (part.strip() for part in item.partition("="))
+        if name != "conflation" or value not in ("on", "off"):
+            raise CommandError(INVALID_OPTIONS, f"logon takes conflation=on or conflation=off, not {item!r}")
+        conflation = value == "on"
+    return conflation
+
+
 def parse_options(text: str | None) -> Options:
     if text is None or not text.strip():
         return Options()

@@ -1,22 +1,33 @@
-"""The bounded outbound queue of one socket.
+"""The bounded outbound queue of one socket, and its conflation (PROTOCOL 6.3).
 
-Encoded messages wait here until the socket's writer takes them as array frames. The queue is
-bounded in bytes and in messages; a push that does not fit is refused and the caller decides
-what that means (for now the socket is closed with 4001). A snapshot is queued as a lazy stream
-of messages: it holds references to immutable record versions and is encoded as the writer
-drains it, so a large snapshot does not count against the bound and cannot overflow it.
+Entries, in order: plain messages (acks and the like, never conflated), ``RunBatch``es (a run of
+whole records for a stateless subscription), ``Delivery``s (one message about one record) and
+lazy snapshot streams (encoded as the writer drains them, so they do not count against the
+bounds). The queue is bounded in bytes and in messages. A push that does not fit is refused;
+the session then calls ``relieve``, which conflates what is queued by the topics' policies,
+and pushes again.
 
-Consecutive messages are kept in one batch (a list and its byte count) so that the common case,
-everything queued fits one frame, is a single ``join``.
+After a relief the outbox stays *keyed* until it drains: each new delivery for a conflated topic
+merges straight into the queued one for its record, so a stalled socket costs O(1) per message
+instead of a pass over its queue. Deliveries of ``always`` topics are keyed all the time.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from .conflation import merge
+from .delivery import Delivery, RunBatch
+
+if TYPE_CHECKING:
+    from .subscription import Subscription
 
 # A stream may yield this to end the current frame early (the ``bs`` batch size of a query).
 FRAME_BREAK = b""
+
+CONFLATED_POLICIES = ("conflate", "always")
 
 
 class _Stream:
@@ -32,161 +43,239 @@ class _Stream:
         return self.head
 
 
-class _Batch:
-    """Consecutive queued messages as one list of parts.
-
-    A part is a whole message, or a delivery head (``wire.head``: it ends with ``]``, never with
-    ``}``) immediately followed by its body. Joining the parts with commas writes every message.
-    """
-
-    __slots__ = ("parts", "size")
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-        self.size = 0  # bytes of the parts, and of the commas that will separate them
-
-    def messages(self) -> list[bytes]:
-        out: list[bytes] = []
-        parts = self.parts
-        index = 0
-        while index < len(parts):
-            part = parts[index]
-            if part[-1] == _HEAD_END:
-                out.append(part + b"," + parts[index + 1])
-                index += 2
-            else:
-                out.append(part)
-                index += 1
-        return out
-
-
-_HEAD_END = ord("]")
+Entry = bytes | RunBatch | Delivery | _Stream
 
 
 class Outbox:
     def __init__(self, max_bytes: int, max_messages: int) -> None:
         self.max_bytes = max_bytes
         self.max_messages = max_messages
-        self._entries: deque[_Batch | _Stream] = deque()
-        self._tail: _Batch | None = None
+        self._entries: deque[Entry] = deque()
         self.queued_bytes = 0
         self.queued_messages = 0
+        self.keyed = False
+        self._index: dict[tuple[Any, ...], Delivery] = {}  # the newest queued delivery per record
+        self.conflation = True  # a session may turn conflation off for itself
 
     def __bool__(self) -> bool:
         return bool(self._entries)
 
-    def _batch(self) -> _Batch:
-        tail = self._tail
-        if tail is None:
-            tail = self._tail = _Batch()
-            self._entries.append(tail)
-        return tail
+    def _fits(self, size: int, count: int = 1) -> bool:
+        return (
+            self.queued_messages + count <= self.max_messages and self.queued_bytes + size <= self.max_bytes
+        )
 
-    def push(self, message: bytes) -> int:
-        """Queue one encoded message; the number now queued, or 0 (nothing queued) when it does not fit."""
-        size = len(message) + 1
-        if self.queued_messages >= self.max_messages or self.queued_bytes + size > self.max_bytes:
-            return 0
-        tail = self._tail or self._batch()
-        tail.parts.append(message)
-        tail.size += size
-        self.queued_bytes += size
-        self.queued_messages += 1
-        return self.queued_messages
-
-    def push_pair(self, head: bytes, body: bytes) -> int:
-        """Queue the message ``head`` + ``,`` + ``body`` without building it (see ``wire.head``)."""
-        size = len(head) + len(body) + 2
-        if self.queued_messages >= self.max_messages or self.queued_bytes + size > self.max_bytes:
-            return 0
-        tail = self._tail or self._batch()
-        parts = tail.parts
-        parts.append(head)
-        parts.append(body)
-        tail.size += size
-        self.queued_bytes += size
-        self.queued_messages += 1
-        return self.queued_messages
-
-    def push_pairs(self, parts: list[bytes], count: int, size: int) -> int:
-        """Queue ``count`` messages given as alternating heads and bodies, ``size`` bytes in all.
-
-        All or nothing: 0 when they do not all fit (the caller then pushes them one by one).
-        """
-        if self.queued_messages + count > self.max_messages or self.queued_bytes + size > self.max_bytes:
-            return 0
-        tail = self._tail or self._batch()
-        tail.parts.extend(parts)
-        tail.size += size
+    def _add(self, entry: Entry, size: int, count: int) -> int:
+        self._entries.append(entry)
         self.queued_bytes += size
         self.queued_messages += count
         return self.queued_messages
 
+    # -- pushing --------------------------------------------------------------------------
+
+    def push(self, message: bytes, force: bool = False) -> int:
+        """Queue one plain message; the number now queued, or 0 (nothing queued) when it does not fit.
+
+        ``force`` queues it whatever the bounds (a few bytes the server must say, like ``unsubscribed``).
+        """
+        size = len(message) + 1
+        if not force and not self._fits(size):
+            return 0
+        return self._add(message, size, 1)
+
+    def push_run(self, batch: RunBatch) -> int:
+        """Queue a whole run in one entry; 0 when it must go one delivery at a time instead
+        (it does not fit whole, or its messages are to be merged as they come)."""
+        count = len(batch.bodies)
+        if (
+            self.keyed
+            or (batch.topic.policy == "always" and self.conflation)
+            or not self._fits(batch.size, count)
+        ):
+            return 0
+        return self._add(batch, batch.size, count)
+
+    def push_delivery(self, delivery: Delivery) -> int:
+        if delivery.ckey is not None and self._merging(delivery):
+            existing = self._index.get(delivery.ckey)
+            if existing is not None:
+                merged = merge(existing, delivery)
+                if merged is not None:
+                    self._put_merged(existing, merged)
+                    return self.queued_messages
+            if not self._fits(delivery.size):
+                return 0
+            self._index[delivery.ckey] = delivery
+            return self._add(delivery, delivery.size, 1)
+        if not self._fits(delivery.size):
+            return 0
+        return self._add(delivery, delivery.size, 1)
+
     def push_stream(self, messages: Iterator[bytes]) -> None:
         self._entries.append(_Stream(messages))
-        self._tail = None
+
+    def _merging(self, delivery: Delivery) -> bool:
+        policy = delivery.topic.policy
+        return self.conflation and (policy == "always" or (self.keyed and policy == "conflate"))
+
+    def _put_merged(self, existing: Delivery, merged: Delivery) -> None:
+        """``merged`` replaces ``existing``: in its place (mode replace) or at the end (append)."""
+        merged.topic.counters["conflated"] += 1
+        if merged.topic.mode == "append":
+            existing.dead = True
+            self.queued_bytes -= existing.size
+            self.queued_messages -= 1
+            self._index[merged.ckey] = merged  # type: ignore[index]
+            self._add(merged, merged.size, 1)
+            return
+        self.queued_bytes += merged.size - existing.size
+        for name in Delivery.__slots__:
+            if name != "dead":
+                setattr(existing, name, getattr(merged, name))
+
+    # -- relief ---------------------------------------------------------------------------
+
+    def relieve(self) -> list[Subscription]:
+        """Conflate the whole queue by each topic's policy, once.
+
+        ``conflate`` and ``always`` topics: one delivery per record (merged by the merge table).
+        ``unsubscribe`` topics: their queued deliveries are dropped; the subscriptions are
+        returned so the session can drop them and say so. ``off``: left as they are.
+        """
+        old = self._entries
+        self._entries = deque()
+        self._index = {}
+        self.queued_bytes = self.queued_messages = 0
+        self.keyed = True
+        dropped: dict[Subscription, None] = {}
+        for entry in old:
+            if isinstance(entry, RunBatch):
+                for delivery in entry.deliveries():
+                    self._relieve_one(delivery, entry.subs, dropped)
+            elif isinstance(entry, Delivery):
+                if not entry.dead:
+                    self._relieve_one(entry, entry.subs, dropped)
+            elif isinstance(entry, bytes):
+                self._add(entry, len(entry) + 1, 1)
+            else:
+                self._entries.append(entry)
+        return list(dropped)
+
+    def _relieve_one(
+        self, delivery: Delivery, subs: tuple[Subscription, ...], dropped: dict[Any, None]
+    ) -> None:
+        topic = delivery.topic
+        if topic.policy == "unsubscribe" and self.conflation:
+            topic.counters["dropped"] += 1
+            dropped.update(dict.fromkeys(subs))
+            return
+        if delivery.ckey is not None and self.conflation and topic.policy in CONFLATED_POLICIES:
+            existing = self._index.get(delivery.ckey)
+            if existing is not None:
+                merged = merge(existing, delivery)
+                if merged is not None:
+                    self._put_merged(existing, merged)
+                    return
+            self._index[delivery.ckey] = delivery
+        self._add(delivery, delivery.size, 1)
 
     def close(self) -> None:
         """Drop everything queued and refuse every later push."""
         self._entries.clear()
-        self._tail = None
+        self._index.clear()
         self.queued_bytes = 0
         self.queued_messages = 0
         self.max_messages = 0
 
+    # -- draining -------------------------------------------------------------------------
+
     def take_frame(self, max_frame_bytes: int) -> bytes | None:
         """The next array frame: as many queued messages as fit in ``max_frame_bytes`` (at least one)."""
-        entries = self._entries
-        if len(entries) == 1:
-            entry = entries[0]
-            if isinstance(entry, _Batch) and entry.size + 1 <= max_frame_bytes:
-                # Fast path: everything queued is one batch that makes one frame.
-                self._pop_batch(entry, self.queued_messages, entry.size)
-                return b"[" + b",".join(entry.parts) + b"]"
         parts: list[bytes] = []
         size = 1
+        entries = self._entries
         while entries:
             entry = entries[0]
-            if isinstance(entry, _Batch):
-                messages = entry.messages()
-                taken = taken_bytes = 0
-                for message in messages:
-                    if (parts or taken) and size + len(message) + 1 > max_frame_bytes:
-                        break
-                    size += len(message) + 1
-                    taken_bytes += len(message) + 1
-                    taken += 1
-                parts.extend(messages[:taken])
-                if taken < len(messages):
-                    rest = messages[taken:]
-                    entry.parts = rest
-                    entry.size -= taken_bytes
-                    self.queued_bytes -= taken_bytes
-                    self.queued_messages -= taken
+            if isinstance(entry, bytes):
+                if parts and size + len(entry) + 1 > max_frame_bytes:
                     break
-                self._pop_batch(entry, taken, taken_bytes)
-                continue
-            streamed = entry.peek()
-            if streamed is None:
                 entries.popleft()
-                continue
-            if streamed == FRAME_BREAK:
-                entry.head = None
-                if parts:
+                parts.append(entry)
+                size += len(entry) + 1
+                self.queued_bytes -= len(entry) + 1
+                self.queued_messages -= 1
+            elif isinstance(entry, Delivery):
+                entries.popleft()
+                if entry.dead:
+                    continue
+                if parts and size + entry.size > max_frame_bytes:
+                    entries.appendleft(entry)
                     break
-                continue
-            if parts and size + len(streamed) + 1 > max_frame_bytes:
-                break
-            entry.head = None
-            parts.append(streamed)
-            size += len(streamed) + 1
+                parts.append(entry.head)
+                parts.append(entry.body)
+                size += entry.size
+                self.queued_bytes -= entry.size
+                self.queued_messages -= 1
+                if entry.ckey is not None and self._index.get(entry.ckey) is entry:
+                    del self._index[entry.ckey]
+            elif isinstance(entry, RunBatch):
+                taken, whole = self._take_run(entry, parts, size, max_frame_bytes)
+                size += taken
+                if not whole:
+                    break
+            else:
+                streamed = entry.peek()
+                if streamed is None:
+                    entries.popleft()
+                    continue
+                if streamed == FRAME_BREAK:
+                    entry.head = None
+                    if parts:
+                        break
+                    continue
+                if parts and size + len(streamed) + 1 > max_frame_bytes:
+                    break
+                entry.head = None
+                parts.append(streamed)
+                size += len(streamed) + 1
+        if not entries:
+            self.keyed = False
+            self._index.clear()
         if not parts:
             return None
         return b"[" + b",".join(parts) + b"]"
 
-    def _pop_batch(self, batch: _Batch, count: int, size: int) -> None:
-        self._entries.popleft()
-        if batch is self._tail:
-            self._tail = None
-        self.queued_bytes -= size
-        self.queued_messages -= count
+    def _take_run(
+        self, batch: RunBatch, parts: list[bytes], size: int, max_frame_bytes: int
+    ) -> tuple[int, bool]:
+        """Move as much of ``batch`` into ``parts`` as fits: the bytes moved, and whether all went."""
+        count = len(batch.bodies)
+        if size + batch.size <= max_frame_bytes or (not parts and count == 1):
+            interleaved = [batch.head] * (2 * count)
+            interleaved[1::2] = batch.bodies  # in C: no Python work per message
+            parts.extend(interleaved)
+            self._entries.popleft()
+            self.queued_bytes -= batch.size
+            self.queued_messages -= count
+            return batch.size, True
+        head_size = len(batch.head) + 2
+        taken = taken_bytes = 0
+        for body in batch.bodies:
+            message = head_size + len(body)
+            if (parts or taken) and size + taken_bytes + message > max_frame_bytes:
+                break
+            taken_bytes += message
+            taken += 1
+        for body in batch.bodies[:taken]:
+            parts.append(batch.head)
+            parts.append(body)
+        # The lists are shared with other sockets: slice, never modify.
+        batch.bodies, batch.keys, batch.versions = (
+            batch.bodies[taken:],
+            batch.keys[taken:],
+            batch.versions[taken:],
+        )
+        batch.size -= taken_bytes
+        self.queued_bytes -= taken_bytes
+        self.queued_messages -= taken
+        return taken_bytes, False

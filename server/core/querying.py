@@ -66,6 +66,7 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
         subscription = Subscription(
             session, body.sub_id, body.topic, filters, body.options, body.delta, topic.key_spec, ctx
         )
+        subscription.schedule = engine.schedule
     engine.received(session, header)
     engine.processed(session, header)
     if existing is not None and subscription is not None:
@@ -140,6 +141,7 @@ def _encode_snapshot(
 def _replace(topic: Topic, old: Subscription, new: Subscription) -> None:
     """Swap in the new filter and options; records held that no longer match go out of focus."""
     topic.replace(old, new)
+    old.closed = True
     if old.held is None:
         return
     memo: Memo = {}
@@ -151,9 +153,9 @@ def _replace(topic: Topic, old: Subscription, new: Subscription) -> None:
             new.remember(key, old.held[key])
             continue
         if new.options.oof or old.options.oof:
-            outcome = old.oof(key, version, "match", memo)
-            if outcome is not None:
-                topic.deliver(old.session, outcome, [old.sub_id])
+            change = old.oof(key, version, "match", memo)
+            if change is not None:
+                topic.deliver(old.session, (old,), key, change)
 
 
 def unsubscribe(engine: Engine, session: Session, header: Header, body: Unsubscribe) -> None:

@@ -1,20 +1,33 @@
-"""One client connection as the core sees it: who it is, its subscriptions, its outbox."""
+"""One client connection as the core sees it: who it is, its subscriptions, its outbox.
+
+Every push goes through ``_settle``: a push that does not fit first lets the runtime try to
+write (``try_write``), then conflates the queue (``Outbox.relieve``), drops the subscriptions of
+``unsubscribe`` topics that were queued for (telling the client), and when the message still
+does not fit, closes the socket with 4001.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from . import wire
 from .outbox import Outbox
 from .run import FanOutRun
 
 if TYPE_CHECKING:
     from .config import UserConfig
+    from .delivery import Delivery, RunBatch
     from .subscription import Subscription
+    from .topic import Topic
 
 CLOSE_SLOW_CONSUMER = 4001
 CLOSE_NAME_IN_USE = 4002
 CLOSE_POLICY = 1008
+
+
+def _nothing() -> None:
+    return None
 
 
 class Session:
@@ -30,6 +43,10 @@ class Session:
         self.subscriptions: dict[Any, Subscription] = {}
         self.close_code: int | None = None
         self.close_reason = ""
+        # Set by the runtime: write what is queued now, if the socket can take it.
+        self.try_write: Callable[[], None] = _nothing
+        # Set by the engine: these subscriptions were dropped for back pressure.
+        self.on_dropped: Callable[[Session, list[Subscription]], None] = lambda session, subs: None
 
     def __repr__(self) -> str:
         return f"Session({self.id}, client_name={self.client_name!r})"
@@ -40,38 +57,77 @@ class Session:
             self.run.flush()
 
     def send(self, message: bytes) -> None:
+        """Queue a plain message (never conflated)."""
         self._end_run()
-        queued = self.outbox.push(message)
-        if queued > 1:
-            return
-        self.after_push(queued)
-
-    def send_pair(self, head: bytes, body: bytes) -> None:
-        """Send the message ``head`` + ``,`` + ``body`` (see ``wire.head``)."""
-        self._end_run()
-        queued = self.outbox.push_pair(head, body)
-        if queued > 1:
-            return
-        self.after_push(queued)
-
-    def after_push(self, queued: int) -> None:
-        """Act on what ``Outbox.push`` returned when it was not the common case (more than one queued)."""
-        if queued == 1:
-            self._wake()  # the writer sleeps only when the outbox is empty
-            return
         outbox = self.outbox
-        if self.close_code is None:
-            self.request_close(
-                CLOSE_SLOW_CONSUMER,
-                f"slow consumer: outbound queue full ({outbox.queued_messages} messages, "
-                f"{outbox.queued_bytes} bytes)",
-            )
+        self._settle(outbox.push(message), lambda: outbox.push(message), None)
+
+    def deliver(self, delivery: Delivery) -> None:
+        self._end_run()
+        self._deliver(delivery)
+
+    def _deliver(self, delivery: Delivery) -> None:
+        outbox = self.outbox
+        retry = lambda: outbox.push_delivery(delivery)  # noqa: E731
+        self._settle(outbox.push_delivery(delivery), retry, delivery.topic, delivery.subs)
+
+    def deliver_run(self, batch: RunBatch) -> None:
+        """Queue a run (called by the topic while it flushes its run: no run to end)."""
+        queued = self.outbox.push_run(batch)
+        if queued:
+            if queued == len(batch.bodies):
+                self._wake()
+            return
+        for delivery in batch.deliveries():
+            if self.close_code is not None or batch.subs[0].dropped:
+                return
+            self._deliver(delivery)
 
     def send_stream(self, stream: Any) -> None:
         if self.close_code is None:
             self._end_run()
             self.outbox.push_stream(stream)
             self._wake()
+
+    def _settle(
+        self, queued: int, retry: Callable[[], int], topic: Topic | None, subs: tuple[Subscription, ...] = ()
+    ) -> None:
+        if queued > 1:
+            return
+        if queued == 1:
+            self._wake()  # the writer sleeps only when the outbox is empty
+            return
+        if self.close_code is not None:
+            return
+        self.try_write()
+        queued = retry()
+        if not queued:
+            dropped = self.outbox.relieve()
+            if dropped:
+                self._drop(dropped)
+            if subs and subs[0].dropped:
+                return  # the message was for a subscription just dropped for back pressure
+            queued = retry()
+        if queued:
+            self._wake()
+            return
+        if topic is not None:
+            topic.counters["closed_slow"] += 1
+        outbox = self.outbox
+        self.request_close(
+            CLOSE_SLOW_CONSUMER,
+            f"slow consumer: outbound queue full ({outbox.queued_messages} messages, "
+            f"{outbox.queued_bytes} bytes)",
+        )
+
+    def _drop(self, subscriptions: list[Subscription]) -> None:
+        for subscription in subscriptions:
+            if subscription.dropped:
+                continue
+            subscription.dropped = True
+            subscription.topic_ref.counters["unsubscribed"] += 1
+            self.outbox.push(wire.unsubscribed(subscription.sub_id, "back_pressure"), force=True)
+        self.on_dropped(self, subscriptions)
 
     def request_close(self, code: int, reason: str) -> None:
         """Ask the runtime to close this socket; nothing more is queued for it."""

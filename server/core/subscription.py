@@ -17,9 +17,12 @@ from typing import Any
 
 import orjson
 
+from .delivery import FULL, INSERT, UPDATE
+from .delivery import OOF as OOF_KIND
 from .diff import make_merge_delta, make_patch
 from .filters import Filter
 from .filters.functions import EvalContext
+from .intervals import Pending, changed_fields, conflation_key
 from .keys import KeySpec
 from .options import Options
 from .paths import set_path
@@ -29,8 +32,9 @@ from .wire import body, head
 P = b"p"
 OOF = b"oof"
 
-Outcome = tuple[bytes, bytes]  # (message type, encoded body)
 Memo = dict[tuple[Any, ...], Any]
+# What a change means for a subscription: (kind, body, base, view, version) -- see delivery.py.
+Change = tuple[str, bytes, Any, Any, RecordVersion]
 
 
 _ORDER = itertools.count()
@@ -72,6 +76,13 @@ class Subscription:
         self._select_id = select.text if select is not None else None
         # Subscriptions with equal view kinds get byte-identical bodies for the same change.
         self._view_kind = (self._select_id, options.no_sowkey, options.timestamp)
+        self.dropped = False  # unsubscribed for back pressure; the engine removes it after the command
+        self.closed = False  # unsubscribed: timers that still name it do nothing
+        # Subscription conflation: changes waiting for the end of their interval, per key.
+        self.interval = options.conflation_s
+        self.pending: dict[Any, Pending] = {}
+        self.schedule: Callable[[Subscription, float], None] = lambda subscription, due: None
+        self.topic_ref: Any = None  # the Topic, set when the subscription is added to it
         self.matches = _matcher(filters, ctx)
         self.unfiltered = not filters
         terms = [f.index_term for f in filters if f.index_term is not None]
@@ -80,7 +91,11 @@ class Subscription:
         # Sent the shared full body of every matching change, with nothing to remember: the
         # topic can deliver to it without asking on_change.
         self.stateless = (
-            self.held is None and select is None and not options.no_sowkey and not options.timestamp
+            self.held is None
+            and select is None
+            and not options.no_sowkey
+            and not options.timestamp
+            and options.conflation_s is None
         )
         topic_json = orjson.dumps(topic)
         self.heads = {P: head(P, topic_json, [sub_id]), OOF: head(OOF, topic_json, [sub_id])}
@@ -117,40 +132,129 @@ class Subscription:
             found = memo[memo_key] = body(fields)
         return found
 
+    def view_of(self, version: RecordVersion) -> Any:
+        select = self.options.select
+        return version.data if select is None else select.apply(version.data)
+
     def on_change(
         self, key: str | None, old: RecordVersion | None, new: RecordVersion | None, memo: Memo
-    ) -> Outcome | None:
+    ) -> Change | None:
         """What this subscription is sent about a change of record ``key`` from ``old`` to ``new``."""
+        if self.dropped:
+            return None
+        if self.interval is not None:
+            self._defer(key, old, new)
+            return None
         if new is not None and self.matches(new.data):
             view = self.view(new, memo)
             held = self.held
             if held is None or key is None:
-                return P, self.full_body(key, new, view, memo)
+                return FULL, self.full_body(key, new, view, memo), None, view, new
             previous = held.get(key)
             held[key] = view
-            if previous is None or not self.delta:
-                return P, self.full_body(key, new, view, memo)
+            if previous is None:
+                return INSERT, self.full_body(key, new, view, memo), None, view, new
+            if not self.delta:
+                return UPDATE, self.full_body(key, new, view, memo), previous, view, new
             delta = self.delta_body(key, new, previous, view, memo)
-            return None if delta is None else (P, delta)
+            return None if delta is None else (UPDATE, delta, previous, view, new)
+        if self.held is None or key is None:
+            return None
+        if new is None:
+            assert old is not None
+            return self.oof(key, old, "deleted", memo)
+        return self.oof(key, new, "match", memo)
+
+    def _defer(self, key: str | None, old: RecordVersion | None, new: RecordVersion | None) -> None:
+        assert self.interval is not None
+        latest = new if new is not None else old
+        assert latest is not None
+        ckey = conflation_key(self.options.conflation_key, key, latest.data)
+        entry = self.pending.get(ckey)
+        if entry is None:
+            due = self.ctx.clock() + self.interval
+            entry = self.pending[ckey] = Pending(key, new, old if new is None else None, due)
+            self.schedule(self, due)
+        else:
+            entry.key, entry.latest = key, new
+            entry.deleted_from = old if new is None else None
+        if new is not None:
+            entry.carried |= changed_fields(old.data if old is not None else None, new.data)
+
+    def release(self, now: float) -> list[tuple[str | None, Change]]:
+        """The deliveries of every interval that has ended by ``now``."""
+        out: list[tuple[str | None, Change]] = []
+        for ckey, entry in list(self.pending.items()):
+            if entry.due <= now:
+                del self.pending[ckey]
+                change = self._conflated(entry, {})  # a memo is good for one change only
+                if change is not None:
+                    out.append((entry.key, change))
+        return out
+
+    def _conflated(self, entry: Pending, memo: Memo) -> Change | None:
+        key, new = entry.key, entry.latest
+        if new is not None and self.matches(new.data):
+            view = self.view(new, memo)
+            held = self.held
+            if held is None or key is None:
+                return FULL, self.full_body(key, new, view, memo), None, view, new
+            previous = held.get(key)
+            held[key] = view
+            if previous is None:
+                return INSERT, self.full_body(key, new, view, memo), None, view, new
+            if not self.delta:
+                return UPDATE, self.full_body(key, new, view, memo), previous, view, new
+            delta = self.delta_body(key, new, previous, view, {}, frozenset(entry.carried))
+            return None if delta is None else (UPDATE, delta, previous, view, new)
         if self.held is None or key is None:
             return None
         previous = self.held.pop(key, None)
         if previous is None or not self.options.oof:
             return None
-        if new is None:
-            assert old is not None
-            return OOF, self.full_body(key, old, self.view(old, memo), memo, "deleted")
-        return OOF, self.full_body(key, new, self.view(new, memo), memo, "match")
+        # In and out within the interval: the OOF carries the state delivered before it.
+        version = new if new is not None else entry.deleted_from
+        assert version is not None
+        reason = "match" if new is not None else "deleted"
+        return OOF_KIND, self.full_body(key, version, previous, {}, reason), previous, previous, version
 
-    def oof(self, key: str, version: RecordVersion, reason: str, memo: Memo) -> Outcome | None:
+    def oof(self, key: str, version: RecordVersion, reason: str, memo: Memo) -> Change | None:
         """Forget ``key``; the OOF message to send when the subscriber asked for them."""
-        if self.held is None or self.held.pop(key, None) is None or not self.options.oof:
+        if self.held is None:
             return None
-        return OOF, self.full_body(key, version, self.view(version, memo), memo, reason)
+        previous = self.held.pop(key, None)
+        if previous is None or not self.options.oof:
+            return None
+        view = self.view(version, memo)
+        return OOF_KIND, self.full_body(key, version, view, memo, reason), previous, view, version
 
-    def delta_body(self, key: str, new: RecordVersion, previous: Any, view: Any, memo: Memo) -> bytes | None:
+    def composite_body(self, key: str, base: Any, version: RecordVersion, view: Any) -> bytes:
+        """From ``base`` to ``version`` in one message: a delta or the whole record, whichever is smaller."""
+        full = self.full_body(key, version, view, {})
+        if not self.delta or base is None:
+            return full
+        delta = self.delta_body(key, version, base, view, {})
+        return delta if delta is not None and len(delta) < len(full) else full
+
+    def delta_body(
+        self,
+        key: str,
+        new: RecordVersion,
+        previous: Any,
+        view: Any,
+        memo: Memo,
+        carried: frozenset[str] = frozenset(),
+    ) -> bytes | None:
+        """``carried``: fields a merge delta includes even when unchanged (subscription conflation)."""
         options = self.options
-        memo_key = (id(previous), self._view_kind, options.delta_merge, options.send_keys, options.no_empties)
+        memo_key = (
+            id(previous),
+            self._view_kind,
+            options.delta_merge,
+            options.send_keys,
+            options.no_empties,
+            carried,
+        )
         found = memo.get(memo_key)
         # The entry keeps ``previous`` alive, so no other object can reuse its id in this fan-out.
         if found is not None and found[0] is previous:
@@ -166,6 +270,9 @@ class Subscription:
                 result = self.full_body(key, new, view, memo)
                 memo[memo_key] = (previous, result)
                 return result
+            for name in carried:
+                if type(view) is dict and name in view:
+                    delta[name] = view[name]
             empty = not delta
             if options.send_keys and self.key_spec is not None:
                 for steps, value in self.key_spec.key_values(new.data):

@@ -13,22 +13,33 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .config import TopicConfig
+from .delivery import OOF as OOF_KIND
+from .delivery import Delivery, RunBatch
 from .keys import KeySpec
 from .records import RecordVersion
 from .run import FanOutRun
 from .subindex import SubscriptionIndex
-from .subscription import Memo, Outcome, P, Subscription
+from .subscription import OOF, Change, Memo, P, Subscription
 from .wire import body, head
 
 if TYPE_CHECKING:
     from .session import Session
 
 
+COUNTERS = ("conflated", "dropped", "unsubscribed", "closed_slow")
+
+
 class Topic:
-    def __init__(self, name: str, config: TopicConfig | None, run: FanOutRun) -> None:
+    def __init__(
+        self, name: str, config: TopicConfig | None, run: FanOutRun, merge_function: Any = None
+    ) -> None:
         self.name = name
         self.config = config
         self.key_spec: KeySpec | None = config.key_spec if config is not None else None
+        self.policy = config.conflation if config is not None else "conflate"
+        self.mode = config.conflation_mode if config is not None else "replace"
+        self.merge_function = merge_function  # conflation_merge, imported by the composition root
+        self.counters = dict.fromkeys(COUNTERS, 0)
         self.records: dict[str, RecordVersion] = {}
         self.subscribers: dict[Session, list[Subscription]] = {}
         self.name_json = orjson.dumps(name)
@@ -41,10 +52,11 @@ class Topic:
         self._fast_filtered = SubscriptionIndex()
         self._general: dict[Session, list[Subscription]] = {}
         self._general_index = SubscriptionIndex()
-        # The pending run of fast-lane deliveries: shared bodies and their records.
+        # The pending run of fast-lane deliveries: shared bodies, keys and versions.
         self._run = run
         self._run_bodies: list[bytes] = []
-        self._run_records: list[Any] = []
+        self._run_keys: list[str | None] = []
+        self._run_versions: list[RecordVersion] = []
         self._run_bytes = 0
 
     @property
@@ -57,6 +69,7 @@ class Topic:
 
     def add(self, subscription: Subscription) -> None:
         self._end_run()
+        subscription.topic_ref = self
         self._unsort(subscription.session)
         self.subscribers.setdefault(subscription.session, []).append(subscription)
         self._sort(subscription.session)
@@ -75,6 +88,7 @@ class Topic:
 
     def replace(self, old: Subscription, new: Subscription) -> None:
         self._end_run()
+        new.topic_ref = self
         self._unsort(old.session)
         subs = self.subscribers[old.session]
         subs[subs.index(old)] = new
@@ -114,7 +128,8 @@ class Topic:
             data = new.data
             shared = body({"k": key, "data": data} if key is not None else {"data": data})
             self._run_bodies.append(shared)
-            self._run_records.append(data)
+            self._run_keys.append(key)
+            self._run_versions.append(new)
             self._run_bytes += len(shared)
         if not self._general:
             return
@@ -143,51 +158,59 @@ class Topic:
     ) -> None:
         if len(subs) == 1:
             sub = subs[0]
-            outcome = sub.on_change(key, old, new, memo)
-            if outcome is not None:
-                session.send_pair(sub.heads[outcome[0]], outcome[1])
+            change = sub.on_change(key, old, new, memo)
+            if change is not None:
+                self.deliver(session, (sub,), key, change)
             return
-        groups: dict[Outcome, list[Any]] = {}
+        groups: dict[tuple[str, bytes], tuple[list[Subscription], Change]] = {}
         for sub in subs:
-            outcome = sub.on_change(key, old, new, memo)
-            if outcome is not None:
-                groups.setdefault(outcome, []).append(sub.sub_id)
-        for outcome, sids in groups.items():
-            self.deliver(session, outcome, sids)
+            change = sub.on_change(key, old, new, memo)
+            if change is not None:
+                groups.setdefault((change[0], change[1]), ([], change))[0].append(sub)
+        for members, change in groups.values():
+            self.deliver(session, tuple(members), key, change)
+
+    def deliver(
+        self, session: Session, subs: tuple[Subscription, ...], key: str | None, change: Change
+    ) -> None:
+        """Queue one message about record ``key`` for ``subs``, all subscriptions of ``session``."""
+        kind, encoded, base, view, version = change
+        if len(subs) == 1:
+            heads = subs[0].heads
+            group, message_head = heads[P], heads[OOF if kind == OOF_KIND else P]
+        else:
+            sids = [sub.sub_id for sub in subs]
+            group = head(P, self.name_json, sids)
+            message_head = head(OOF, self.name_json, sids) if kind == OOF_KIND else group
+        ckey = (key, group) if key is not None else None
+        session.deliver(Delivery(self, ckey, kind, message_head, encoded, subs, base, view, version))
 
     def flush_run(self) -> None:
         """Push the pending run to every fast-lane socket (called by ``FanOutRun``)."""
-        bodies, records = self._run_bodies, self._run_records
+        bodies, keys, versions = self._run_bodies, self._run_keys, self._run_versions
         count, body_bytes = len(bodies), self._run_bytes
-        self._run_bodies, self._run_records, self._run_bytes = [], [], 0
+        self._run_bodies, self._run_keys, self._run_versions, self._run_bytes = [], [], [], 0
         if not count:
             return
-        if self._fast_unfiltered:
-            interleaved: list[bytes] = [b""] * (2 * count)
-            interleaved[1::2] = bodies
-            for session, sub in self._fast_unfiltered.items():
+        for session, sub in self._fast_unfiltered.items():
+            if not sub.dropped:
                 head_p = sub.heads[P]
-                parts = interleaved.copy()
-                parts[::2] = [head_p] * count  # slice assignment: the heads go in, in C
-                queued = session.outbox.push_pairs(parts, count, body_bytes + count * (len(head_p) + 2))
-                if queued:
-                    if queued == count:
-                        session.after_push(1)
-                    continue
-                for shared in bodies:  # it does not all fit: one by one, up to the 4001 close
-                    self._push(session, sub, shared)
-        if len(self._fast_filtered):
-            for shared, record in zip(bodies, records, strict=True):
-                for sub in self._fast_filtered.candidates(record):
-                    if sub.matches(record):
-                        self._push(sub.session, sub, shared)
-
-    @staticmethod
-    def _push(session: Session, sub: Subscription, shared: bytes) -> None:
-        queued = session.outbox.push_pair(sub.heads[P], shared)
-        if queued < 2:
-            session.after_push(queued)
-
-    def deliver(self, session: Session, outcome: Outcome, sids: list[Any]) -> None:
-        command, encoded = outcome
-        session.send_pair(head(command, self.name_json, sids), encoded)
+                size = body_bytes + count * (len(head_p) + 2)
+                session.deliver_run(RunBatch(self, sub, head_p, bodies, keys, versions, size))
+        if not len(self._fast_filtered):
+            return
+        selected: dict[Subscription, list[int]] = {}
+        for index, version in enumerate(versions):
+            for sub in self._fast_filtered.candidates(version.data):
+                if sub.matches(version.data):
+                    selected.setdefault(sub, []).append(index)
+        for sub, indexes in selected.items():
+            if sub.dropped:
+                continue
+            head_p = sub.heads[P]
+            chosen = [bodies[i] for i in indexes]
+            size = sum(len(b) for b in chosen) + len(chosen) * (len(head_p) + 2)
+            batch = RunBatch(
+                self, sub, head_p, chosen, [keys[i] for i in indexes], [versions[i] for i in indexes], size
+            )
+            sub.session.deliver_run(batch)

@@ -20,20 +20,37 @@ log = logging.getLogger("server.runtime")
 
 SendFrame = Callable[[bytes], Awaitable[None]]
 
+# How long a socket closed for being slow may take to read up to the close frame before it is cut.
+SLOW_CLOSE_GRACE_S = 30.0
+
 
 class Connection:
-    def __init__(self, engine: Engine, send: SendFrame, handle: SocketHandle, max_frame_bytes: int) -> None:
+    def __init__(
+        self, engine: Engine, send: SendFrame, handle: SocketHandle, max_frame_bytes: int, binary: bool
+    ) -> None:
         self.engine = engine
         self.send = send
         self.handle = handle
         self.max_frame_bytes = max_frame_bytes
+        self.binary = binary
         self.wake = asyncio.Event()
         self.session: Session = engine.open_session(self.wake.set)
+        self.session.try_write = self.try_write
         self.closed = asyncio.Event()
         self.writer: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self.writer = asyncio.create_task(self._write_loop(), name=f"writer-{self.session.id}")
+
+    def try_write(self) -> None:
+        """The outbox is full: write what it holds now, as far as the transport takes it, so that a
+        burst to a healthy socket is written rather than conflated (PROTOCOL 6.3, first step)."""
+        outbox, handle = self.session.outbox, self.handle
+        while handle.can_write_now():
+            frame = outbox.take_frame(self.max_frame_bytes)
+            if frame is None:
+                return
+            handle.write_now(frame, self.binary)
 
     def receive(self, frame: bytes | str) -> None:
         self.engine.receive(self.session, frame)
@@ -67,6 +84,9 @@ class Connection:
                 self.session.client_name,
                 reason,
             )
+            # The peer is not reading: give it time to reach the close frame behind what is in flight.
+            await self.handle.close(code, reason, grace_s=SLOW_CLOSE_GRACE_S)
+            return
         await self.handle.close(code, reason)
 
     async def shutdown(self, code: int, reason: str) -> None:

@@ -48,6 +48,32 @@ class SocketHandle:
         except Exception:  # a disconnected peer raises the server's own disconnect error
             self.abort()
 
+    def can_write_now(self) -> bool:
+        """Whether a frame written now goes straight to the transport: the peer is keeping up."""
+        protocol = self._protocol
+        writable = getattr(protocol, "writable", None)
+        transport = self.transport
+        return (
+            isinstance(writable, asyncio.Event)
+            and writable.is_set()
+            and transport is not None
+            and not transport.is_closing()
+            and not getattr(protocol, "close_sent", True)
+            and hasattr(getattr(protocol, "conn", None), "send_text")
+        )
+
+    def write_now(self, frame: bytes, binary: bool) -> None:
+        """Write one frame synchronously (only when ``can_write_now``): what the async send does
+        once the transport is writable, without waiting for the writer task's turn."""
+        conn = self._protocol.conn
+        if binary:
+            conn.send_binary(frame)
+        else:
+            conn.send_text(frame)
+        transport = self.transport
+        assert transport is not None
+        transport.write(b"".join(conn.data_to_send()))
+
     def abort(self) -> None:
         transport = self.transport
         if transport is not None and not transport.is_closing():

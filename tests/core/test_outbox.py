@@ -1,11 +1,12 @@
-"""The bounded outbox: limits, frame splitting, pairs, lazy streams."""
+"""The bounded outbox: limits, frame splitting, lazy streams, runs."""
 
 from __future__ import annotations
 
 import orjson
 
 from server.core.outbox import FRAME_BREAK, Outbox
-from server.core.wire import head, join
+
+from .harness import Harness
 
 
 def message(n: int, pad: int = 10) -> bytes:
@@ -26,7 +27,8 @@ def test_limits_refuse_without_queuing() -> None:
     assert outbox.push(b"c" * 40) == 0, "over the byte limit"
     assert outbox.push(b"d") == 3
     assert outbox.push(b"e") == 0, "over the message limit"
-    assert drain(outbox, 1000) == [b"[" + b"a" * 40 + b"," + b"b" * 40 + b",d]"]
+    assert outbox.push(b"f", force=True) == 4, "forced messages ignore the bounds"
+    assert drain(outbox, 1000) == [b"[" + b"a" * 40 + b"," + b"b" * 40 + b",d,f]"]
     assert outbox.queued_messages == 0 and outbox.queued_bytes == 0
 
 
@@ -49,25 +51,19 @@ def test_a_single_message_larger_than_a_frame_goes_alone() -> None:
     assert [[m["n"] for m in orjson.loads(frame)] for frame in frames] == [[1], [2], [3]]
 
 
-def test_pairs_join_into_messages_even_when_split() -> None:
-    outbox = Outbox(1 << 20, 1000)
-    topic = orjson.dumps("t")
-    for n in range(20):
-        outbox.push_pair(head(b"p", topic, [n]), orjson.dumps({"k": str(n), "data": {"n": n}})[1:])
-        outbox.push(message(n))
-    expected = []
-    for n in range(20):
-        expected += [
-            {"c": "p", "t": "t", "sids": [n], "k": str(n), "data": {"n": n}},
-            {"n": n, "pad": "x" * 10},
-        ]
-    for max_frame in (1 << 20, 150):
-        copy = Outbox(1 << 20, 1000)
-        for n in range(20):
-            copy.push_pair(head(b"p", topic, [n]), orjson.dumps({"k": str(n), "data": {"n": n}})[1:])
-            copy.push(message(n))
-        assert [m for frame in drain(copy, max_frame) for m in orjson.loads(frame)] == expected
-    assert join(b'{"a":1', b'"b":2}') == b'{"a":1,"b":2}'
+def test_runs_and_deliveries_split_across_frames_in_order() -> None:
+    hub = Harness()
+    publisher, plain, rich = hub.peer(), hub.peer(), hub.peer()
+    plain.send({"c": "subscribe", "t": "orders", "sub_id": "fast"})
+    rich.send({"c": "subscribe", "t": "orders", "sub_id": "rich", "o": "oof"})
+    publisher.send(
+        *[{"c": "publish", "t": "orders", "data": {"order": n, "pad": "p" * 30}} for n in range(40)]
+    )
+    for peer in (plain, rich):
+        frames = drain(peer.session.outbox, 300)
+        assert len(frames) > 5 and all(len(frame) <= 300 for frame in frames)
+        assert [m["data"]["order"] for frame in frames for m in orjson.loads(frame)] == list(range(40))
+        assert peer.session.outbox.queued_messages == 0 and peer.session.outbox.queued_bytes == 0
 
 
 def test_streams_are_lazy_ordered_and_break_frames() -> None:

@@ -1,8 +1,9 @@
-"""A socket whose peer stops reading is closed with 4001 and does not slow anyone else down."""
+"""Sockets whose peers stop reading, one per conflation policy, beside a fast reader (PROTOCOL 6.3)."""
 
 from __future__ import annotations
 
 import asyncio
+import urllib.request
 
 import pytest
 import websockets
@@ -10,42 +11,82 @@ import websockets
 from .client import Client
 from .conftest import StartServer
 
-RECORDS, UPDATES = 200, 150
+RECORDS, UPDATES = 200, 120
+TOPICS = [
+    {"name": "conflated", "key": ["/id"], "conflation": "conflate"},
+    {"name": "closing", "key": ["/id"], "conflation": "off"},
+    {"name": "dropping", "key": ["/id"], "conflation": "unsubscribe"},
+]
+
+
+async def drain_until_quiet(client: Client, seconds: float = 1.5) -> list[dict[str, object]]:
+    return await client.silence(seconds)
 
 
 @pytest.mark.slow
-async def test_stalled_reader_is_closed_4001_and_fast_reader_gets_everything(
-    start_server: StartServer,
-) -> None:
-    server = start_server({"queue_max_bytes": 1_000_000, "queue_max_messages": 5000})
-    publisher = await Client.connect(server.url)
-    fast = await Client.connect(server.url)
+async def test_each_policy_with_a_stalled_reader(start_server: StartServer) -> None:
+    server = start_server({"queue_max_bytes": 300_000, "queue_max_messages": 2000}, TOPICS)
+    publisher, fast = await Client.connect(server.url), await Client.connect(server.url)
     # max_queue=1: the client library stops reading the TCP socket once one frame is waiting.
-    stalled = await Client.connect(server.url, max_queue=1)
-    for client in (fast, stalled):
-        await client.request({"c": "subscribe", "t": "orders", "cid": "s"})
+    stalled = {t["name"]: await Client.connect(server.url, max_queue=1) for t in TOPICS}
+    for name, client in stalled.items():
+        await client.request({"c": "subscribe", "t": name, "cid": "s"})
+        await fast.request({"c": "subscribe", "t": name, "cid": name})
+
+    expected = RECORDS * UPDATES * len(TOPICS)
+    seen = 0
 
     async def count_fast() -> int:
-        seen = 0
-        while seen < RECORDS * UPDATES:
-            message = await fast.recv(20)
+        nonlocal seen
+        while seen < expected:
+            message = await fast.recv(30)
             seen += message["c"] == "p"
         return seen
 
     counting = asyncio.create_task(count_fast())
-    pad = "x" * 150
+    pad = "x" * 400
     for update in range(UPDATES):
-        await publisher.send(
-            *[
-                {"c": "publish", "t": "orders", "data": {"order": n, "u": update, "pad": pad}}
-                for n in range(RECORDS)
-            ]
-        )
+        # Keep the fast reader fast: this test's publisher shares its event loop, and a reader that
+        # fell behind would rightly be conflated or closed like any other slow one.
+        while seen < (update - 2) * RECORDS * len(TOPICS):
+            await asyncio.sleep(0.005)
+        for name in stalled:
+            await publisher.send(
+                *[
+                    {"c": "publish", "t": name, "data": {"id": n, "u": update, "pad": pad}}
+                    for n in range(RECORDS)
+                ]
+            )
     await publisher.request({"c": "flush", "cid": "f"})
-    assert await counting == RECORDS * UPDATES
+    assert await counting == expected, "the fast socket received every update"
 
+    # off: closed with 4001, after the frames already in flight, even for a reader that comes back late.
+    await asyncio.sleep(6)
     with pytest.raises(websockets.ConnectionClosed):
         while True:
-            await stalled.recv(20)
-    assert stalled.ws.close_code == 4001
-    assert (await publisher.request({"c": "heartbeat", "cid": "alive"}))[-1]["status"] == "success"
+            await stalled["closing"].recv(20)
+    assert stalled["closing"].ws.close_code == 4001
+
+    # unsubscribe: told, and the socket stays open.
+    got = await drain_until_quiet(stalled["dropping"])
+    assert {"c": "unsubscribed", "sub_id": "s", "reason": "back_pressure"} in got
+    assert (await stalled["dropping"].request({"c": "heartbeat", "cid": "alive"}))[-1]["status"] == "success"
+
+    # conflate: still open, and once it reads it holds the latest value of every record.
+    latest: dict[object, object] = {}
+    received = 0
+    for message in await drain_until_quiet(stalled["conflated"]):
+        if message["c"] == "p":
+            received += 1
+            data = message["data"]
+            assert isinstance(data, dict)
+            latest[data["id"]] = data["u"]
+    assert latest == dict.fromkeys(range(RECORDS), UPDATES - 1)
+    assert received < RECORDS * UPDATES, "conflation sent fewer messages than were published"
+    assert (await stalled["conflated"].request({"c": "heartbeat", "cid": "alive"}))[-1]["status"] == "success"
+
+    with urllib.request.urlopen(server.http + "/metrics", timeout=5) as response:
+        metrics = response.read().decode()
+    assert 'push_closed_slow_total{topic="closing"} 1.0' in metrics
+    assert 'push_unsubscribed_total{topic="dropping"} 1.0' in metrics
+    assert 'push_conflated_total{topic="conflated"} 0.0' not in metrics

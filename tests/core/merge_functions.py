@@ -1,0 +1,13 @@
+"""Structural merge functions for the conflation tests (named by `conflation_merge`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def sum_count(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
+    return {**newer, "count": older.get("count", 0) + newer.get("count", 0)}
+
+
+def broken(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
+    raise ValueError("this merge always fails")

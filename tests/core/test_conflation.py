@@ -1,0 +1,289 @@
+"""Socket-queue conflation (PROTOCOL 6.3): every policy, both modes, every row of the merge table.
+
+A "stalled" peer is one whose outbox is never drained until the test reads it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonpatch
+import pytest
+
+from server.core.merge import merge_record
+
+from .harness import Harness, Peer
+
+
+def topic(name: str, policy: str, mode: str = "replace", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "key": ["/id"], "conflation": policy, "conflation_mode": mode, **extra}
+
+
+TOPICS = [
+    topic("c", "conflate"),
+    topic("a", "always"),
+    topic("aa", "always", "append"),
+    topic("ca", "conflate", "append"),
+    topic("o", "off"),
+    topic("u", "unsubscribe"),
+    topic("s", "always", conflation_merge="tests.core.merge_functions:sum_count"),
+    topic("bad", "always", conflation_merge="tests.core.merge_functions:broken"),
+]
+
+
+def hub(max_messages: int = 20) -> Harness:
+    return Harness(topics=TOPICS, server={"queue_max_messages": max_messages})
+
+
+def publish(t: str, record_id: int, **fields: Any) -> dict[str, Any]:
+    return {"c": "publish", "t": t, "data": {"id": record_id, **fields}}
+
+
+def deliveries(peer: Peer) -> list[dict[str, Any]]:
+    return [m for m in peer.take() if m["c"] in ("p", "oof", "sow")]
+
+
+def test_conflate_keeps_the_latest_value_of_every_record_and_the_socket_open() -> None:
+    h = hub()
+    publisher, stalled = h.peer(), h.peer()
+    stalled.send({"c": "subscribe", "t": "c", "sub_id": "s"})
+    for update in range(30):
+        publisher.send(*[publish("c", n, u=update) for n in range(5)])
+    assert stalled.session.close_code is None
+    got = deliveries(stalled)
+    latest = {m["data"]["id"]: m["data"]["u"] for m in got}
+    assert latest == dict.fromkeys(range(5), 29)
+    assert len(got) <= 20
+    assert h.engine.topics["c"].counters["conflated"] > 0
+
+
+def test_conflate_does_nothing_while_the_queue_has_room() -> None:
+    h = hub(max_messages=1000)
+    publisher, reader = h.peer(), h.peer()
+    reader.send({"c": "subscribe", "t": "c", "sub_id": "s"})
+    publisher.send(*[publish("c", 1, u=u) for u in range(10)])
+    assert [m["data"]["u"] for m in deliveries(reader)] == list(range(10))
+
+
+def test_off_closes_the_socket_with_4001() -> None:
+    h = hub()
+    publisher, stalled = h.peer(), h.peer()
+    stalled.send({"c": "subscribe", "t": "o", "sub_id": "s"})
+    publisher.send(*[publish("o", 1, u=u) for u in range(25)])
+    assert stalled.session.close_code == 4001
+    assert h.engine.topics["o"].counters["closed_slow"] == 1
+    assert publisher.session.close_code is None
+
+
+def test_unsubscribe_drops_queued_updates_and_the_subscription_but_keeps_the_socket() -> None:
+    h = hub()
+    publisher, stalled = h.peer(), h.peer()
+    stalled.send(
+        {"c": "subscribe", "t": "u", "sub_id": "slow"}, {"c": "subscribe", "t": "c", "sub_id": "other"}
+    )
+    publisher.send(*[publish("u", 1, u=u) for u in range(25)])
+    assert stalled.session.close_code is None
+    got = stalled.take()
+    assert {"c": "unsubscribed", "sub_id": "slow", "reason": "back_pressure"} in got
+    assert "slow" not in stalled.session.subscriptions and "other" in stalled.session.subscriptions
+    publisher.send(publish("u", 1, u=99), publish("c", 1, u=99))
+    assert [m["t"] for m in deliveries(stalled)] == ["c"]
+    counters = h.engine.topics["u"].counters
+    assert counters["unsubscribed"] == 1 and counters["dropped"] > 0
+
+
+def test_always_holds_at_most_one_update_per_record_even_with_room() -> None:
+    h = hub(max_messages=1000)
+    publisher, reader = h.peer(), h.peer()
+    reader.send({"c": "subscribe", "t": "a", "sub_id": "s"})
+    publisher.send(*[publish("a", n % 3, u=n) for n in range(9)])
+    assert [(m["data"]["id"], m["data"]["u"]) for m in deliveries(reader)] == [(0, 6), (1, 7), (2, 8)]
+
+
+@pytest.mark.parametrize(("name", "order"), [("a", [1, 2]), ("aa", [2, 1])])
+def test_replace_keeps_the_place_append_goes_to_the_end(name: str, order: list[int]) -> None:
+    h = hub(max_messages=1000)
+    publisher, reader = h.peer(), h.peer()
+    reader.send({"c": "subscribe", "t": name, "sub_id": "s"})
+    publisher.send(publish(name, 1, u=0), publish(name, 2, u=0), publish(name, 1, u=1))
+    assert [m["data"]["id"] for m in deliveries(reader)] == order
+
+
+def test_conflate_append_mode_on_overflow() -> None:
+    h = hub(max_messages=3)
+    publisher, stalled = h.peer(), h.peer()
+    stalled.send({"c": "subscribe", "t": "ca", "sub_id": "s"})
+    publisher.send(publish("ca", 1, u=0), publish("ca", 2, u=0), publish("ca", 1, u=1), publish("ca", 3, u=0))
+    assert [(m["data"]["id"], m["data"]["u"]) for m in deliveries(stalled)] == [(2, 0), (1, 1), (3, 0)]
+
+
+# -- the merge table, row by row, on an `always` topic (eager) with a delta + oof subscriber --
+
+
+def rich_peer(h: Harness, filter_text: str = "/v > 0", options: str = "oof") -> Peer:
+    peer = h.peer()
+    peer.send({"c": "sow_and_delta_subscribe", "t": "a", "sub_id": "d", "filter": filter_text, "o": options})
+    peer.take()
+    return peer
+
+
+def test_row_insert_then_update_is_an_insert_of_the_newer_state() -> None:
+    h = hub(max_messages=1000)
+    publisher, peer = h.peer(), rich_peer(h)
+    publisher.send(publish("a", 1, v=1, x="a"), publish("a", 1, v=2, x="a"))
+    assert [(m["c"], m.get("data")) for m in deliveries(peer)] == [("p", {"id": 1, "v": 2, "x": "a"})]
+
+
+def test_row_insert_then_oof_is_the_oof_alone() -> None:
+    h = hub(max_messages=1000)
+    publisher, peer = h.peer(), rich_peer(h)
+    publisher.send(publish("a", 1, v=1), publish("a", 1, v=0))
+    assert [(m["c"], m.get("reason")) for m in deliveries(peer)] == [("oof", "match")]
+
+
+def test_row_update_then_update_is_a_composite_patch_or_the_record() -> None:
+    h = hub(max_messages=1000)
+    publisher = h.peer()
+    publisher.send(publish("a", 1, v=1, text="t" * 200, n=0))
+    peer = h.peer()
+    held = next(
+        m for m in peer.send({"c": "sow_and_delta_subscribe", "t": "a", "sub_id": "d"}) if m["c"] == "sow"
+    )
+    publisher.send(publish("a", 1, v=2, text="t" * 200, n=0), publish("a", 1, v=3, text="t" * 200, n=1))
+    [composite] = deliveries(peer)
+    assert composite["patch"] == [
+        {"op": "replace", "path": "/v", "value": 3},
+        {"op": "replace", "path": "/n", "value": 1},
+    ]
+    assert jsonpatch.apply_patch(held["data"], composite["patch"]) == {
+        "id": 1,
+        "v": 3,
+        "text": "t" * 200,
+        "n": 1,
+    }
+    # When the change is bigger than the record, the record goes instead.
+    publisher.send(publish("a", 1, v=4, text="x", n=9), publish("a", 1, q=5))
+    [whole] = deliveries(peer)
+    assert whole["data"] == {"id": 1, "q": 5}
+
+
+def test_row_update_then_update_for_merge_deltas() -> None:
+    h = hub(max_messages=1000)
+    publisher = h.peer()
+    publisher.send(publish("a", 1, v=1, w=1, note="n" * 100))
+    peer = h.peer()
+    held = next(
+        m
+        for m in peer.send({"c": "sow_and_delta_subscribe", "t": "a", "sub_id": "d", "o": "delta=merge"})
+        if m["c"] == "sow"
+    )["data"]
+    publisher.send(
+        {"c": "delta_publish", "t": "a", "data": {"id": 1, "v": 2}},
+        {"c": "delta_publish", "t": "a", "data": {"id": 1, "w": 2}},
+    )
+    [composite] = deliveries(peer)
+    assert composite["delta"] == {"id": 1, "v": 2, "w": 2}
+    assert merge_record(held, composite["delta"]) == {"id": 1, "v": 2, "w": 2, "note": "n" * 100}
+
+
+def test_row_update_then_oof_is_the_oof_alone() -> None:
+    h = hub(max_messages=1000)
+    publisher = h.peer()
+    publisher.send(publish("a", 1, v=1))
+    peer = rich_peer(h)
+    publisher.send(publish("a", 1, v=2), publish("a", 1, v=-1))
+    assert [(m["c"], m.get("reason"), m["data"]) for m in deliveries(peer)] == [
+        ("oof", "match", {"id": 1, "v": -1})
+    ]
+
+
+def test_row_update_then_delete_is_the_deleted_oof() -> None:
+    h = hub(max_messages=1000)
+    publisher = h.peer()
+    publisher.send(publish("a", 1, v=1))
+    peer = rich_peer(h)
+    publisher.send(publish("a", 1, v=2), {"c": "sow_delete", "t": "a", "filter": "/id = 1"})
+    assert [(m["c"], m.get("reason")) for m in deliveries(peer)] == [("oof", "deleted")]
+
+
+def test_row_oof_then_insert_stays_two_messages() -> None:
+    h = hub(max_messages=1000)
+    publisher = h.peer()
+    publisher.send(publish("a", 1, v=1))
+    peer = rich_peer(h)
+    publisher.send(publish("a", 1, v=-1), publish("a", 1, v=5), publish("a", 1, v=6))
+    assert [(m["c"], m["data"]["v"]) for m in deliveries(peer)] == [("oof", -1), ("p", 6)]
+
+
+def test_row_delete_then_insert_stays_two_messages() -> None:
+    h = hub(max_messages=1000)
+    publisher = h.peer()
+    publisher.send(publish("a", 1, v=1))
+    peer = rich_peer(h)
+    publisher.send({"c": "sow_delete", "t": "a", "filter": "/id = 1"}, publish("a", 1, v=5))
+    assert [(m["c"], m.get("reason")) for m in deliveries(peer)] == [("oof", "deleted"), ("p", None)]
+
+
+def test_row_full_then_full_is_the_newer_or_the_structural_merge() -> None:
+    h = hub(max_messages=1000)
+    publisher, summing, plain = h.peer(), h.peer(), h.peer()
+    summing.send({"c": "subscribe", "t": "s", "sub_id": "sum"})
+    plain.send({"c": "subscribe", "t": "a", "sub_id": "last"})
+    publisher.send(
+        *[publish("s", 1, count=n) for n in (1, 2, 3)], *[publish("a", 1, count=n) for n in (1, 2, 3)]
+    )
+    assert [m["data"]["count"] for m in deliveries(summing)] == [6]
+    assert [m["data"]["count"] for m in deliveries(plain)] == [3]
+
+
+def test_a_failing_structural_merge_keeps_the_newer_record() -> None:
+    h = hub(max_messages=1000)
+    publisher, peer = h.peer(), h.peer()
+    peer.send({"c": "subscribe", "t": "bad", "sub_id": "s"})
+    publisher.send(publish("bad", 1, count=1), publish("bad", 1, count=2))
+    assert [m["data"]["count"] for m in deliveries(peer)] == [2]
+
+
+def test_structural_merge_keeps_delta_subscribers_consistent() -> None:
+    h = hub(max_messages=1000)
+    publisher = h.peer()
+    publisher.send(publish("s", 1, count=1))
+    peer = h.peer()
+    held = [
+        m for m in peer.send({"c": "sow_and_delta_subscribe", "t": "s", "sub_id": "d"}) if m["c"] == "sow"
+    ]
+    state = held[0]["data"]
+    publisher.send(publish("s", 1, count=2), publish("s", 1, count=3))
+    for message in deliveries(peer):
+        state = jsonpatch.apply_patch(state, message["patch"]) if "patch" in message else message["data"]
+    assert state == {"id": 1, "count": 5}
+    publisher.send(publish("s", 1, count=7))
+    for message in deliveries(peer):
+        state = jsonpatch.apply_patch(state, message["patch"]) if "patch" in message else message["data"]
+    assert state == {"id": 1, "count": 7}, "the next delta applies to what the subscriber holds"
+
+
+def test_logon_option_turns_conflation_off_for_the_session() -> None:
+    h = hub(max_messages=1000)
+    publisher, peer = h.peer(), h.peer()
+    peer.send({"c": "logon", "o": "conflation=off"}, {"c": "subscribe", "t": "a", "sub_id": "s"})
+    publisher.send(*[publish("a", 1, u=u) for u in range(3)])
+    assert [m["data"]["u"] for m in deliveries(peer)] == [0, 1, 2]
+    refused = h.peer().send({"c": "logon", "cid": 1, "o": "conflation=maybe"})
+    assert refused[0]["reason"].startswith("invalid options")
+
+
+def test_try_write_comes_before_conflation() -> None:
+    h = hub(max_messages=5)
+    publisher, reader = h.peer(), h.peer()
+    reader.send({"c": "subscribe", "t": "o", "sub_id": "s"})
+    written: list[bytes] = []
+
+    def write_now() -> None:
+        while (frame := reader.session.outbox.take_frame(1 << 20)) is not None:
+            written.append(frame)
+
+    reader.session.try_write = write_now
+    publisher.send(*[publish("o", 1, u=u) for u in range(20)])
+    assert reader.session.close_code is None, "writing made room: no close on an off topic"
+    assert sum(frame.count(b'"c":"p"') for frame in written) + len(deliveries(reader)) == 20
