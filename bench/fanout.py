@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,27 +21,9 @@ from pathlib import Path
 
 import orjson
 import websockets
+from harness import free_port, start
 
-ROOT = Path(__file__).resolve().parents[1]
 MARKER = b'"data":'
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start(command: list[str], port: int) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return process
-        time.sleep(0.05)
-    process.kill()
-    raise RuntimeError(f"{command} did not start")
 
 
 def start_push_server(work: Path) -> tuple[subprocess.Popen[bytes], int]:
