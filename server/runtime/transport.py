@@ -18,6 +18,8 @@ from typing import Any
 
 log = logging.getLogger("server.runtime")
 
+_TRANSPORT_METHODS = ("write", "abort", "is_closing", "get_write_buffer_size")
+
 
 class SocketHandle:
     def __init__(self, protocol: Any, close: Callable[[int, str], Awaitable[None]]) -> None:
@@ -26,8 +28,11 @@ class SocketHandle:
 
     @property
     def transport(self) -> asyncio.Transport | None:
+        # Duck-typed: uvloop's transports do not subclass asyncio.Transport.
         transport = getattr(self._protocol, "transport", None)
-        return transport if isinstance(transport, asyncio.BaseTransport) else None  # type: ignore[return-value]
+        if all(hasattr(transport, name) for name in _TRANSPORT_METHODS):
+            return transport
+        return None
 
     def write_buffer_size(self) -> int:
         transport = self.transport
@@ -99,8 +104,7 @@ class SocketHandle:
         return True
 
 
-def _abort_if_open(transport: asyncio.BaseTransport) -> None:
+def _abort_if_open(transport: asyncio.Transport) -> None:
     if not transport.is_closing():
         log.info("peer did not finish the closing handshake in time; aborting the connection")
-    if isinstance(transport, asyncio.Transport):
-        transport.abort()
+    transport.abort()

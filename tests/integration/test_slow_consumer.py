@@ -90,3 +90,12 @@ async def test_each_policy_with_a_stalled_reader(start_server: StartServer) -> N
     assert 'push_closed_slow_total{topic="closing"} 1.0' in metrics
     assert 'push_unsubscribed_total{topic="dropping"} 1.0' in metrics
     assert 'push_conflated_total{topic="conflated"} 0.0' not in metrics
+
+
+async def test_a_burst_larger_than_the_queue_reaches_a_healthy_socket(start_server: StartServer) -> None:
+    server = start_server({"queue_max_messages": 50, "max_message_bytes": 4_000_000}, TOPICS)
+    publisher, reader = await Client.connect(server.url), await Client.connect(server.url)
+    await reader.request({"c": "subscribe", "t": "closing", "cid": "s"})
+    await publisher.send(*[{"c": "publish", "t": "closing", "data": {"id": n}} for n in range(2000)])
+    got = [m for m in await reader.silence(1.0) if m["c"] == "p"]
+    assert [m["data"]["id"] for m in got] == list(range(2000)), "written, not conflated and not closed"
