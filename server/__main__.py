@@ -11,6 +11,7 @@ import socket
 import sys
 import tomllib
 from importlib import resources
+from pathlib import Path
 from types import FrameType
 
 import uvicorn
@@ -19,6 +20,7 @@ from .asgi.app import create_app
 from .core.config import Config, load_config, parse_config
 from .core.errors import ConfigError
 from .runtime.hub import Hub
+from .runtime.logstore import LogStore
 
 log = logging.getLogger("server")
 
@@ -38,13 +40,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 class PushServer(uvicorn.Server):
-    """uvicorn's server, with our start-up line and a shutdown that closes sockets with 1001."""
+    """uvicorn's server, with recovery before it listens, our start-up line, and a shutdown that
+    closes sockets with 1001 and leaves every acknowledged durable publish on disk."""
 
-    def __init__(self, config: uvicorn.Config, hub: Hub) -> None:
+    def __init__(self, config: uvicorn.Config, hub: Hub, store: LogStore | None) -> None:
         super().__init__(config)
         self.hub = hub
+        self.store = store
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.store is not None:
+            self.store.recover()
+            self.store.start()
+        self.hub.start()
         await super().startup(sockets)
         if self.started and self.servers:
             host, port = self.servers[0].sockets[0].getsockname()[:2]
@@ -61,12 +69,18 @@ class PushServer(uvicorn.Server):
         for server in self.servers:
             server.close()
         await self.hub.shutdown()
+        if self.store is not None:
+            await self.store.close()
         await super().shutdown(sockets)
 
 
 def build_server(config: Config) -> PushServer:
     settings = config.server
     hub = Hub(config)
+    store = None
+    if any(topic.durable for topic in config.topics):
+        data_dir = Path(settings.data_dir)
+        store = LogStore(data_dir, hub.engine, settings.log_retention_s, settings.log_retention_bytes)
     uv_config = uvicorn.Config(
         create_app(hub),
         host=settings.host,
@@ -82,7 +96,7 @@ def build_server(config: Config) -> PushServer:
         access_log=False,
         timeout_graceful_shutdown=5,
     )
-    return PushServer(uv_config, hub)
+    return PushServer(uv_config, hub, store)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,6 +72,8 @@ class ServerSettings:
     heartbeat_s: float = 15.0
     binary_frames: bool = False
     websocket_deflate: bool = False
+    log_retention_s: float = 24 * 3600.0  # keep transaction log segments this long (after a snapshot)
+    log_retention_bytes: int = 1024**3  # and no more than this in all
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +159,15 @@ def _positive(value: int, name: str) -> int:
 
 def _parse_server(table: dict[str, Any]) -> ServerSettings:
     defaults = ServerSettings()
-    _no_unknown(table, set(ServerSettings.__dataclass_fields__), "server")
+    known = (set(ServerSettings.__dataclass_fields__) - {"log_retention_s"}) | {"log_retention"}
+    _no_unknown(table, known, "server")
+    retention_text = _typed(table, "log_retention", str, "server", None)
+    retention_s = defaults.log_retention_s
+    if retention_text is not None:
+        try:
+            retention_s = parse_duration(retention_text)
+        except ValueError as error:
+            raise ConfigError(f"server.log_retention: {error}") from None
     port = _typed(table, "port", int, "server", defaults.port)
     if not 0 <= port <= 65535:
         raise ConfigError(f"server.port: must be 0 to 65535, got {port}")
@@ -181,6 +191,11 @@ def _parse_server(table: dict[str, Any]) -> ServerSettings:
         heartbeat_s=float(heartbeat),
         binary_frames=_typed(table, "binary_frames", bool, "server", defaults.binary_frames),
         websocket_deflate=_typed(table, "websocket_deflate", bool, "server", defaults.websocket_deflate),
+        log_retention_s=retention_s,
+        log_retention_bytes=_positive(
+            _typed(table, "log_retention_bytes", int, "server", defaults.log_retention_bytes),
+            "log_retention_bytes",
+        ),
     )
 
 

@@ -30,6 +30,7 @@ from .commands import (
     decode_header,
 )
 from .config import Config
+from .durability import Durability
 from .errors import (
     AUTH_FAILURE,
     BAD_MESSAGE,
@@ -40,10 +41,12 @@ from .errors import (
 )
 from .options import parse_logon_options
 from .outbox import Outbox
+from .records import RecordVersion
 from .run import FanOutRun
 from .session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
 from .subscription import Subscription
 from .topic import Topic
+from .txlog import EXPIRE, Entry
 
 log = logging.getLogger("server.engine")
 
@@ -73,9 +76,13 @@ class Engine:
         self._timers: list[tuple[float, int, Subscription]] = []
         self._timer_ids = itertools.count()
         self.on_timer: Callable[[float], None] = lambda due: None  # set by the runtime to wake its timer
+        # Record expirations: (expires_at, version seq, topic, SowKey); stale ones are skipped.
+        self._expiries: list[tuple[float, int, str, str]] = []
         self.sessions: dict[int, Session] = {}
         self.client_names: dict[str, Session] = {}
         self.sequences: dict[str, int] = {}  # highest accepted publisher sequence per client name
+        self.durability = Durability()
+        self.on_log: Callable[[], None] = lambda: None  # set by the runtime: entries wait to be written
         self._session_ids = itertools.count(1)
         self._apply_seq = itertools.count(1)
         self.commands_processed = 0
@@ -112,10 +119,33 @@ class Engine:
             self.on_timer(due)
 
     def next_due(self) -> float | None:
-        return self._timers[0][0] if self._timers else None
+        dues = [heap[0][0] for heap in (self._timers, self._expiries) if heap]
+        return min(dues) if dues else None
+
+    def expire_at(self, topic: Topic, version: RecordVersion) -> None:
+        assert version.expires_at is not None
+        earliest = self.next_due()
+        heapq.heappush(self._expiries, (version.expires_at, version.seq, topic.name, version.key))
+        if earliest is None or version.expires_at < earliest:
+            self.on_timer(version.expires_at)
+
+    def _expire(self, now: float) -> None:
+        expiries = self._expiries
+        while expiries and expiries[0][0] <= now:
+            _, seq, name, key = heapq.heappop(expiries)
+            topic = self.topics.get(name)
+            version = topic.records.get(key) if topic is not None else None
+            if topic is None or version is None or version.seq != seq:
+                continue  # republished (a new lifetime) or deleted since
+            del topic.records[key]
+            if topic.config is not None and topic.config.durable:
+                self.log(Entry(self.next_apply_seq(), EXPIRE, name, key, None, None, None, now, None))
+            topic.fan_out(key, version, None, gone="expired")
 
     def advance(self, now: float) -> None:
-        """Deliver every subscription-conflation interval that has ended by ``now``."""
+        """Expire the records whose lifetime has ended, and deliver every subscription-conflation
+        interval that has ended, by ``now``."""
+        self._expire(now)
         timers = self._timers
         while timers and timers[0][0] <= now:
             _, _, subscription = heapq.heappop(timers)
@@ -137,6 +167,31 @@ class Engine:
 
     def next_apply_seq(self) -> int:
         return next(self._apply_seq)
+
+    def restart_lsn(self, lsn: int) -> None:
+        """After recovery: the next change is numbered after everything in the log."""
+        self._apply_seq = itertools.count(lsn + 1)
+
+    def log(self, entry: Entry) -> None:
+        waiting = bool(self.durability)
+        self.durability.append(entry)
+        if not waiting:
+            self.on_log()
+
+    def made_durable(self, lsn: int) -> None:
+        """The runtime wrote and synced the log up to ``lsn``: send the persisted acks now due."""
+        for session, ack in self.durability.made_durable(lsn):
+            session.send(ack)
+        self.settle()
+
+    def persisted_ack(
+        self, session: Session, header: Header, lsn: int, seq: int | None = None, reason: str | None = None
+    ) -> None:
+        """The ``persisted`` ack of a command whose effect is in the log up to ``lsn``: now or when it is."""
+        client_name = session.client_name if seq is not None else None
+        if not self.durability.wait(lsn, session, header.cid, client_name, seq, reason):
+            fields: dict[str, Any] = {} if seq is None else {"s": seq}
+            self.ack(session, header, "persisted", reason=reason, **fields)
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -206,8 +261,8 @@ class Engine:
             if header.c == "heartbeat":
                 session.send(wire.HEARTBEAT)
             self.processed(session, header)
-            if header.wants("persisted"):
-                self.ack(session, header, "persisted")
+            if header.wants("persisted"):  # flush: every earlier command's effect on disk
+                self.persisted_ack(session, header, self.durability.last_lsn)
 
     # -- acks -------------------------------------------------------------------------------
 
@@ -259,7 +314,7 @@ class Engine:
         self.received(session, header)
         fields: dict[str, Any] = {}
         if body.client_name is not None:
-            fields["s"] = self.sequences.get(body.client_name, 0)
+            fields["s"] = self.durability.persisted_sequences.get(body.client_name, 0)
         self.processed(session, header, **fields)
 
     def check_read(self, session: Session, topic: str) -> None:

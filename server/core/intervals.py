@@ -28,6 +28,7 @@ class Pending:
     deleted_from: RecordVersion | None  # the last version before a delete
     due: float
     carried: set[str] = field(default_factory=set)  # top-level fields any change carried
+    gone: str = "deleted"  # why the record went away, when it did: deleted or expired
 
 
 def conflation_key(paths: tuple[PathSteps, ...] | None, key: str | None, data: Any) -> Hashable:

@@ -1,7 +1,8 @@
-"""``publish``, ``delta_publish`` and ``sow_delete``: change the SOW, then fan the change out.
+"""``publish``, ``delta_publish`` and ``sow_delete``: change the SOW, log it, fan it out, ack.
 
 The path is a straight line: validate, deduplicate by (client name, ``s``), merge (delta
-publish), apply to the SOW, fan out, ack.
+publish), apply to the SOW, append to the transaction log (durable topics), fan out, ack. The
+``persisted`` ack of a durable change waits for the log to be on disk (see durability.py).
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from .errors import BAD_MESSAGE, INVALID_TOPIC, CommandError
 from .filters import compile_filter
 from .merge import merge_record
 from .records import RecordVersion
+from .txlog import DELETE, PUBLISH, SEQUENCE, Entry
 
 if TYPE_CHECKING:
     from .engine import Engine
     from .session import Session
+    from .topic import Topic
 
 
 def _is_duplicate(engine: Engine, session: Session, seq: int | None) -> bool:
@@ -24,17 +27,26 @@ def _is_duplicate(engine: Engine, session: Session, seq: int | None) -> bool:
     return name is not None and seq is not None and seq <= engine.sequences.get(name, 0)
 
 
-def _accept_sequence(engine: Engine, session: Session, seq: int | None) -> None:
-    if session.client_name is not None and seq is not None:
-        engine.sequences[session.client_name] = seq
+def _accept_sequence(engine: Engine, session: Session, seq: int | None, lsn: int) -> None:
+    """Remember ``seq`` now (deduplication) and as persisted once the log is on disk up to ``lsn``."""
+    name = session.client_name
+    if name is not None and seq is not None:
+        engine.sequences[name] = seq
+        engine.durability.wait(lsn, None, None, name, seq)
 
 
-def _ack_applied(engine: Engine, session: Session, header: Header, seq: int | None, **fields: Any) -> None:
+def _ack(
+    engine: Engine, session: Session, header: Header, seq: int | None, lsn: int | None, **fields: Any
+) -> None:
+    """processed, persisted (now, or once the log is on disk up to ``lsn``), stats."""
     if seq is not None:
         fields["s"] = seq
     engine.processed(session, header, **fields)
     if header.wants("persisted"):
-        engine.ack(session, header, "persisted", **({"s": seq} if seq is not None else {}))
+        if lsn is None:
+            engine.ack(session, header, "persisted", **({"s": seq} if seq is not None else {}))
+        else:
+            engine.persisted_ack(session, header, lsn, seq)
     if header.wants("stats"):
         engine.ack(session, header, "stats", **fields)
 
@@ -44,16 +56,11 @@ def _ack_duplicate(engine: Engine, session: Session, header: Header, seq: int) -
     if header.wants_processed:
         engine.ack(session, header, "processed", reason="duplicate", s=seq)
     if header.wants("persisted"):
-        engine.ack(session, header, "persisted", reason="duplicate", s=seq)
+        engine.persisted_ack(session, header, engine.durability.last_lsn, seq, reason="duplicate")
 
 
-def _applied_without_fan_out(engine: Engine, session: Session, header: Header, seq: int | None) -> None:
-    if header.acks:
-        engine.received(session, header)
-    if seq is not None:
-        _accept_sequence(engine, session, seq)
-    if header.acks or header.cid is not None:
-        _ack_applied(engine, session, header, seq)
+def _durable(topic: Topic | None) -> bool:
+    return topic is not None and topic.config is not None and topic.config.durable
 
 
 def publish(engine: Engine, session: Session, header: Header, body: Publish) -> None:
@@ -66,7 +73,11 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
         return
     if topic is None:
         # A plain topic nobody subscribes to: nothing to store and no one to tell.
-        _applied_without_fan_out(engine, session, header, seq)
+        if header.acks:
+            engine.received(session, header)
+        _accept_sequence(engine, session, seq, engine.durability.last_lsn)
+        if header.acks or header.cid is not None:
+            _ack(engine, session, header, seq, None)
         return
     now = engine.clock()
     key_spec = topic.key_spec
@@ -87,14 +98,19 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
     # Everything that can refuse the command has run: from here on it is applied.
     if header.acks:
         engine.received(session, header)
-    if seq is not None:
-        _accept_sequence(engine, session, seq)
     new = RecordVersion(key or "", data, engine.next_apply_seq(), now, expires_at)
+    lsn: int | None = None
     if key is not None:
         topic.records[key] = new
+        if expires_at is not None:
+            engine.expire_at(topic, new)
+        if _durable(topic):
+            lsn = new.seq
+            engine.log(Entry(lsn, PUBLISH, topic.name, key, data, session.client_name, seq, now, expires_at))
+    _accept_sequence(engine, session, seq, lsn if lsn is not None else engine.durability.last_lsn)
     topic.fan_out(key, old, new)
     if header.acks or header.cid is not None:
-        _ack_applied(engine, session, header, seq)
+        _ack(engine, session, header, seq, lsn)
 
 
 def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete) -> None:
@@ -117,8 +133,19 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
         key = topic.key_spec.sow_key(body.data)
         keys = [key] if key in topic.records else []
     engine.received(session, header)
-    _accept_sequence(engine, session, body.seq)
-    for key in keys:
+    durable = _durable(topic)
+    lsn: int | None = None
+    now = engine.clock()
+    for position, key in enumerate(keys):
         old = topic.records.pop(key)
+        if durable:
+            lsn = engine.next_apply_seq()
+            last = position == len(keys) - 1
+            seq = body.seq if last else None
+            engine.log(Entry(lsn, DELETE, topic.name, key, None, session.client_name, seq, now, None))
         topic.fan_out(key, old, None)
-    _ack_applied(engine, session, header, body.seq, matches=len(keys), records_deleted=len(keys))
+    if durable and lsn is None and body.seq is not None and session.client_name is not None:
+        lsn = engine.next_apply_seq()
+        engine.log(Entry(lsn, SEQUENCE, topic.name, "", None, session.client_name, body.seq, now, None))
+    _accept_sequence(engine, session, body.seq, lsn if lsn is not None else engine.durability.last_lsn)
+    _ack(engine, session, header, body.seq, lsn, matches=len(keys), records_deleted=len(keys))

@@ -137,13 +137,18 @@ class Subscription:
         return version.data if select is None else select.apply(version.data)
 
     def on_change(
-        self, key: str | None, old: RecordVersion | None, new: RecordVersion | None, memo: Memo
+        self,
+        key: str | None,
+        old: RecordVersion | None,
+        new: RecordVersion | None,
+        memo: Memo,
+        gone: str = "deleted",
     ) -> Change | None:
         """What this subscription is sent about a change of record ``key`` from ``old`` to ``new``."""
         if self.dropped:
             return None
         if self.interval is not None:
-            self._defer(key, old, new)
+            self._defer(key, old, new, gone)
             return None
         if new is not None and self.matches(new.data):
             view = self.view(new, memo)
@@ -162,10 +167,12 @@ class Subscription:
             return None
         if new is None:
             assert old is not None
-            return self.oof(key, old, "deleted", memo)
+            return self.oof(key, old, gone, memo)
         return self.oof(key, new, "match", memo)
 
-    def _defer(self, key: str | None, old: RecordVersion | None, new: RecordVersion | None) -> None:
+    def _defer(
+        self, key: str | None, old: RecordVersion | None, new: RecordVersion | None, gone: str
+    ) -> None:
         assert self.interval is not None
         latest = new if new is not None else old
         assert latest is not None
@@ -178,6 +185,7 @@ class Subscription:
         else:
             entry.key, entry.latest = key, new
             entry.deleted_from = old if new is None else None
+        entry.gone = gone
         if new is not None:
             entry.carried |= changed_fields(old.data if old is not None else None, new.data)
 
@@ -215,7 +223,7 @@ class Subscription:
         # In and out within the interval: the OOF carries the state delivered before it.
         version = new if new is not None else entry.deleted_from
         assert version is not None
-        reason = "match" if new is not None else "deleted"
+        reason = "match" if new is not None else entry.gone
         return OOF_KIND, self.full_body(key, version, previous, {}, reason), previous, previous, version
 
     def oof(self, key: str, version: RecordVersion, reason: str, memo: Memo) -> Change | None:

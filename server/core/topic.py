@@ -122,7 +122,11 @@ class Topic:
         if self._run.topic is self:
             self._run.flush()
 
-    def fan_out(self, key: str | None, old: RecordVersion | None, new: RecordVersion | None) -> None:
+    def fan_out(
+        self, key: str | None, old: RecordVersion | None, new: RecordVersion | None, gone: str = "deleted"
+    ) -> None:
+        """Tell every subscriber what the change of ``key`` from ``old`` to ``new`` means for it
+        (``new`` is None when the record went away; ``gone`` says why: deleted or expired)."""
         if new is not None and self._fast:
             self._run.join(self)
             data = new.data
@@ -136,7 +140,7 @@ class Topic:
         memo: Memo = {}
         if not self._general_index.indexed:
             for session, subs in self._general.items():
-                self._deliver_changes(session, subs, key, old, new, memo)
+                self._deliver_changes(session, subs, key, old, new, memo, gone)
             return
         # A subscription that holds the record matched the old version, so candidates for the
         # old and the new version cover every message, OOFs included.
@@ -145,7 +149,7 @@ class Topic:
         for sub in self._general_index.candidates(*records):
             by_session.setdefault(sub.session, []).append(sub)
         for session, subs in by_session.items():
-            self._deliver_changes(session, subs, key, old, new, memo)
+            self._deliver_changes(session, subs, key, old, new, memo, gone)
 
     def _deliver_changes(
         self,
@@ -155,16 +159,17 @@ class Topic:
         old: RecordVersion | None,
         new: RecordVersion | None,
         memo: Memo,
+        gone: str,
     ) -> None:
         if len(subs) == 1:
             sub = subs[0]
-            change = sub.on_change(key, old, new, memo)
+            change = sub.on_change(key, old, new, memo, gone)
             if change is not None:
                 self.deliver(session, (sub,), key, change)
             return
         groups: dict[tuple[str, bytes], tuple[list[Subscription], Change]] = {}
         for sub in subs:
-            change = sub.on_change(key, old, new, memo)
+            change = sub.on_change(key, old, new, memo, gone)
             if change is not None:
                 groups.setdefault((change[0], change[1]), ([], change))[0].append(sub)
         for members, change in groups.values():

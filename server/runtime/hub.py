@@ -42,9 +42,13 @@ class Hub:
             except Exception:
                 log.exception("subscription conflation timer failed; carrying on")
 
-    def connect(self, send: SendFrame, handle: SocketHandle) -> Connection:
+    def start(self) -> None:
+        """Start the timers (expirations, subscription conflation); also done on the first connection."""
         if self._timer_task is None:
             self._timer_task = asyncio.create_task(self._run_timers(), name="timers")
+
+    def connect(self, send: SendFrame, handle: SocketHandle) -> Connection:
+        self.start()
         settings = self.config.server
         connection = Connection(self.engine, send, handle, settings.max_message_bytes, settings.binary_frames)
         self.connections.add(connection)
