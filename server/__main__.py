@@ -81,6 +81,7 @@ def build_server(config: Config) -> PushServer:
     if any(topic.durable for topic in config.topics):
         data_dir = Path(settings.data_dir)
         store = LogStore(data_dir, hub.engine, settings.log_retention_s, settings.log_retention_bytes)
+        hub.store = store
     uv_config = uvicorn.Config(
         create_app(hub),
         host=settings.host,

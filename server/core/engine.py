@@ -11,12 +11,14 @@ import heapq
 import importlib
 import itertools
 import logging
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from . import publishing, querying, wire
+from .bookmarks import ReplayRequest
 from .commands import (
     Body,
     Header,
@@ -46,9 +48,14 @@ from .run import FanOutRun
 from .session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
 from .subscription import Subscription
 from .topic import Topic
-from .txlog import EXPIRE, Entry
+from .txlog import DELETE, EXPIRE, PUBLISH, Entry
 
 log = logging.getLogger("server.engine")
+
+
+def _sequence_of(raw: Any) -> int | None:
+    seq = raw.get("s") if isinstance(raw, dict) else None
+    return seq if type(seq) is int else None
 
 
 def load_merge_function(spec: str | None) -> Callable[[Any, Any], Any] | None:
@@ -83,6 +90,8 @@ class Engine:
         self.sequences: dict[str, int] = {}  # highest accepted publisher sequence per client name
         self.durability = Durability()
         self.on_log: Callable[[], None] = lambda: None  # set by the runtime: entries wait to be written
+        self.replays: deque[ReplayRequest] = deque()
+        self.on_replay: Callable[[], None] = lambda: None  # set by the runtime: a replay is requested
         self._session_ids = itertools.count(1)
         self._apply_seq = itertools.count(1)
         self.commands_processed = 0
@@ -178,6 +187,56 @@ class Engine:
         if not waiting:
             self.on_log()
 
+    def request_replay(self, request: ReplayRequest) -> None:
+        self.replays.append(request)
+        self.on_replay()
+
+    def replay(self, request: ReplayRequest, entries: list[Entry]) -> None:
+        """Deliver log entries read back for a bookmark subscription (in log order)."""
+        subscription = request.subscription
+        topic = subscription.topic_ref
+        if subscription.closed or topic is None:
+            return
+        for entry in entries:
+            if entry.topic != topic.name:
+                continue
+            key = entry.key
+            if entry.op == PUBLISH:
+                new = RecordVersion(key, entry.data, entry.lsn, entry.timestamp, entry.expires_at)
+                old = request.state.get(key)
+                request.state[key] = new
+                change = subscription.replayed(key, old, new, {})
+            elif entry.op in (DELETE, EXPIRE):
+                last = request.state.pop(key, None)
+                if last is None:
+                    continue
+                # The OOF body is the last state, positioned (bm) at the delete.
+                old = RecordVersion(key, last.data, entry.lsn, entry.timestamp, None)
+                change = subscription.replayed(
+                    key, old, None, {}, "expired" if entry.op == EXPIRE else "deleted"
+                )
+            else:
+                continue
+            if change is not None:
+                topic.deliver(subscription.session, (subscription,), key, change)
+        self.settle()
+
+    def finish_replay(self, request: ReplayRequest) -> None:
+        """The replay caught up: completed (with bm), then the live changes that waited for it."""
+        subscription = request.subscription
+        if subscription.closed:
+            return
+        session, topic = subscription.session, subscription.topic_ref
+        if request.wants_completed:
+            session.send(wire.ack("completed", request.cid, bm=str(request.until_lsn)))
+        subscription.replaying = False
+        waiting, subscription.replay_buffer = subscription.replay_buffer, []
+        for key, old, new, gone in waiting:
+            change = subscription.replayed(key, old, new, {}, gone)
+            if change is not None:
+                topic.deliver(session, (subscription,), key, change)
+        self.settle()
+
     def made_durable(self, lsn: int) -> None:
         """The runtime wrote and synced the log up to ``lsn``: send the persisted acks now due."""
         for session, ack in self.durability.made_durable(lsn):
@@ -236,10 +295,11 @@ class Engine:
             body = decode_body(header, raw)
             self.dispatch(session, header, body)
         except CommandError as error:
-            self.fail(session, cid, error)
+            self.fail(session, cid, error, _sequence_of(raw))
         except Exception:
             log.exception("command failed unexpectedly on session %s: %.200r", session.id, raw)
-            self.fail(session, cid, CommandError(BAD_MESSAGE, "the server could not process this command"))
+            failure = CommandError(BAD_MESSAGE, "the server could not process this command")
+            self.fail(session, cid, failure, _sequence_of(raw))
         self.commands_processed += 1
 
     def dispatch(self, session: Session, header: Header, body: Body) -> None:
@@ -277,8 +337,9 @@ class Engine:
         if header.wants_processed:
             self.ack(session, header, "processed", **fields)
 
-    def fail(self, session: Session, cid: Any, error: CommandError) -> None:
-        session.send(wire.ack("processed", cid, "failure", error.reason))
+    def fail(self, session: Session, cid: Any, error: CommandError, seq: int | None = None) -> None:
+        fields = {} if seq is None else {"s": seq}  # lets a publisher tell which publish failed
+        session.send(wire.ack("processed", cid, "failure", error.reason, **fields))
 
     # -- logon and entitlements -------------------------------------------------------------
 

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import wire
+from .bookmarks import ReplayRequest, parse_bookmark
 from .commands import Header, Query, Unsubscribe
-from .errors import INVALID_TOPIC, SUBID_IN_USE, CommandError
+from .errors import BAD_MESSAGE, INVALID_TOPIC, SUBID_IN_USE, CommandError
 from .filters import Filter, compile_filter, parse_orderby
 from .filters.functions import EvalContext
 from .outbox import FRAME_BREAK
@@ -42,11 +43,16 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
     known = engine.topics.get(body.topic)
     if header.c == "sow" and (known is None or not known.is_sow):
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
-    if body.bookmark is not None and body.bookmark != "now":
-        # Replay reads the transaction log; until a topic has one there is nothing to replay from.
-        raise CommandError(
-            INVALID_TOPIC, f"{body.topic!r} keeps no transaction log to replay a bookmark from"
-        )
+    bookmark = None
+    if body.bookmark is not None:
+        if header.c not in ("subscribe", "delta_subscribe"):
+            raise CommandError(BAD_MESSAGE, "bm is for subscribe and delta_subscribe")
+        bookmark = parse_bookmark(body.bookmark)
+        durable = known is not None and known.config is not None and known.config.durable
+        if not bookmark.live_only and not durable:
+            raise CommandError(
+                INVALID_TOPIC, f"{body.topic!r} keeps no transaction log to replay a bookmark from"
+            )
     filters = _filters(session, body.topic, body.filter)
     orderby = parse_orderby(body.orderby) if body.orderby else None
     ctx = EvalContext(engine.clock, session.user_id, session.client_name)
@@ -67,6 +73,9 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
             session, body.sub_id, body.topic, filters, body.options, body.delta, topic.key_spec, ctx
         )
         subscription.schedule = engine.schedule
+        if bookmark is not None:
+            subscription.bookmark()
+            subscription.replaying = not bookmark.live_only
     engine.received(session, header)
     engine.processed(session, header)
     if existing is not None and subscription is not None:
@@ -79,8 +88,15 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
         matches, returned = _snapshot(topic, session, body, filters, orderby, ctx, subscription)
         if header.wants("stats"):
             engine.ack(session, header, "stats", matches=matches, records_returned=returned)
-    if header.wants("completed"):
-        engine.ack(session, header, "completed")
+    if bookmark is not None and subscription is not None and not bookmark.live_only:
+        # Replay first: the runtime reads the log, then completed (with bm), then live.
+        request = ReplayRequest(
+            subscription, bookmark, engine.durability.last_lsn, header.cid, header.wants("completed")
+        )
+        engine.request_replay(request)
+    elif header.wants("completed"):
+        fields = {"bm": str(engine.durability.last_lsn)} if bookmark is not None else {}
+        engine.ack(session, header, "completed", **fields)
 
 
 def _select(

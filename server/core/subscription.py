@@ -75,7 +75,11 @@ class Subscription:
         select = options.select
         self._select_id = select.text if select is not None else None
         # Subscriptions with equal view kinds get byte-identical bodies for the same change.
-        self._view_kind = (self._select_id, options.no_sowkey, options.timestamp)
+        # A bookmark subscription (subscribe with bm) carries its log position on every message.
+        self.bookmarked = False
+        self.replaying = False  # replaying the log: live changes wait in replay_buffer
+        self.replay_buffer: list[tuple[str | None, RecordVersion | None, RecordVersion | None, str]] = []
+        self._view_kind: tuple[Any, ...] = (self._select_id, options.no_sowkey, options.timestamp, False)
         self.dropped = False  # unsubscribed for back pressure; the engine removes it after the command
         self.closed = False  # unsubscribed: timers that still name it do nothing
         # Subscription conflation: changes waiting for the end of their interval, per key.
@@ -129,6 +133,8 @@ class Subscription:
             fields["data"] = view
             if self.options.timestamp:
                 fields["ts"] = format_timestamp(version.timestamp)
+            if self.bookmarked:
+                fields["bm"] = str(version.seq)
             found = memo[memo_key] = body(fields)
         return found
 
@@ -145,6 +151,26 @@ class Subscription:
         gone: str = "deleted",
     ) -> Change | None:
         """What this subscription is sent about a change of record ``key`` from ``old`` to ``new``."""
+        if self.replaying:
+            self.replay_buffer.append((key, old, new, gone))
+            return None
+        return self.replayed(key, old, new, memo, gone)
+
+    def bookmark(self) -> None:
+        """Make this a bookmark subscription: every message carries its ``bm``."""
+        self.bookmarked = True
+        self.stateless = False
+        self._view_kind = (*self._view_kind[:3], True)
+
+    def replayed(
+        self,
+        key: str | None,
+        old: RecordVersion | None,
+        new: RecordVersion | None,
+        memo: Memo,
+        gone: str = "deleted",
+    ) -> Change | None:
+        """``on_change`` for a change read back from the log (or a live one, after the replay)."""
         if self.dropped:
             return None
         if self.interval is not None:
@@ -295,6 +321,8 @@ class Subscription:
             return None
         if options.timestamp:
             fields["ts"] = format_timestamp(new.timestamp)
+        if self.bookmarked:
+            fields["bm"] = str(new.seq)
         result = body(fields)
         memo[memo_key] = (previous, result)
         return result

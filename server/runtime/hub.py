@@ -7,14 +7,17 @@ import contextlib
 import logging
 import time
 
+from ..core.bookmarks import ReplayRequest
 from ..core.config import Config
 from ..core.engine import Clock, Engine
 from .connection import Connection, SendFrame
+from .logstore import LogStore
 from .transport import SocketHandle
 
 log = logging.getLogger("server.runtime")
 
 CLOSE_GOING_AWAY = 1001
+REPLAY_BATCH = 1000
 
 
 class Hub:
@@ -27,6 +30,11 @@ class Hub:
         self._timer_changed = asyncio.Event()
         self._timer_task: asyncio.Task[None] | None = None
         self.engine.on_timer = lambda due: self._timer_changed.set()
+        self.store: LogStore | None = None  # the transaction log, when a topic is durable
+        self._replay_requested = asyncio.Event()
+        self._replay_task: asyncio.Task[None] | None = None
+        self._replays: set[asyncio.Task[None]] = set()
+        self.engine.on_replay = self._replay_requested.set
 
     async def _run_timers(self) -> None:
         """Sleep until the engine's next interval ends (or an earlier one is scheduled), then advance."""
@@ -43,9 +51,41 @@ class Hub:
                 log.exception("subscription conflation timer failed; carrying on")
 
     def start(self) -> None:
-        """Start the timers (expirations, subscription conflation); also done on the first connection."""
+        """Start the timers (expirations, subscription conflation) and bookmark replays; also done
+        on the first connection."""
         if self._timer_task is None:
             self._timer_task = asyncio.create_task(self._run_timers(), name="timers")
+            self._replay_task = asyncio.create_task(self._run_replays(), name="replays")
+
+    async def _run_replays(self) -> None:
+        while True:
+            await self._replay_requested.wait()
+            self._replay_requested.clear()
+            while self.engine.replays:
+                task = asyncio.create_task(self._replay(self.engine.replays.popleft()), name="replay")
+                self._replays.add(task)
+                task.add_done_callback(self._replays.discard)
+
+    async def _replay(self, request: ReplayRequest) -> None:
+        """Read the log back to a bookmark subscription, paced by its socket, then let it go live."""
+        engine, store = self.engine, self.store
+        subscription = request.subscription
+        try:
+            while engine.durability.durable_lsn < request.until_lsn and not subscription.closed:
+                await asyncio.sleep(0.002)  # the log is being written up to where live begins
+            if store is not None and not subscription.closed:
+                bookmark = request.bookmark
+                entries = await store.read(bookmark.after_lsn, bookmark.since, request.until_lsn)
+                outbox = subscription.session.outbox
+                for start in range(0, len(entries), REPLAY_BATCH):
+                    if subscription.closed:
+                        return
+                    engine.replay(request, entries[start : start + REPLAY_BATCH])
+                    while outbox.queued_messages > outbox.max_messages // 2 and not subscription.closed:
+                        await asyncio.sleep(0.005)
+            engine.finish_replay(request)
+        except Exception:
+            log.exception("bookmark replay for subscription %r failed", subscription.sub_id)
 
     def connect(self, send: SendFrame, handle: SocketHandle) -> Connection:
         self.start()
@@ -62,8 +102,9 @@ class Hub:
     async def shutdown(self) -> None:
         """Close every socket with 1001 before the server stops accepting work."""
         self.shutting_down = True
-        if self._timer_task is not None:
-            self._timer_task.cancel()
+        for task in (self._timer_task, self._replay_task, *self._replays):
+            if task is not None:
+                task.cancel()
         connections = list(self.connections)
         if connections:
             log.info("closing %d connection(s) with 1001", len(connections))

@@ -35,18 +35,11 @@ def write_config(path: Path, server: dict[str, Any], topics: list[dict[str, Any]
 
 
 class ServerProcess:
-    def __init__(self, config: Path | None, data_dir: Path, args: list[str] | None = None) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "server",
-            "--port",
-            "0",
-            "--host",
-            "127.0.0.1",
-            "--data-dir",
-            str(data_dir),
-        ]
+    def __init__(
+        self, config: Path | None, data_dir: Path, args: list[str] | None = None, port: int = 0
+    ) -> None:
+        command = [sys.executable, "-m", "server", "--host", "127.0.0.1", "--port", str(port)]
+        command += ["--data-dir", str(data_dir)]
         if config is not None:
             command += ["--config", str(config)]
         command += args or []

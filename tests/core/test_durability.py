@@ -1,0 +1,318 @@
+"""Durability in the core: log framing, persisted acks, recovery, expiration, bookmark replay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from server.core import recovery
+from server.core.bookmarks import parse_bookmark
+from server.core.errors import CommandError
+from server.core.txlog import Entry, scan
+
+from .harness import Harness, Peer
+
+TOPICS = [
+    {"name": "orders", "key": ["/id"], "durable": True},
+    {"name": "quotes", "key": ["/id"], "durable": True, "expiration": "10s"},
+    {"name": "scratch", "key": ["/id"]},
+]
+
+
+def hub() -> Harness:
+    return Harness(topics=TOPICS)
+
+
+def entries_of(h: Harness) -> list[Entry]:
+    taken = h.engine.durability.take()
+    return [] if taken is None else [Entry.from_payload(p) for p in scan(taken[0]).payloads]
+
+
+def sync(h: Harness) -> None:
+    """What the runtime's log writer does: take what is pending and say it is on disk."""
+    taken = h.engine.durability.take()
+    if taken is not None:
+        h.engine.made_durable(taken[1])
+
+
+def publish(t: str, record_id: int, seq: int | None = None, **fields: Any) -> dict[str, Any]:
+    command: dict[str, Any] = {"c": "publish", "t": t, "data": {"id": record_id, **fields}, "a": "persisted"}
+    if seq is not None:
+        command["s"] = seq
+    return command
+
+
+# -- framing ------------------------------------------------------------------------------
+
+
+def test_scan_stops_at_a_torn_or_corrupt_frame() -> None:
+    good = b"".join(Entry(n, "p", "t", "k", {"n": n}, None, None, 0.0, None).encode() for n in range(3))
+    assert len(scan(good).payloads) == 3 and scan(good).problem is None
+    torn = scan(good[:-5])
+    assert len(torn.payloads) == 2 and "torn" in str(torn.problem)
+    corrupt = bytearray(good)
+    corrupt[-3] ^= 0xFF
+    found = scan(bytes(corrupt))
+    assert len(found.payloads) == 2 and "checksum" in str(found.problem)
+    assert found.good_bytes == len(good) - len(
+        Entry(2, "p", "t", "k", {"n": 2}, None, None, 0.0, None).encode()
+    )
+
+
+# -- persisted acks -----------------------------------------------------------------------
+
+
+def test_persisted_acks_wait_for_the_disk_and_are_batched_per_client_name() -> None:
+    h = hub()
+    peer = h.peer()
+    peer.send({"c": "logon", "client_name": "feed"})
+    out = peer.send(*[publish("orders", n, seq=n + 1) for n in range(5)])
+    assert [m for m in out if m["a"] == "persisted"] == [], "nothing is on disk yet"
+    sync(h)
+    assert peer.take() == [{"c": "ack", "a": "persisted", "status": "success", "s": 5}]
+
+
+def test_persisted_acks_without_sequences_go_one_by_one_with_their_cid() -> None:
+    h = hub()
+    peer = h.peer()
+    peer.send({**publish("orders", 1), "cid": "a"}, {**publish("orders", 2), "cid": "b"})
+    sync(h)
+    assert [(m["a"], m["cid"]) for m in peer.take()] == [("persisted", "a"), ("persisted", "b")]
+
+
+def test_non_durable_topics_ack_persisted_with_processed() -> None:
+    h = hub()
+    peer = h.peer()
+    out = peer.send({**publish("scratch", 1), "cid": "x"})
+    assert [m["a"] for m in out] == ["processed", "persisted"]
+
+
+def test_flush_persisted_waits_for_everything_before_it() -> None:
+    h = hub()
+    peer = h.peer()
+    out = peer.send(
+        {"c": "publish", "t": "orders", "data": {"id": 1}}, {"c": "flush", "cid": "f", "a": "persisted"}
+    )
+    assert [m["a"] for m in out] == ["processed"]
+    sync(h)
+    assert [(m["a"], m["cid"]) for m in peer.take()] == [("persisted", "f")]
+
+
+def test_logon_reports_only_sequences_that_are_on_disk() -> None:
+    h = hub()
+    peer = h.peer()
+    peer.send({"c": "logon", "client_name": "feed"}, publish("orders", 1, seq=7))
+    assert h.peer().send({"c": "logon", "cid": 1, "client_name": "other"})[0]["s"] == 0
+    again = h.peer()
+    assert again.send({"c": "logon", "cid": 1, "client_name": "feed"})[0]["s"] == 0
+    sync(h)
+    assert h.peer().send({"c": "logon", "cid": 1, "client_name": "feed"})[0]["s"] == 7
+
+
+def test_a_duplicate_is_not_logged_again_and_its_persisted_ack_waits_for_the_original() -> None:
+    h = hub()
+    peer = h.peer()
+    peer.send({"c": "logon", "client_name": "feed"}, publish("orders", 1, seq=1))
+    duplicate = peer.send({**publish("orders", 1, seq=1), "cid": "d"})
+    assert [(m["a"], m.get("reason")) for m in duplicate] == [("processed", "duplicate")]
+    assert len(entries_of(h)) == 1
+    h.engine.made_durable(h.engine.durability.last_lsn)
+    acks = peer.take()
+    assert {
+        "c": "ack",
+        "a": "persisted",
+        "cid": "d",
+        "status": "success",
+        "reason": "duplicate",
+        "s": 1,
+    } in acks
+
+
+def test_the_log_holds_merged_records_deletes_and_sequences() -> None:
+    h = hub()
+    peer = h.peer()
+    peer.send(
+        {"c": "logon", "client_name": "feed"},
+        publish("orders", 1, seq=1, qty=5, side="B"),
+        {"c": "delta_publish", "t": "orders", "data": {"id": 1, "qty": 6}, "s": 2},
+        {"c": "sow_delete", "t": "orders", "filter": "/id = 1", "s": 3},
+        {"c": "sow_delete", "t": "orders", "filter": "/id = 99", "s": 4},
+        publish("scratch", 1, seq=5),
+    )
+    logged = entries_of(h)
+    assert [(e.op, e.data, e.seq) for e in logged] == [
+        ("p", {"id": 1, "qty": 5, "side": "B"}, 1),
+        ("p", {"id": 1, "qty": 6, "side": "B"}, 2),
+        ("d", None, 3),
+        ("n", None, 4),
+    ]
+    assert [e.lsn for e in logged] == sorted(e.lsn for e in logged)
+
+
+# -- recovery -----------------------------------------------------------------------------
+
+
+def test_snapshot_round_trip_and_restore_with_the_log_tail() -> None:
+    h = hub()
+    peer = h.peer()
+    peer.send(
+        {"c": "logon", "client_name": "feed"}, *[publish("orders", n, seq=n + 1, v=n) for n in range(3)]
+    )
+    snapshot = recovery.capture(h.engine)
+    encoded = b"".join(recovery.encode_snapshot(snapshot))
+    decoded = recovery.decode_snapshot(encoded)
+    assert decoded is not None and decoded.lsn == snapshot.lsn and len(decoded.rows) == 3
+    assert recovery.decode_snapshot(encoded[:-3]) is None, "a snapshot without its footer is not used"
+    before = entries_of(h)
+    peer.send(
+        publish("orders", 1, seq=4, v=100), {"c": "sow_delete", "t": "orders", "filter": "/id = 2", "s": 5}
+    )
+    tail = entries_of(h)
+    fresh = hub()
+    report = recovery.restore(
+        fresh.engine,
+        decoded,
+        [
+            orjson.loads(
+                orjson.dumps(
+                    [e.lsn, e.op, e.topic, e.key, e.data, e.client_name, e.seq, e.timestamp, e.expires_at]
+                )
+            )
+            for e in before + tail
+        ],
+    )
+    records = {v.data["id"]: v.data for v in fresh.engine.topics["orders"].records.values()}
+    assert records == {0: {"id": 0, "v": 0}, 1: {"id": 1, "v": 100}}
+    assert report.entries == 2, "entries the snapshot covers are skipped"
+    assert fresh.engine.sequences == {"feed": 5}
+    assert fresh.peer().send({"c": "logon", "cid": 1, "client_name": "feed"})[0]["s"] == 5
+    newer = fresh.peer()
+    newer.send(publish("orders", 9))
+    assert entries_of(fresh)[0].lsn > max(e.lsn for e in tail), "LSNs keep increasing after a restart"
+
+
+# -- expiration ---------------------------------------------------------------------------
+
+
+def tick(h: Harness, seconds: float) -> None:
+    h.clock.now += seconds
+    h.engine.advance(h.clock.now)
+
+
+def test_records_expire_with_an_expired_oof() -> None:
+    h = hub()
+    publisher, watcher = h.peer(), h.peer()
+    watcher.send({"c": "subscribe", "t": "quotes", "sub_id": "q", "o": "oof"})
+    publisher.send(
+        publish("quotes", 1, px=1), publish("quotes", 2, px=2), {**publish("quotes", 3, px=3), "e": 0}
+    )
+    publisher.send({**publish("quotes", 4, px=4), "e": 2})
+    watcher.take()
+    tick(h, 5)
+    tick(h, 3)
+    assert [(m["data"]["id"], m["reason"]) for m in watcher.take()] == [(4, "expired")]
+    publisher.send(publish("quotes", 1, px=10))  # a publish starts a new lifetime
+    tick(h, 3)
+    expired = [m for m in watcher.take() if m["c"] == "oof"]
+    assert [(m["c"], m["data"]["id"], m["reason"]) for m in expired] == [("oof", 2, "expired")]
+    assert {v.data["id"] for v in h.engine.topics["quotes"].records.values()} == {1, 3}
+    assert [e.op for e in entries_of(h)].count("x") == 2, "expiries of durable topics are logged"
+
+
+def test_expiries_survive_a_restart() -> None:
+    h = hub()
+    h.peer().send(publish("quotes", 1), publish("quotes", 2))
+    snapshot = recovery.capture(h.engine)
+    fresh = hub()
+    fresh.clock.now = h.clock.now
+    recovery.restore(fresh.engine, snapshot, [])
+    assert len(fresh.engine.topics["quotes"].records) == 2
+    tick(fresh, 11)
+    assert fresh.engine.topics["quotes"].records == {}
+
+
+# -- bookmarks ----------------------------------------------------------------------------
+
+
+def test_bookmark_forms() -> None:
+    assert parse_bookmark("now").live_only
+    assert parse_bookmark("0").after_lsn == 0
+    assert parse_bookmark("42").after_lsn == 42
+    assert parse_bookmark("2026-11-21T01:00:00Z").since == 1795222800.0
+    assert parse_bookmark("20261121T010000Z").since == 1795222800.0
+    with pytest.raises(CommandError):
+        parse_bookmark("yesterday")
+
+
+def replay_all(h: Harness, log: list[Entry]) -> None:
+    while h.engine.replays:
+        request = h.engine.replays.popleft()
+        mark = request.bookmark
+        chosen = [
+            e
+            for e in log
+            if mark.after_lsn < e.lsn <= request.until_lsn
+            and (mark.since is None or e.timestamp >= mark.since)
+        ]
+        h.engine.replay(request, chosen)
+        h.engine.finish_replay(request)
+
+
+def test_replay_then_live_with_no_gap_and_no_duplicate() -> None:
+    h = hub()
+    publisher = h.peer()
+    publisher.send(publish("orders", 1, v=1), publish("orders", 2, v=1), publish("orders", 1, v=2))
+    log = entries_of(h)
+    watcher: Peer = h.peer()
+    out = watcher.send(
+        {
+            "c": "subscribe",
+            "t": "orders",
+            "sub_id": "b",
+            "bm": str(log[0].lsn),
+            "a": "completed",
+            "filter": "/id = 1",
+        }
+    )
+    assert [m["c"] for m in out] == []
+    publisher.send(publish("orders", 1, v=3))  # live while the replay has not run: waits
+    assert watcher.take() == []
+    log += entries_of(h)
+    replay_all(h, log)
+    got = watcher.take()
+    assert [(m["c"], m.get("data", {}).get("v"), m.get("bm")) for m in got] == [
+        ("p", 2, str(log[2].lsn)),
+        ("ack", None, str(log[2].lsn)),
+        ("p", 3, str(log[3].lsn)),
+    ]
+
+
+def test_bookmark_zero_replays_everything_and_now_replays_nothing() -> None:
+    h = hub()
+    h.peer().send(publish("orders", 1), publish("orders", 2))
+    log = entries_of(h)
+    everything, live = h.peer(), h.peer()
+    everything.send({"c": "subscribe", "t": "orders", "sub_id": "all", "bm": "0"})
+    out = live.send(
+        {"c": "subscribe", "t": "orders", "sub_id": "now", "bm": "now", "a": "completed", "cid": 1}
+    )
+    assert [m["a"] for m in out] == ["processed", "completed"] and out[1]["bm"] == str(log[-1].lsn)
+    replay_all(h, log)
+    assert [m["data"]["id"] for m in everything.take()] == [1, 2]
+    assert live.take() == []
+
+
+def test_bookmarks_need_a_durable_topic_and_plain_subscribe() -> None:
+    h = hub()
+    peer = h.peer()
+    assert peer.send({"c": "subscribe", "t": "scratch", "cid": 1, "bm": "0"})[0]["reason"].startswith(
+        "invalid topic"
+    )
+    assert peer.send({"c": "sow_and_subscribe", "t": "orders", "cid": 2, "bm": "0"})[0]["reason"].startswith(
+        "bad message"
+    )
+    assert peer.send({"c": "subscribe", "t": "orders", "cid": 3, "bm": "soon"})[0]["reason"].startswith(
+        "bad message"
+    )
