@@ -11,6 +11,7 @@ their errors carry their own reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .errors import BAD_MESSAGE, NO_TOPIC, CommandError
@@ -160,12 +161,16 @@ def decode_header(raw: Any) -> Header:
         cid = _identifier(raw, "cid")
     if raw.get("a") is None:
         return Header(c, cid, NO_ACKS)
-    acks_text = _optional(raw, "a", str)
-    acks = frozenset(part.strip() for part in acks_text.split(",") if part.strip())
+    return Header(c, cid, _ack_set(_optional(raw, "a", str)))
+
+
+@lru_cache(maxsize=256)
+def _ack_set(text: str) -> frozenset[str]:
+    acks = frozenset(part.strip() for part in text.split(",") if part.strip())
     unknown = acks - ACK_KINDS
     if unknown:
         raise _bad(f"unknown ack type {sorted(unknown)[0]!r}")
-    return Header(c, cid, acks)
+    return acks
 
 
 def decode_body(header: Header, raw: dict[str, Any]) -> Body:

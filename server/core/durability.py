@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import wire
-from .txlog import Entry
+from .txlog import frame_entries
 
 if TYPE_CHECKING:
     from .session import Session
@@ -46,15 +46,15 @@ class Durability:
     def __bool__(self) -> bool:
         return bool(self._pending)
 
-    def append(self, entry: Entry) -> None:
-        self._pending.append(entry.encode())
-        self.last_lsn = max(self.last_lsn, entry.lsn)
+    def append(self, lsn: int, payload: bytes) -> None:
+        self._pending.append(payload)
+        self.last_lsn = max(self.last_lsn, lsn)
 
     def take(self) -> tuple[bytes, int] | None:
-        """Everything pending, for the writer, and the LSN it reaches; None when nothing is."""
+        """Everything pending as one frame (a group commit), and the LSN it reaches; None when nothing is."""
         if not self._pending:
             return None
-        data = b"".join(self._pending)
+        data = frame_entries(self._pending)
         self._pending = []
         return data, self.last_lsn
 
@@ -79,7 +79,21 @@ class Durability:
             if client_name is not None and seq is not None:
                 self._persist_sequence(client_name, seq)
             return False
-        self._waiters.append(_Waiter(lsn, session, cid, client_name, seq, reason))
+        waiters = self._waiters
+        if waiters and reason is None and seq is not None and client_name is not None:
+            last = waiters[-1]
+            # A feed's publishes each carry the next sequence: one waiter covers them all.
+            if (
+                last.session is session
+                and last.client_name == client_name
+                and last.reason is None
+                and last.seq is not None
+                and seq >= last.seq
+                and lsn >= last.lsn
+            ):
+                last.seq, last.lsn = seq, lsn
+                return True
+        waiters.append(_Waiter(lsn, session, cid, client_name, seq, reason))
         return True
 
     def _persist_sequence(self, client_name: str, seq: int) -> None:

@@ -182,8 +182,11 @@ class Engine:
         self._apply_seq = itertools.count(lsn + 1)
 
     def log(self, entry: Entry) -> None:
+        self.log_payload(entry.lsn, entry.encode())
+
+    def log_payload(self, lsn: int, payload: bytes) -> None:
         waiting = bool(self.durability)
-        self.durability.append(entry)
+        self.durability.append(lsn, payload)
         if not waiting:
             self.on_log()
 

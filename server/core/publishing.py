@@ -14,7 +14,7 @@ from .errors import BAD_MESSAGE, INVALID_TOPIC, CommandError
 from .filters import compile_filter
 from .merge import merge_record
 from .records import RecordVersion
-from .txlog import DELETE, PUBLISH, SEQUENCE, Entry
+from .txlog import DELETE, PUBLISH, SEQUENCE, Entry, encode_entry
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -106,8 +106,16 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
             engine.expire_at(topic, new)
         if _durable(topic):
             lsn = new.seq
-            engine.log(Entry(lsn, PUBLISH, topic.name, key, data, session.client_name, seq, now, expires_at))
-    _accept_sequence(engine, session, seq, lsn if lsn is not None else engine.durability.last_lsn)
+            payload = encode_entry(
+                lsn, PUBLISH, topic.name, key, data, session.client_name, seq, now, expires_at
+            )
+            engine.log_payload(lsn, payload)
+    if header.wants("persisted") and lsn is not None:
+        # The persisted ack's waiter also records the sequence as persisted.
+        if seq is not None and session.client_name is not None:
+            engine.sequences[session.client_name] = seq
+    else:
+        _accept_sequence(engine, session, seq, lsn if lsn is not None else engine.durability.last_lsn)
     topic.fan_out(key, old, new)
     if header.acks or header.cid is not None:
         _ack(engine, session, header, seq, lsn)

@@ -51,11 +51,20 @@ def capture(engine: Engine) -> Snapshot:
     return Snapshot(engine.durability.last_lsn, dict(engine.sequences), rows)
 
 
+CHUNK = 1000  # records per frame: the per-frame work is shared by a thousand records
+
+
 def encode_snapshot(snapshot: Snapshot) -> Iterator[bytes]:
     yield frame(["snapshot", SNAPSHOT_FORMAT, snapshot.lsn, snapshot.sequences])
-    for name, version in snapshot.rows:
-        yield frame([name, version.key, version.data, version.seq, version.timestamp, version.expires_at])
-    yield frame(["end", len(snapshot.rows)])
+    rows = snapshot.rows
+    for start in range(0, len(rows), CHUNK):
+        yield frame(
+            [
+                [name, v.key, v.data, v.seq, v.timestamp, v.expires_at]
+                for name, v in rows[start : start + CHUNK]
+            ]
+        )
+    yield frame(["end", len(rows)])
 
 
 def decode_snapshot(buffer: bytes) -> Snapshot | None:
@@ -65,12 +74,13 @@ def decode_snapshot(buffer: bytes) -> Snapshot | None:
     if found.problem is not None or len(payloads) < 2:
         return None
     header, footer = payloads[0], payloads[-1]
-    if header[:2] != ["snapshot", SNAPSHOT_FORMAT] or footer != ["end", len(payloads) - 2]:
-        return None
     rows = [
         (name, RecordVersion(key, data, seq, timestamp, expires_at))
-        for name, key, data, seq, timestamp, expires_at in payloads[1:-1]
+        for chunk in payloads[1:-1]
+        for name, key, data, seq, timestamp, expires_at in chunk
     ]
+    if header[:2] != ["snapshot", SNAPSHOT_FORMAT] or footer != ["end", len(rows)]:
+        return None
     return Snapshot(header[2], dict(header[3]), rows)
 
 

@@ -1,8 +1,10 @@
 """The transaction log's format: what one entry holds and how it is framed on disk.
 
 Every frame is ``length (4 bytes, big-endian) | CRC-32 of the payload (4 bytes) | payload``,
-where the payload is a JSON array. A torn or corrupted frame fails its length or CRC check,
-so a reader finds exactly where the good part of a file ends.
+where the payload is JSON. A torn or corrupted frame fails its length or CRC check, so a reader
+finds exactly where the good part of a file ends. In the log, one frame holds one group commit:
+a JSON array of entries, written and synced together, so a torn frame is a write that was never
+acknowledged as persisted.
 
 Entry payloads: ``[lsn, op, topic, key, data, client_name, s, timestamp, expires_at]`` with
 ``op`` one of ``p`` (a publish or delta publish: ``data`` is the stored, merged record), ``d`` (a
@@ -27,7 +29,7 @@ HEADER_SIZE = _HEADER.size
 MAX_FRAME = 256 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Entry:
     lsn: int
     op: str
@@ -40,18 +42,17 @@ class Entry:
     expires_at: float | None
 
     def encode(self) -> bytes:
-        return frame(
-            [
-                self.lsn,
-                self.op,
-                self.topic,
-                self.key,
-                self.data,
-                self.client_name,
-                self.seq,
-                self.timestamp,
-                self.expires_at,
-            ]
+        """The entry's payload (framed later, with the rest of its group commit)."""
+        return encode_entry(
+            self.lsn,
+            self.op,
+            self.topic,
+            self.key,
+            self.data,
+            self.client_name,
+            self.seq,
+            self.timestamp,
+            self.expires_at,
         )
 
     @classmethod
@@ -60,9 +61,36 @@ class Entry:
         return cls(lsn, op, topic, key, data, client_name, seq, timestamp, expires_at)
 
 
+def encode_entry(
+    lsn: int,
+    op: str,
+    topic: str,
+    key: str,
+    data: Any,
+    client_name: str | None,
+    seq: int | None,
+    timestamp: float,
+    expires_at: float | None,
+) -> bytes:
+    return orjson.dumps([lsn, op, topic, key, data, client_name, seq, timestamp, expires_at])
+
+
 def frame(value: Any) -> bytes:
-    payload = orjson.dumps(value)
+    return frame_payload(orjson.dumps(value))
+
+
+def frame_payload(payload: bytes) -> bytes:
     return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def frame_entries(payloads: list[bytes]) -> bytes:
+    """One group commit: the entries' payloads as one JSON array in one frame."""
+    return frame_payload(b"[" + b",".join(payloads) + b"]")
+
+
+def entries_in(frames: list[Any]) -> list[Any]:
+    """The entry payloads of log frames, in order."""
+    return [entry for batch in frames for entry in batch]
 
 
 @dataclass(slots=True)

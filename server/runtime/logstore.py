@@ -24,7 +24,7 @@ from typing import Any
 
 from ..core import recovery
 from ..core.engine import Engine
-from ..core.txlog import Entry, scan
+from ..core.txlog import Entry, entries_in, scan
 
 log = logging.getLogger("server.txlog")
 
@@ -60,9 +60,13 @@ class LogStore:
         self._last_snapshot_lsn = snapshot.lsn if snapshot is not None else 0
         payloads: list[Any] = []
         segments = self._segments()
+        covered = snapshot.lsn if snapshot is not None else 0
         for index, segment in enumerate(segments):
+            following = segments[index + 1] if index + 1 < len(segments) else None
+            if following is not None and int(following.stem) - 1 <= covered:
+                continue  # every entry of this segment is in the snapshot
             found = scan(segment.read_bytes())
-            payloads.extend(found.payloads)
+            payloads.extend(entries_in(found.payloads))
             if found.problem is not None:
                 self._cut(segment, found.good_bytes, found.problem, segments[index + 1 :])
                 break
@@ -215,7 +219,7 @@ class LogStore:
         for segment, following in zip(segments, [*segments[1:], None], strict=True):
             if following is not None and int(following.stem) - 1 <= after_lsn:
                 continue  # every entry of this segment is before the bookmark
-            for payload in scan(segment.read_bytes()).payloads:
+            for payload in entries_in(scan(segment.read_bytes()).payloads):
                 entry = Entry.from_payload(payload)
                 if entry.lsn > until_lsn:
                     return entries

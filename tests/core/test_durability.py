@@ -10,7 +10,7 @@ import pytest
 from server.core import recovery
 from server.core.bookmarks import parse_bookmark
 from server.core.errors import CommandError
-from server.core.txlog import Entry, scan
+from server.core.txlog import Entry, entries_in, frame, scan
 
 from .harness import Harness, Peer
 
@@ -27,7 +27,7 @@ def hub() -> Harness:
 
 def entries_of(h: Harness) -> list[Entry]:
     taken = h.engine.durability.take()
-    return [] if taken is None else [Entry.from_payload(p) for p in scan(taken[0]).payloads]
+    return [] if taken is None else [Entry.from_payload(p) for p in entries_in(scan(taken[0]).payloads)]
 
 
 def sync(h: Harness) -> None:
@@ -48,17 +48,16 @@ def publish(t: str, record_id: int, seq: int | None = None, **fields: Any) -> di
 
 
 def test_scan_stops_at_a_torn_or_corrupt_frame() -> None:
-    good = b"".join(Entry(n, "p", "t", "k", {"n": n}, None, None, 0.0, None).encode() for n in range(3))
-    assert len(scan(good).payloads) == 3 and scan(good).problem is None
+    frames = [frame([[n, "p", "t", "k", {"n": n}, None, None, 0.0, None]]) for n in range(3)]
+    good = b"".join(frames)
+    assert len(entries_in(scan(good).payloads)) == 3 and scan(good).problem is None
     torn = scan(good[:-5])
     assert len(torn.payloads) == 2 and "torn" in str(torn.problem)
     corrupt = bytearray(good)
     corrupt[-3] ^= 0xFF
     found = scan(bytes(corrupt))
     assert len(found.payloads) == 2 and "checksum" in str(found.problem)
-    assert found.good_bytes == len(good) - len(
-        Entry(2, "p", "t", "k", {"n": 2}, None, None, 0.0, None).encode()
-    )
+    assert found.good_bytes == len(good) - len(frames[-1])
 
 
 # -- persisted acks -----------------------------------------------------------------------

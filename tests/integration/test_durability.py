@@ -91,15 +91,16 @@ async def test_a_damaged_log_tail_is_detected_and_the_rest_is_kept(
     data = tmp_path / "data"
     server = ServerProcess(config, data)
     await publish_and_persist(server.url, range(1, 101))
+    await publish_and_persist(server.url, range(101, 111))  # the last group commit, damaged below
     server.stop(signal.SIGKILL)
     segment = sorted((data / "txlog").glob("*.log"))[-1]
     raw = bytearray(segment.read_bytes())
     if damage == "torn":
         raw += b"\x00\x00\x01"  # a frame header cut short by a crash
-        expected = list(range(1, 101))
+        expected = list(range(1, 111))
     else:
-        raw[-5] ^= 0xFF  # a flipped byte in the last frame
-        expected = list(range(1, 100))
+        raw[-5] ^= 0xFF  # a flipped byte in the last group commit: that commit is lost, not the rest
+        expected = list(range(1, 101))
     segment.write_bytes(bytes(raw))
     again = ServerProcess(config, data)
     try:

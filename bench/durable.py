@@ -1,0 +1,155 @@
+"""Durability: publishes/s with persisted acks from one and four publishers, and restart time.
+
+    .venv/bin/python bench/durable.py [--publishes 200000] [--records 1000000]
+
+Each publisher logs on with its own client name and sends frames of 500 durable publishes with
+sequence numbers, asking for persisted acks; the clock stops when every publisher has its last
+sequence acknowledged as persisted (batched acks). Restart: a SOW of ``--records`` records is
+built, then the server is stopped cleanly (it writes a snapshot) and killed with SIGKILL (the
+log tail is replayed), and the time until it listens again is measured for each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+import websockets
+from harness import free_port, start
+
+FRAME = 500
+
+
+def serve(work: Path, port: int) -> subprocess.Popen[bytes]:
+    config = work / "durable.toml"
+    config.write_text('[[topic]]\nname = "orders"\nkey = ["/id"]\ndurable = true\n')
+    command = [
+        sys.executable,
+        "-m",
+        "server",
+        "--config",
+        str(config),
+        "--port",
+        str(port),
+        "--data-dir",
+        str(work / "data"),
+    ]
+    return start(command, port)
+
+
+def frames(publisher: int, count: int, offset: int = 0) -> list[str]:
+    out = []
+    for first in range(1, count + 1, FRAME):
+        out.append(
+            orjson.dumps(
+                [
+                    {
+                        "c": "publish",
+                        "t": "orders",
+                        "s": seq,
+                        "a": "persisted",
+                        "data": {
+                            "id": offset + publisher * count + seq,
+                            "sym": "MSFT",
+                            "qty": seq % 1000,
+                            "px": 101.25,
+                            "side": "B",
+                            "trader": f"t{seq % 17}",
+                            "status": "open",
+                        },
+                    }
+                    for seq in range(first, min(first + FRAME, count + 1))
+                ]
+            ).decode()
+        )
+    return out
+
+
+async def publisher(port: int, name: str, payload: list[str], last: int) -> None:
+    async with websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=None, compression=None) as ws:
+        await ws.send(orjson.dumps({"c": "logon", "client_name": name, "cid": "l"}).decode())
+        await ws.recv()
+
+        async def send() -> None:
+            for frame in payload:
+                await ws.send(frame)
+
+        sending = asyncio.create_task(send())
+        persisted = 0
+        while persisted < last:
+            for message in orjson.loads(await ws.recv()):
+                if message.get("a") == "persisted":
+                    persisted = max(persisted, message.get("s", 0))
+                elif message.get("status") == "failure":
+                    raise RuntimeError(message)
+        await sending
+
+
+async def throughput(port: int, publishers: int, total: int, offset: int) -> float:
+    count = total // publishers
+    payloads = [frames(p, count, offset) for p in range(publishers)]
+    started = time.perf_counter()
+    await asyncio.gather(
+        *(publisher(port, f"bench-{offset}-{p}", payloads[p], count) for p in range(publishers))
+    )
+    return publishers * count / (time.perf_counter() - started)
+
+
+def restart_seconds(work: Path, port: int) -> float:
+    started = time.perf_counter()
+    process = serve(work, port)
+    elapsed = time.perf_counter() - started
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--publishes", type=int, default=200_000)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        work = Path(directory)
+        port = free_port()
+        process = serve(work, port)
+        for publishers in (1, 4):
+            rate = asyncio.run(throughput(port, publishers, args.publishes, offset=publishers * 10_000_000))
+            print(
+                f"{publishers} publisher(s): {rate:>10,.0f} durable publishes/s with persisted acks "
+                "(target 100,000/s)"
+            )
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+    with tempfile.TemporaryDirectory() as directory:
+        work = Path(directory)
+        port = free_port()
+        process = serve(work, port)
+        started = time.perf_counter()
+        asyncio.run(throughput(port, 4, args.records, offset=0))
+        print(f"built a SOW of {args.records:,} records in {time.perf_counter() - started:.1f} s")
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        killed = restart_seconds(work, port)
+        print(f"restart after SIGKILL (replays the log):  {killed:.1f} s (target under 10 s)")
+        process = serve(work, port)
+        process.send_signal(signal.SIGTERM)  # a clean stop writes a snapshot
+        process.wait()
+        clean = restart_seconds(work, port)
+        print(f"restart after a clean stop (snapshot):    {clean:.1f} s (target under 10 s)")
+        size = sum(f.stat().st_size for f in (work / "data").rglob("*") if f.is_file())
+        print(f"data_dir holds {size / 1e6:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
