@@ -69,15 +69,21 @@ class FilePublishStore(MemoryPublishStore):
         super().__init__()
         self.path = Path(path)
         if self.path.exists():
-            for line in self.path.read_bytes().splitlines():
+            good = 0
+            for line in self.path.read_bytes().splitlines(keepends=True):
                 try:
                     item = orjson.loads(line)
                 except orjson.JSONDecodeError:
                     break  # a torn last line: the publish it held was never sent
+                if not line.endswith(b"\n"):
+                    break
+                good += len(line)
                 if len(item) == 2:
                     super().add(item[0], item[1].encode())
                 else:
                     super().discard_through(item[0])
+            with self.path.open("r+b") as handle:
+                handle.truncate(good)  # later writes must not follow a torn line
         self._file = self.path.open("ab")
 
     def add(self, seq: int, message: bytes) -> None:
