@@ -15,33 +15,20 @@ import argparse
 import asyncio
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import orjson
 import websockets
-from harness import free_port, start
+from harness import free_port
+from harness import serve as serve_config
 
 FRAME = 500
 
 
 def serve(work: Path, port: int) -> subprocess.Popen[bytes]:
-    config = work / "durable.toml"
-    config.write_text('[[topic]]\nname = "orders"\nkey = ["/id"]\ndurable = true\n')
-    command = [
-        sys.executable,
-        "-m",
-        "server",
-        "--config",
-        str(config),
-        "--port",
-        str(port),
-        "--data-dir",
-        str(work / "data"),
-    ]
-    return start(command, port)
+    return serve_config('[[topic]]\nname = "orders"\nkey = ["/id"]\ndurable = true\n', work, port)
 
 
 def frames(publisher: int, count: int, offset: int = 0) -> list[str]:

@@ -21,27 +21,14 @@ from pathlib import Path
 
 import orjson
 import websockets
-from harness import free_port, start
+from harness import free_port, serve, start
 
 MARKER = b'"data":'
 
 
 def start_push_server(work: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
-    config = work / "bench.toml"
-    config.write_text('[[topic]]\nname = "bench"\nkey = ["/id"]\n')
-    command = [
-        sys.executable,
-        "-m",
-        "server",
-        "--config",
-        str(config),
-        "--port",
-        str(port),
-        "--data-dir",
-        str(work / "data"),
-    ]
-    return start(command, port), port
+    return serve('[[topic]]\nname = "bench"\nkey = ["/id"]\n', work, port), port
 
 
 def start_baseline() -> tuple[subprocess.Popen[bytes], int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,6 +15,14 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def serve(config_text: str, work: Path, port: int) -> subprocess.Popen[bytes]:
+    """Start this server (``python -m server``) with ``config_text`` as its configuration, in ``work``."""
+    config = work / "bench.toml"
+    config.write_text(config_text)
+    command = [sys.executable, "-m", "server", "--config", str(config), "--port", str(port)]
+    return start([*command, "--data-dir", str(work / "data")], port)
 
 
 def start(command: list[str], port: int) -> subprocess.Popen[bytes]:

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import orjson
 import websockets
-from harness import free_port, start
+from harness import free_port, serve
 
 MARKER = b'"data":'
 
@@ -95,22 +94,8 @@ async def scenario(
 def run(sockets: int, stalled: bool, records: int, updates: int) -> tuple[float, int | None, float]:
     port = free_port()
     with tempfile.TemporaryDirectory() as work:
-        config = Path(work) / "bench.toml"
-        config.write_text('[[topic]]\nname = "bench"\nkey = ["/id"]\nconflation = "conflate"\n')
-        process = start(
-            [
-                sys.executable,
-                "-m",
-                "server",
-                "--config",
-                str(config),
-                "--port",
-                str(port),
-                "--data-dir",
-                str(Path(work) / "data"),
-            ],
-            port,
-        )
+        config = '[[topic]]\nname = "bench"\nkey = ["/id"]\nconflation = "conflate"\n'
+        process = serve(config, Path(work), port)
         try:
             rate, received = asyncio.run(scenario(port, sockets, stalled, records, updates))
             return rate, received, peak_rss_mb(process.pid)

@@ -177,18 +177,7 @@ class Subscription:
             self._defer(key, old, new, gone)
             return None
         if new is not None and self.matches(new.data):
-            view = self.view(new, memo)
-            held = self.held
-            if held is None or key is None:
-                return FULL, self.full_body(key, new, view, memo), None, view, new
-            previous = held.get(key)
-            held[key] = view
-            if previous is None:
-                return INSERT, self.full_body(key, new, view, memo), None, view, new
-            if not self.delta:
-                return UPDATE, self.full_body(key, new, view, memo), previous, view, new
-            delta = self.delta_body(key, new, previous, view, memo)
-            return None if delta is None else (UPDATE, delta, previous, view, new)
+            return self._in_view(key, new, memo)
         if self.held is None or key is None:
             return None
         if new is None:
@@ -226,21 +215,28 @@ class Subscription:
                     out.append((entry.key, change))
         return out
 
+    def _in_view(
+        self, key: str | None, new: RecordVersion, memo: Memo, carried: frozenset[str] = frozenset()
+    ) -> Change | None:
+        """The message for a record that is (now) in this subscription's view (None: an empty
+        change that ``no_empties`` suppresses)."""
+        view = self.view(new, memo)
+        held = self.held
+        if held is None or key is None:
+            return FULL, self.full_body(key, new, view, memo), None, view, new
+        previous = held.get(key)
+        held[key] = view
+        if previous is None:
+            return INSERT, self.full_body(key, new, view, memo), None, view, new
+        if not self.delta:
+            return UPDATE, self.full_body(key, new, view, memo), previous, view, new
+        delta = self.delta_body(key, new, previous, view, memo, carried)
+        return None if delta is None else (UPDATE, delta, previous, view, new)
+
     def _conflated(self, entry: Pending, memo: Memo) -> Change | None:
         key, new = entry.key, entry.latest
         if new is not None and self.matches(new.data):
-            view = self.view(new, memo)
-            held = self.held
-            if held is None or key is None:
-                return FULL, self.full_body(key, new, view, memo), None, view, new
-            previous = held.get(key)
-            held[key] = view
-            if previous is None:
-                return INSERT, self.full_body(key, new, view, memo), None, view, new
-            if not self.delta:
-                return UPDATE, self.full_body(key, new, view, memo), previous, view, new
-            delta = self.delta_body(key, new, previous, view, {}, frozenset(entry.carried))
-            return None if delta is None else (UPDATE, delta, previous, view, new)
+            return self._in_view(key, new, memo, frozenset(entry.carried))
         if self.held is None or key is None:
             return None
         previous = self.held.pop(key, None)
