@@ -28,6 +28,10 @@ async def dashboard(request: Request) -> Response:
     return FileResponse(index)
 
 
+async def favicon(request: Request) -> Response:
+    return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
+
+
 async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
@@ -58,6 +62,7 @@ def create_app(hub: Hub) -> ASGIApp:
         routes=[
             Route("/", dashboard),
             Route("/healthz", healthz),
+            Route("/favicon.ico", favicon),
             Route("/metrics", metrics),
             Route("/topics", topics),
             WebSocketRoute("/ws", websocket_endpoint),

@@ -1,0 +1,77 @@
+"""Real Chromium (Debian's package) through Playwright's sync API, against a real server process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+
+from ..integration.server_process import ServerProcess, write_config
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TOPICS = [
+    {"name": "orders", "key": ["/order"]},
+    {"name": "ledger", "key": ["/id"], "durable": True},
+]
+
+
+def chromium_path() -> str:
+    found = shutil.which(os.environ.get("CHROMIUM", "chromium"))
+    if found is None:
+        pytest.fail("Chromium is not installed: the README's test command installs Debian's chromium")
+    return found
+
+
+# Module scope, not session: Playwright's sync API keeps an event loop running while it is open,
+# and the asyncio tests of other modules must not run beside it.
+@pytest.fixture(scope="module")
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as instance:
+        yield instance
+
+
+@pytest.fixture(scope="module")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    process = ServerProcess(write_config(tmp_path / "browser.toml", {}, TOPICS), tmp_path / "data")
+    yield process
+    process.stop()
+
+
+class Errors(list[str]):
+    """Every uncaught page error and console error of a page, except the browser's own note that a
+    WebSocket could not connect (expected while a test has the server down)."""
+
+    def console(self, kind: str, text: str) -> None:
+        if kind == "error" and not text.startswith("WebSocket connection to"):
+            self.append(f"console: {text}")
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context()
+    page = context.new_page()
+    errors = Errors()
+    page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+    page.on("console", lambda message: errors.console(message.type, message.text))
+    page.errors = errors  # type: ignore[attr-defined]
+    yield page
+    context.close()

@@ -1,0 +1,5 @@
+// The browser client of the push server. See the README's "JavaScript client" section.
+export { PushClient } from "./client.js";
+export { View } from "./view.js";
+export { applyPatch } from "./patch.js";
+export { mergeRecord } from "./merge.js";
