@@ -1,0 +1,178 @@
+// The dashboard: live grids of views, opened from the URL (/?topic=orders&filter=...&options=oof)
+// or from the form, rendered in animation frames so heavy update rates stay smooth.
+
+import { PushClient } from "/web/index.js";
+import { Grid } from "/static/grid.js";
+
+const CHANGES_PER_FRAME = 4000; // a large snapshot is drawn over a few frames
+const SORT_EVERY_MS = 500;
+
+const scheme = location.protocol === "https:" ? "wss" : "ws";
+const url = `${scheme}://${location.host}/ws`;
+const client = new PushClient(url, { heartbeatMs: 5000 });
+/** @type {Set<Panel>} */
+const panels = new Set();
+
+document.getElementById("endpoint").textContent = url;
+
+function formatBytes(bytes) {
+  if (bytes < 1024) return `${bytes | 0} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+class Panel {
+  constructor(topic, filter, options) {
+    this.topic = topic;
+    this.filter = filter;
+    this.options = options;
+    const fragment = /** @type {HTMLTemplateElement} */ (document.getElementById("view-template")).content.cloneNode(true);
+    this.element = /** @type {HTMLElement} */ (fragment.querySelector(".view"));
+    this.element.querySelector(".topic").textContent = topic;
+    this.element.querySelector(".filter").textContent = filter || "all records";
+    this.element.querySelector(".options").textContent = options || "";
+    this.element.querySelector(".close").addEventListener("click", () => this.close());
+    this.grid = new Grid(this.element.querySelector("table"));
+    /** @type {Map<string, {record: any, kind: string, reason?: string}>} */
+    this.pending = new Map();
+    this.lastSort = 0;
+    this.lastUpdates = 0;
+    document.getElementById("views").appendChild(this.element);
+    this.view = client.sowAndDeltaSubscribe(topic, { filter: filter || undefined, options: options || undefined });
+    this.view.on("change", ({ key, record, kind, reason }) => {
+      const earlier = this.pending.get(key);
+      // A record that arrived and left within one frame never needs a row.
+      if (kind === "oof" && earlier && earlier.kind === "insert") this.pending.delete(key);
+      else this.pending.set(key, { record, kind: earlier?.kind === "insert" ? "insert" : kind, reason });
+    });
+    this.view.on("error", ({ reason }) => this.refused(reason));
+    this.view.on("unsubscribed", ({ reason }) => showError(`${topic}: the server dropped this view (${reason})`));
+    panels.add(this);
+  }
+
+  refused(reason) {
+    showError(reason);
+    this.close();
+  }
+
+  close() {
+    panels.delete(this);
+    if (!this.view.error) this.view.close();
+    this.element.remove();
+    writeUrl();
+  }
+
+  /** Apply up to `budget` waiting changes to the grid; returns how many it applied. */
+  render(budget, now) {
+    let applied = 0;
+    for (const [key, change] of this.pending) {
+      if (applied >= budget) break;
+      this.pending.delete(key);
+      if (change.kind === "oof") this.grid.remove(key, change.reason ?? "");
+      else this.grid.upsert(key, change.record, change.kind === "update");
+      applied += 1;
+    }
+    if (this.grid.sortDirty && now - this.lastSort > SORT_EVERY_MS) {
+      this.grid.applySort();
+      this.lastSort = now;
+    }
+    this.element.querySelector(".rows").textContent = String(this.view.records.size);
+    return applied;
+  }
+
+  figures() {
+    const { updates, bytes, bytesSaved } = this.view.stats;
+    this.element.querySelector(".rate").textContent = String(updates - this.lastUpdates);
+    this.lastUpdates = updates;
+    this.element.querySelector(".received").textContent = formatBytes(bytes);
+    this.element.querySelector(".saved").textContent = formatBytes(bytesSaved);
+  }
+}
+
+function frame(now) {
+  let budget = CHANGES_PER_FRAME;
+  for (const panel of panels) budget -= panel.render(Math.max(budget, 200), now);
+  requestAnimationFrame(frame);
+}
+
+function showError(message) {
+  document.getElementById("form-error").textContent = message;
+}
+
+function openView(topic, filter = "", options = "") {
+  showError("");
+  new Panel(topic, filter, options);
+  writeUrl();
+}
+
+function writeUrl() {
+  const params = new URLSearchParams();
+  for (const panel of panels) {
+    params.append("topic", panel.topic);
+    params.append("filter", panel.filter);
+    params.append("options", panel.options);
+  }
+  const query = params.toString();
+  history.replaceState(null, "", query ? `/?${query}` : "/");
+}
+
+function readUrl() {
+  const params = new URLSearchParams(location.search);
+  const topics = params.getAll("topic");
+  const filters = params.getAll("filter");
+  const options = params.getAll("options");
+  topics.forEach((topic, index) => {
+    if (topic) new Panel(topic, filters[index] ?? "", options[index] ?? "");
+  });
+}
+
+async function refreshTopics() {
+  try {
+    const topics = await (await fetch("/topics")).json();
+    const list = document.getElementById("topics");
+    list.replaceChildren(...topics.map((topic) => {
+      const item = document.createElement("li");
+      item.innerHTML = "<span></span><small></small>";
+      item.firstElementChild.textContent = topic.name;
+      item.lastElementChild.textContent = `${topic.records}${topic.durable ? " · durable" : ""}`;
+      item.title = `key ${topic.key.join(", ")}`;
+      item.addEventListener("click", () => {
+        /** @type {HTMLInputElement} */ (document.querySelector("[name=topic]")).value = topic.name;
+      });
+      return item;
+    }));
+    document.getElementById("topic-names").replaceChildren(...topics.map((topic) => {
+      const option = document.createElement("option");
+      option.value = topic.name;
+      return option;
+    }));
+  } catch {
+    // The connection indicator already says the server is away; try again on the next tick.
+  }
+}
+
+function showState({ state, attempt }) {
+  const indicator = document.getElementById("connection");
+  indicator.dataset.state = state;
+  indicator.querySelector("span").textContent =
+    state === "reconnecting" ? `reconnecting (attempt ${attempt})` : state === "closed" ? "offline" : state;
+}
+
+document.getElementById("open-view").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const form = new FormData(/** @type {HTMLFormElement} */ (event.target));
+  openView(String(form.get("topic")).trim(), String(form.get("filter")).trim(), String(form.get("options")).trim());
+});
+
+function start() {
+  client.on("state", showState);
+  readUrl();
+  requestAnimationFrame(frame);
+  setInterval(() => panels.forEach((panel) => panel.figures()), 1000);
+  refreshTopics();
+  setInterval(refreshTopics, 5000);
+  // A failed first attempt is retried by the client itself, with backoff, like any reconnect.
+  client.connect().catch(() => {});
+}
+
+start();

@@ -1,0 +1,79 @@
+"""The dashboard at / in real Chromium: a view from the URL, live updates, OOF, errors, restarts."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from urllib.parse import quote
+
+import orjson
+from playwright.sync_api import Page, expect
+from websockets.sync.client import connect
+
+from ..integration.server_process import ServerProcess
+
+
+def publish(server: ServerProcess, *records: dict[str, object], topic: str = "orders") -> None:
+    with connect(server.url) as ws:
+        commands = [{"c": "publish", "t": topic, "data": record} for record in records]
+        ws.send(orjson.dumps([*commands, {"c": "flush", "cid": "done"}]).decode())
+        while not any(m.get("cid") == "done" for m in orjson.loads(ws.recv(timeout=10))):
+            pass
+
+
+def test_a_view_from_the_url_shows_updates_and_removes_oof_rows(page: Page, server: ServerProcess) -> None:
+    publish(server, {"order": 1, "ref": "order-1", "qty": 50}, {"order": 2, "ref": "order-2", "qty": 5})
+    page.goto(f"{server.http}/?topic=orders&filter={quote('/qty > 10')}&options=oof")
+    expect(page.locator("#connection")).to_have_attribute("data-state", "connected")
+    first = page.locator("tbody tr", has_text="order-1")
+    expect(first).to_contain_text("50")
+    expect(page.locator("tbody tr", has_text="order-2")).to_have_count(0)
+    expect(page.locator(".figures .rows")).to_have_text("1")
+
+    publish(server, {"order": 1, "ref": "order-1", "qty": 75}, {"order": 3, "ref": "order-3", "qty": 30})
+    expect(first).to_contain_text("75")
+    expect(page.locator("tbody tr", has_text="order-3")).to_contain_text("30")
+
+    publish(server, {"order": 1, "ref": "order-1", "qty": 2})
+    expect(page.locator("tbody tr", has_text="order-1")).to_have_count(0)
+    expect(page.locator(".figures .rows")).to_have_text("1")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_the_form_opens_views_side_by_side_and_shows_a_bad_filter(page: Page, server: ServerProcess) -> None:
+    publish(server, {"order": 1, "ref": "order-1", "qty": 50, "side": "B"})
+    page.goto(server.http + "/")
+    expect(page.locator("#topics li", has_text="orders")).to_be_visible()
+    page.fill("[name=topic]", "orders")
+    page.fill("[name=filter]", "/qty >")
+    page.click("button[type=submit]")
+    expect(page.locator("#form-error")).to_contain_text("bad filter")
+    expect(page.locator(".view")).to_have_count(0)
+    page.fill("[name=filter]", "/side = 'B'")
+    page.click("button[type=submit]")
+    page.fill("[name=filter]", "")
+    page.click("button[type=submit]")
+    expect(page.locator(".view")).to_have_count(2)
+    expect(page.locator(".view").nth(0).locator("tbody tr")).to_have_count(1)
+    assert "topic=orders" in page.url, "the link reproduces the views"
+    page.locator(".view").nth(0).locator("th", has_text="qty").click()
+    expect(page.locator(".view").nth(0).locator("th", has_text="qty")).to_have_attribute("data-sort", "asc")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_the_dashboard_survives_a_server_restart(page: Page, server: ServerProcess, tmp_path: Path) -> None:
+    publish(server, {"id": 1, "ref": "order-1"}, {"id": 2, "ref": "order-2"}, topic="ledger")
+    page.goto(f"{server.http}/?topic=ledger&filter=&options=")
+    expect(page.locator("tbody tr")).to_have_count(2)
+    port, config = server.port, server.process.args[server.process.args.index("--config") + 1]
+    server.stop(signal.SIGTERM)
+    expect(page.locator("#connection")).to_have_attribute("data-state", "reconnecting")
+    restarted = ServerProcess(Path(config), tmp_path / "data", port=port)
+    server.process = restarted.process
+    try:
+        publish(restarted, {"id": 3, "ref": "order-3"}, topic="ledger")
+        expect(page.locator("#connection")).to_have_attribute("data-state", "connected", timeout=15000)
+        expect(page.locator("tbody tr")).to_have_count(3, timeout=15000)
+        assert page.errors == []  # type: ignore[attr-defined]
+    finally:
+        restarted.stop()
