@@ -32,11 +32,12 @@ class Panel {
     this.element.querySelector(".filter").textContent = filter || "all records";
     this.element.querySelector(".options").textContent = options || "";
     this.element.querySelector(".close").addEventListener("click", () => this.close());
-    this.grid = new Grid(this.element.querySelector("table"));
+    this.grid = new Grid(this.element.querySelector(".table-wrap"));
     /** @type {Map<string, {record: any, kind: string, reason?: string}>} */
     this.pending = new Map();
     this.lastSort = 0;
     this.lastUpdates = 0;
+    this.shownRows = "";
     document.getElementById("views").appendChild(this.element);
     this.view = client.sowAndDeltaSubscribe(topic, { filter: filter || undefined, options: options || undefined });
     this.view.on("change", ({ key, record, kind, reason }) => {
@@ -76,7 +77,13 @@ class Panel {
       this.grid.applySort();
       this.lastSort = now;
     }
-    this.element.querySelector(".rows").textContent = String(this.view.records.size);
+    if (this.grid.layoutDirty) this.grid.layout();
+    const rows = String(this.view.records.size);
+    if (rows !== this.shownRows) {
+      // Written only when it changes: any DOM write costs a style pass over every row.
+      this.element.querySelector(".rows").textContent = rows;
+      this.shownRows = rows;
+    }
     return applied;
   }
 
@@ -174,5 +181,8 @@ function start() {
   // A failed first attempt is retried by the client itself, with backoff, like any reconnect.
   client.connect().catch(() => {});
 }
+
+// For the curious and for bench/browser_grid.py: the client and the open views.
+window.dashboard = { client, panels };
 
 start();

@@ -37,6 +37,14 @@ def test_a_view_from_the_url_shows_updates_and_removes_oof_rows(page: Page, serv
     publish(server, {"order": 1, "ref": "order-1", "qty": 2})
     expect(page.locator("tbody tr", has_text="order-1")).to_have_count(0)
     expect(page.locator(".figures .rows")).to_have_text("1")
+
+    # Out and straight back in, within the fade: the row is live again, not faded.
+    publish(server, {"order": 3, "ref": "order-3", "qty": 1})
+    publish(server, {"order": 3, "ref": "order-3", "qty": 31})
+    page.wait_for_timeout(800)
+    back = page.locator("tbody tr", has_text="order-3")
+    expect(back).to_contain_text("31")
+    expect(back).not_to_have_class("oof")
     assert page.errors == []  # type: ignore[attr-defined]
 
 
