@@ -1,0 +1,54 @@
+"""Stream new JSON-lines or CSV files dropped in a directory into a topic.
+
+    python -m spark_feeds.files --url ws://127.0.0.1:8000/ws --topic orders --path ./incoming \\
+        --format json --checkpoint ./checkpoints/orders [--mode publish|delta_publish] \\
+        [--trigger available-now|once|<seconds>] [--client-name NAME] [--schema "order LONG, qty LONG"]
+
+The schema is inferred from the files unless ``--schema`` gives it (a Spark DDL string).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .session import apply_trigger, local_session
+from .sink import ProtocolSink, client_name_for
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m spark_feeds.files", description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True, help="the server's WebSocket, ws://H:P/ws")
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--path", required=True, help="the directory new files arrive in")
+    parser.add_argument("--format", choices=("json", "csv"), default="json")
+    parser.add_argument("--checkpoint", required=True, help="the query's checkpoint directory")
+    parser.add_argument("--mode", choices=("publish", "delta_publish"), default="publish")
+    parser.add_argument("--trigger", default="available-now")
+    parser.add_argument("--client-name", help="default: one kept in the checkpoint directory")
+    parser.add_argument("--schema", help="a Spark DDL schema; default: inferred from the files")
+    return parser.parse_args(argv)
+
+
+def build(spark: Any, args: argparse.Namespace) -> Any:
+    """The streaming query, not started."""
+    reader = spark.readStream.format(args.format)
+    if args.format == "csv":
+        reader = reader.option("header", "true").option("inferSchema", "true")
+    if args.schema:
+        reader = reader.schema(args.schema)
+    rows = reader.load(args.path)
+    client_name = args.client_name or client_name_for(args.checkpoint, args.topic)
+    sink = ProtocolSink(args.url, args.topic, client_name, mode=args.mode)
+    writer = rows.writeStream.foreachBatch(sink).option("checkpointLocation", args.checkpoint)
+    return apply_trigger(writer, args.trigger)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    spark = local_session(f"sowpush files -> {args.topic}")
+    build(spark, args).start().awaitTermination()
+
+
+if __name__ == "__main__":
+    main()

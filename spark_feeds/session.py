@@ -1,0 +1,37 @@
+"""What the job entry points share: a local SparkSession and the --trigger option."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+
+def local_session(app: str, master: str | None = None) -> SparkSession:
+    """A SparkSession for a feed: ``SPARK_MASTER`` (or ``master``) or ``local[*]``, quiet, UI off."""
+    session = (
+        SparkSession.builder.appName(app)
+        .master(master or os.environ.get("SPARK_MASTER", "local[*]"))
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", os.environ.get("SPARK_SHUFFLE_PARTITIONS", "2"))
+        .config("spark.sql.streaming.schemaInference", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+def apply_trigger(writer: Any, trigger: str) -> Any:
+    """``available-now`` (everything there is, then stop), ``once``, or a number of seconds."""
+    if trigger == "available-now":
+        return writer.trigger(availableNow=True)
+    if trigger == "once":
+        return writer.trigger(once=True)
+    try:
+        seconds = float(trigger)
+    except ValueError:
+        raise SystemExit(
+            f"--trigger takes available-now, once or a number of seconds, not {trigger!r}"
+        ) from None
+    return writer.trigger(processingTime=f"{seconds} seconds")

@@ -1,0 +1,38 @@
+"""A real local SparkSession, started once for the module (UI off, one shuffle partition)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from ..integration.server_process import ServerProcess, write_config
+
+TOPICS = [
+    {"name": "orders", "key": ["/order"], "durable": True},
+    {"name": "positions", "key": ["/trader"]},
+]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sowpush tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.sql.streaming.schemaInference", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    process = ServerProcess(write_config(tmp_path / "spark.toml", {}, TOPICS), tmp_path / "data")
+    yield process
+    process.stop()

@@ -1,0 +1,180 @@
+"""Spark feeds against a real server with a real local SparkSession."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from websockets.sync.client import ClientConnection, connect
+
+from spark_feeds import demo, files
+from spark_feeds.sink import FeedError, ProtocolSink, client_name_for
+from spark_feeds.transforms import orders_from_rate, positions_from_ticks, ticks_from_rate
+
+from ..integration.server_process import ServerProcess
+
+
+def sow(server: ServerProcess, topic: str) -> list[dict[str, Any]]:
+    with connect(server.url) as ws:
+        ws.send(orjson.dumps({"c": "sow", "t": topic, "cid": "q"}).decode())
+        got: list[dict[str, Any]] = []
+        while not any(m.get("c") == "group_end" for m in got):
+            got += orjson.loads(ws.recv(timeout=10))
+        return [m["data"] for m in got if m["c"] == "sow"]
+
+
+def watch(server: ServerProcess, topic: str) -> ClientConnection:
+    ws = connect(server.url)
+    ws.send(orjson.dumps({"c": "subscribe", "t": topic, "cid": "w"}).decode())
+    ws.recv(timeout=10)
+    return ws
+
+
+def delivered(ws: ClientConnection, quiet: float = 1.0) -> list[dict[str, Any]]:
+    got: list[dict[str, Any]] = []
+    try:
+        while True:
+            got += [m for m in orjson.loads(ws.recv(timeout=quiet)) if m.get("c") == "p"]
+    except TimeoutError:
+        return got
+
+
+def test_the_sink_publishes_a_batch_and_a_replayed_batch_changes_nothing(server: ServerProcess) -> None:
+    sink = ProtocolSink(server.url, "orders", "spark:test")
+    watcher = watch(server, "orders")
+    assert sink.publish_rows([{"order": n, "qty": n} for n in range(3)], batch_id=0) == 3
+    assert len(delivered(watcher)) == 3
+    assert sink.publish_rows([{"order": n, "qty": n} for n in range(3)], batch_id=0) == 0, "skipped: on disk"
+    assert delivered(watcher) == []
+    assert sink.publish_rows([{"order": 9, "qty": 9}], batch_id=1) == 1
+    assert [m["data"]["order"] for m in delivered(watcher)] == [9]
+    with pytest.raises(FeedError, match="bad message"):
+        sink.publish_rows([{"qty": 1}], batch_id=2)
+
+
+def files_args(
+    server: ServerProcess, tmp_path: Path, fmt: str, trigger: str = "available-now"
+) -> argparse.Namespace:
+    return files.parse_args(
+        [
+            "--url",
+            server.url,
+            "--topic",
+            "orders",
+            "--path",
+            str(tmp_path / "incoming"),
+            "--format",
+            fmt,
+            "--checkpoint",
+            str(tmp_path / "checkpoint"),
+            "--trigger",
+            trigger,
+        ]
+    )
+
+
+def run(spark: SparkSession, args: argparse.Namespace) -> None:
+    files.build(spark, args).start().awaitTermination(120)
+
+
+@pytest.mark.slow
+def test_json_and_csv_files_land_in_the_sow(
+    spark: SparkSession, server: ServerProcess, tmp_path: Path
+) -> None:
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    (incoming / "a.json").write_text(
+        "\n".join(orjson.dumps({"order": n, "qty": n * 10}).decode() for n in range(5))
+    )
+    run(spark, files_args(server, tmp_path, "json"))
+    assert sorted(r["order"] for r in sow(server, "orders")) == [0, 1, 2, 3, 4]
+
+    csv_dir = tmp_path / "csv"
+    (csv_dir / "incoming").mkdir(parents=True)
+    (csv_dir / "incoming" / "b.csv").write_text("order,qty,side\n10,5,B\n11,6,S\n")
+    run(spark, files_args(server, csv_dir, "csv"))
+    records = {r["order"]: r for r in sow(server, "orders")}
+    assert records[10] == {"order": 10, "qty": 5, "side": "B"}
+
+
+@pytest.mark.slow
+def test_a_replayed_micro_batch_delivers_nothing_twice(
+    spark: SparkSession, server: ServerProcess, tmp_path: Path
+) -> None:
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    (incoming / "a.json").write_text(
+        "\n".join(orjson.dumps({"order": n, "v": 1}).decode() for n in range(20))
+    )
+    args = files_args(server, tmp_path, "json")
+    run(spark, args)
+    commit_dir = tmp_path / "checkpoint" / "commits"
+    last = max((p for p in commit_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    last.unlink()  # as if the driver died after the batch but before Spark committed it
+    (commit_dir / f".{last.name}.crc").unlink(missing_ok=True)
+    watcher = watch(server, "orders")
+    run(spark, args)  # Spark runs the uncommitted batch again
+    assert (tmp_path / "checkpoint" / "commits" / last.name).exists(), "the batch did run again"
+    assert delivered(watcher) == [], "every row of the replayed batch was a duplicate"
+    assert len(sow(server, "orders")) == 20
+
+
+@pytest.mark.slow
+def test_a_server_error_fails_the_batch(spark: SparkSession, server: ServerProcess, tmp_path: Path) -> None:
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    (incoming / "bad.json").write_text(orjson.dumps({"qty": 1}).decode())  # no /order: no key
+    query = files.build(spark, files_args(server, tmp_path, "json")).start()
+    with pytest.raises(Exception, match="bad message"):
+        query.awaitTermination(120)
+
+
+def test_demo_transforms_on_static_data(spark: SparkSession) -> None:
+    rate = spark.range(0, 1000).select(
+        (F.lit(1_800_000_000) + F.col("id") / 100).cast("timestamp").alias("timestamp"),
+        F.col("id").alias("value"),
+    )
+    ticks = ticks_from_rate(rate)
+    assert set(ticks.columns) == {"timestamp", "trader", "sym", "side", "qty", "px"}
+    positions = positions_from_ticks(ticks).collect()
+    assert {row["trader"] for row in positions} == {"ann", "ben", "cho", "dev", "eli"}
+    assert sum(row["trades"] for row in positions) == 1000
+    orders = orders_from_rate(rate).collect()
+    assert {row["status"] for row in orders} == {"new", "partial", "filled", "cancelled"}
+    assert len({row["order"] for row in orders}) == 200
+
+
+@pytest.mark.slow
+def test_the_demo_pipelines_feed_positions_and_orders(
+    spark: SparkSession, server: ServerProcess, tmp_path: Path
+) -> None:
+    args = demo.parse_args(
+        [
+            "--url",
+            server.url,
+            "--rows-per-second",
+            "200",
+            "--checkpoint",
+            str(tmp_path),
+            "--trigger-seconds",
+            "0.5",
+        ]
+    )
+    queries = demo.start(spark, args)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not (sow(server, "positions") and len(sow(server, "orders")) >= 50):
+            time.sleep(0.5)
+    finally:
+        for query in queries:
+            query.stop()
+    positions, orders = sow(server, "positions"), sow(server, "orders")
+    assert positions and {"trader", "pnl", "position", "trades"} <= set(positions[0])
+    assert len(orders) >= 50 and {"order", "status", "qty", "filled"} <= set(orders[0])
+    assert client_name_for(tmp_path / "orders", "orders") == client_name_for(tmp_path / "orders", "orders")
