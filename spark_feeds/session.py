@@ -9,11 +9,13 @@ from pyspark.sql import SparkSession
 
 
 def local_session(app: str, master: str | None = None) -> SparkSession:
-    """A SparkSession for a feed: ``SPARK_MASTER`` (or ``master``) or ``local[*]``, quiet, UI off."""
+    """A SparkSession for a feed, quiet, UI off. Under spark-submit the master is the one it was
+    given; otherwise ``master``, ``SPARK_MASTER`` or ``local[*]``."""
+    builder = SparkSession.builder.appName(app)
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
+        builder = builder.master(master or os.environ.get("SPARK_MASTER", "local[*]"))
     session = (
-        SparkSession.builder.appName(app)
-        .master(master or os.environ.get("SPARK_MASTER", "local[*]"))
-        .config("spark.ui.enabled", "false")
+        builder.config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", os.environ.get("SPARK_SHUFFLE_PARTITIONS", "2"))
         .config("spark.sql.streaming.schemaInference", "true")
         .getOrCreate()

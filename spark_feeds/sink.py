@@ -73,22 +73,32 @@ class ProtocolSink:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.mode == "delete" and not self.key_columns:
             raise ValueError("mode 'delete' needs the key columns")
+        command = "sow_delete" if self.mode == "delete" else self.mode
+        self._head = b'{"c":"' + command.encode() + b'","t":' + orjson.dumps(self.topic) + b',"data":'
 
     def __call__(self, batch: Any, batch_id: int) -> None:
-        """``foreachBatch``: publish the micro-batch's rows (streamed from the executors)."""
-        self.publish_rows((row.asDict(recursive=True) for row in batch.toLocalIterator()), batch_id)
-
-    def _command(self, row: dict[str, Any], seq: int) -> bytes:
+        """``foreachBatch``: publish the micro-batch's rows. Spark writes each row as JSON on the
+        executors (``toJSON``), streamed to the driver, so no row is turned into Python objects."""
         if self.mode == "delete":
-            command = "sow_delete"
-            data: dict[str, Any] = {k: row[k] for k in self.key_columns}
-        else:
-            command, data = self.mode, row
-        message = {"c": command, "t": self.topic, "data": data, "s": seq, "a": "persisted"}
-        return orjson.dumps(message, default=_json_default)
+            batch = batch.select(*self.key_columns)
+        rows = (row.encode() for row in batch.toJSON().toLocalIterator(prefetchPartitions=True))
+        self.publish_json(rows, batch_id)
 
     def publish_rows(self, rows: Iterable[dict[str, Any]], batch_id: int) -> int:
-        """Publish ``rows`` as batch ``batch_id``; returns how many were sent (not already on disk)."""
+        """Publish Python records as batch ``batch_id`` (see ``publish_json``)."""
+        if self.mode == "delete":
+            rows = ({k: row[k] for k in self.key_columns} for row in rows)
+        return self.publish_json((orjson.dumps(row, default=_json_default) for row in rows), batch_id)
+
+    def _command(self, data: bytes, seq: int, last: bool) -> bytes:
+        # One persisted ack with s covers every earlier sequence: only the last row asks for it.
+        # (Failures are acked one by one whatever was asked.)
+        tail = b',"a":"persisted"}' if last else b"}"
+        return self._head + data + b',"s":' + str(seq).encode() + tail
+
+    def publish_json(self, rows: Iterable[bytes], batch_id: int) -> int:
+        """Publish rows given as JSON objects as batch ``batch_id``; returns how many were sent (not
+        already on disk)."""
         base = (batch_id + 1) * SEQ_STRIDE
         with connect(self.url, max_size=None, open_timeout=self.timeout_s) as ws:
             on_disk = self._logon(ws)
@@ -114,22 +124,26 @@ class ProtocolSink:
                 return int(message.get("s", 0))
         raise FeedError("no logon ack")
 
-    def _frames(
-        self, rows: Iterable[dict[str, Any]], base: int, on_disk: int
-    ) -> Iterator[tuple[bytes, int, int]]:
+    def _frames(self, rows: Iterable[bytes], base: int, on_disk: int) -> Iterator[tuple[bytes, int, int]]:
         batch: list[bytes] = []
         size, highest = 2, 0
+        held: tuple[bytes, int] | None = None  # the newest row, sent once we know if it is the last
         for position, row in enumerate(rows):
             seq = base + position + 1
             if seq <= on_disk:
                 continue  # the server has it already (this batch ran before)
-            command = self._command(row, seq)
-            if batch and size + len(command) + 1 > self.frame_bytes:
-                yield b"[" + b",".join(batch) + b"]", len(batch), highest
-                batch, size = [], 2
-            batch.append(command)
-            size += len(command) + 1
-            highest = seq
+            if held is not None:
+                command = self._command(*held, last=False)
+                if batch and size + len(command) + 1 > self.frame_bytes:
+                    yield b"[" + b",".join(batch) + b"]", len(batch), highest
+                    batch, size = [], 2
+                batch.append(command)
+                size += len(command) + 1
+                highest = held[1]
+            held = (row, seq)
+        if held is not None:
+            batch.append(self._command(*held, last=True))
+            highest = held[1]
         if batch:
             yield b"[" + b",".join(batch) + b"]", len(batch), highest
 
