@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +31,12 @@ def sow(server: ServerProcess, topic: str) -> list[dict[str, Any]]:
         return [m["data"] for m in got if m["c"] == "sow"]
 
 
-def watch(server: ServerProcess, topic: str) -> ClientConnection:
-    ws = connect(server.url)
-    ws.send(orjson.dumps({"c": "subscribe", "t": topic, "cid": "w"}).decode())
-    ws.recv(timeout=10)
-    return ws
+@contextmanager
+def watch(server: ServerProcess, topic: str) -> Iterator[ClientConnection]:
+    with connect(server.url) as ws:
+        ws.send(orjson.dumps({"c": "subscribe", "t": topic, "cid": "w"}).decode())
+        ws.recv(timeout=10)
+        yield ws
 
 
 def delivered(ws: ClientConnection, quiet: float = 1.0) -> list[dict[str, Any]]:
@@ -47,13 +50,15 @@ def delivered(ws: ClientConnection, quiet: float = 1.0) -> list[dict[str, Any]]:
 
 def test_the_sink_publishes_a_batch_and_a_replayed_batch_changes_nothing(server: ServerProcess) -> None:
     sink = ProtocolSink(server.url, "orders", "spark:test")
-    watcher = watch(server, "orders")
-    assert sink.publish_rows([{"order": n, "qty": n} for n in range(3)], batch_id=0) == 3
-    assert len(delivered(watcher)) == 3
-    assert sink.publish_rows([{"order": n, "qty": n} for n in range(3)], batch_id=0) == 0, "skipped: on disk"
-    assert delivered(watcher) == []
-    assert sink.publish_rows([{"order": 9, "qty": 9}], batch_id=1) == 1
-    assert [m["data"]["order"] for m in delivered(watcher)] == [9]
+    with watch(server, "orders") as watcher:
+        assert sink.publish_rows([{"order": n, "qty": n} for n in range(3)], batch_id=0) == 3
+        assert len(delivered(watcher)) == 3
+        assert sink.publish_rows([{"order": n, "qty": n} for n in range(3)], batch_id=0) == 0, (
+            "skipped: on disk"
+        )
+        assert delivered(watcher) == []
+        assert sink.publish_rows([{"order": 9, "qty": 9}], batch_id=1) == 1
+        assert [m["data"]["order"] for m in delivered(watcher)] == [9]
     with pytest.raises(FeedError, match="bad message"):
         sink.publish_rows([{"qty": 1}], batch_id=2)
 
@@ -118,10 +123,10 @@ def test_a_replayed_micro_batch_delivers_nothing_twice(
     last = max((p for p in commit_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
     last.unlink()  # as if the driver died after the batch but before Spark committed it
     (commit_dir / f".{last.name}.crc").unlink(missing_ok=True)
-    watcher = watch(server, "orders")
-    run(spark, args)  # Spark runs the uncommitted batch again
-    assert (tmp_path / "checkpoint" / "commits" / last.name).exists(), "the batch did run again"
-    assert delivered(watcher) == [], "every row of the replayed batch was a duplicate"
+    with watch(server, "orders") as watcher:
+        run(spark, args)  # Spark runs the uncommitted batch again
+        assert (tmp_path / "checkpoint" / "commits" / last.name).exists(), "the batch did run again"
+        assert delivered(watcher) == [], "every row of the replayed batch was a duplicate"
     assert len(sow(server, "orders")) == 20
 
 
