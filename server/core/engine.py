@@ -224,6 +224,20 @@ class Engine:
                 topic.deliver(subscription.session, (subscription,), key, change)
         self.settle()
 
+    def abort_replay(self, request: ReplayRequest, reason: str) -> None:
+        """The log could not be read back: end the subscription (its client is told) rather than
+        let it go live with a gap."""
+        subscription = request.subscription
+        if subscription.closed:
+            return
+        session = subscription.session
+        if session.subscriptions.get(subscription.sub_id) is subscription:
+            del session.subscriptions[subscription.sub_id]
+        self.unsubscribe(subscription)
+        subscription.replay_buffer.clear()
+        session.send(wire.unsubscribed(subscription.sub_id, reason))
+        self.settle()
+
     def finish_replay(self, request: ReplayRequest) -> None:
         """The replay caught up: completed (with bm), then the live changes that waited for it."""
         subscription = request.subscription

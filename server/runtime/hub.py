@@ -48,7 +48,7 @@ class Hub:
             try:
                 engine.advance(self.clock())
             except Exception:
-                log.exception("subscription conflation timer failed; carrying on")
+                log.exception("a timer (record expiry or subscription conflation) failed; carrying on")
 
     def start(self) -> None:
         """Start the timers (expirations, subscription conflation) and bookmark replays; also done
@@ -85,7 +85,10 @@ class Hub:
                         await asyncio.sleep(0.005)
             engine.finish_replay(request)
         except Exception:
-            log.exception("bookmark replay for subscription %r failed", subscription.sub_id)
+            log.exception(
+                "bookmark replay for subscription %r failed; ending the subscription", subscription.sub_id
+            )
+            engine.abort_replay(request, "replay_failed")
 
     def connect(self, send: SendFrame, handle: SocketHandle) -> Connection:
         self.start()

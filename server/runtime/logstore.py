@@ -14,6 +14,7 @@ a warning names the place, and the server starts with everything before it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
@@ -130,12 +131,15 @@ class LogStore:
             self._wake.clear()
             while (taken := self.engine.durability.take()) is not None:
                 data, lsn = taken
-                try:
-                    await loop.run_in_executor(self._io, self._write, data, lsn)
-                except OSError:
-                    log.exception("cannot write the transaction log; persisted acks are held back")
-                    await asyncio.sleep(1)
-                    continue
+                while True:  # the same group commit, until the disk takes it
+                    try:
+                        await loop.run_in_executor(self._io, self._write, data, lsn)
+                        break
+                    except OSError:
+                        log.exception(
+                            "cannot write the transaction log; persisted acks wait, retrying in 1 s"
+                        )
+                        await asyncio.sleep(1)
                 self.engine.made_durable(lsn)
             if self._snapshot_due() and not self._snapshotting:
                 self._snapshotting = True
@@ -143,11 +147,19 @@ class LogStore:
 
     def _write(self, data: bytes, lsn: int) -> None:
         assert self._fd is not None
+        start = self._segment_bytes
         view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        os.fdatasync(self._fd)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            os.fdatasync(self._fd)
+        except OSError:
+            # Cut a partial frame off again: recovery stops at the first bad frame, and the retry
+            # appends this group commit whole.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, start)
+            raise
         self._segment_bytes += len(data)
         if self._segment_bytes >= SEGMENT_BYTES:
             os.close(self._fd)

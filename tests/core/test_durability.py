@@ -315,3 +315,16 @@ def test_bookmarks_need_a_durable_topic_and_plain_subscribe() -> None:
     assert peer.send({"c": "subscribe", "t": "orders", "cid": 3, "bm": "soon"})[0]["reason"].startswith(
         "bad message"
     )
+
+
+def test_a_failed_replay_ends_the_subscription_and_tells_the_client() -> None:
+    h = hub()
+    publisher, watcher = h.peer(), h.peer()
+    publisher.send(publish("orders", 1))
+    watcher.send({"c": "subscribe", "t": "orders", "sub_id": "b", "bm": "0"})
+    request = h.engine.replays.popleft()
+    publisher.send(publish("orders", 2))  # waits in the replaying subscription
+    h.engine.abort_replay(request, "replay_failed")
+    assert watcher.take() == [{"c": "unsubscribed", "sub_id": "b", "reason": "replay_failed"}]
+    publisher.send(publish("orders", 3))
+    assert watcher.take() == [] and "b" not in watcher.session.subscriptions
