@@ -83,8 +83,11 @@ class Engine:
         self._timers: list[tuple[float, int, Subscription]] = []
         self._timer_ids = itertools.count()
         self.on_timer: Callable[[float], None] = lambda due: None  # set by the runtime to wake its timer
-        # Record expirations: (expires_at, version seq, topic, SowKey); stale ones are skipped.
-        self._expiries: list[tuple[float, int, str, str]] = []
+        # Record expirations: (due, topic, SowKey), at most one entry per record. A publish that
+        # gives a record a new lifetime leaves the entry where it is; when it comes due it is moved
+        # to the record's current expiry. So the heap never grows beyond the records that expire.
+        self._expiries: list[tuple[float, str, str]] = []
+        self._expiry_slots: set[tuple[str, str]] = set()
         self.sessions: dict[int, Session] = {}
         self.client_names: dict[str, Session] = {}
         self.sequences: dict[str, int] = {}  # highest accepted publisher sequence per client name
@@ -133,19 +136,28 @@ class Engine:
 
     def expire_at(self, topic: Topic, version: RecordVersion) -> None:
         assert version.expires_at is not None
+        slot = (topic.name, version.key)
+        if slot in self._expiry_slots:
+            return  # the record's pending entry moves on to this expiry when it comes due
+        self._expiry_slots.add(slot)
         earliest = self.next_due()
-        heapq.heappush(self._expiries, (version.expires_at, version.seq, topic.name, version.key))
+        heapq.heappush(self._expiries, (version.expires_at, topic.name, version.key))
         if earliest is None or version.expires_at < earliest:
             self.on_timer(version.expires_at)
 
     def _expire(self, now: float) -> None:
         expiries = self._expiries
         while expiries and expiries[0][0] <= now:
-            _, seq, name, key = heapq.heappop(expiries)
+            _, name, key = heapq.heappop(expiries)
             topic = self.topics.get(name)
             version = topic.records.get(key) if topic is not None else None
-            if topic is None or version is None or version.seq != seq:
-                continue  # republished (a new lifetime) or deleted since
+            if topic is None or version is None or version.expires_at is None:
+                self._expiry_slots.discard((name, key))  # deleted, or republished to live forever
+                continue
+            if version.expires_at > now:
+                heapq.heappush(expiries, (version.expires_at, name, key))  # republished: a new lifetime
+                continue
+            self._expiry_slots.discard((name, key))
             del topic.records[key]
             if topic.config is not None and topic.config.durable:
                 self.log(Entry(self.next_apply_seq(), EXPIRE, name, key, None, None, None, now, None))

@@ -328,3 +328,16 @@ def test_a_failed_replay_ends_the_subscription_and_tells_the_client() -> None:
     assert watcher.take() == [{"c": "unsubscribed", "sub_id": "b", "reason": "replay_failed"}]
     publisher.send(publish("orders", 3))
     assert watcher.take() == [] and "b" not in watcher.session.subscriptions
+
+
+def test_the_expiry_heap_holds_one_entry_per_record_however_often_it_is_published() -> None:
+    h = hub()
+    publisher = h.peer()
+    for round_number in range(50):
+        publisher.send(*[publish("quotes", n, r=round_number) for n in range(20)])
+        h.clock.now += 0.1
+    assert len(h.engine._expiries) == 20
+    tick(h, 9)  # the first lifetimes have ended, but every record was published again since
+    assert len(h.engine.topics["quotes"].records) == 20 and len(h.engine._expiries) == 20
+    tick(h, 10)
+    assert h.engine.topics["quotes"].records == {} and h.engine._expiries == []
