@@ -7,7 +7,6 @@ a snapshot taken inside one command is atomic with respect to every publish.
 
 from __future__ import annotations
 
-import heapq
 import importlib
 import itertools
 import logging
@@ -47,6 +46,7 @@ from .records import RecordVersion
 from .run import FanOutRun
 from .session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
 from .subscription import Subscription
+from .timers import Timers
 from .topic import Topic
 from .txlog import DELETE, EXPIRE, PUBLISH, Entry
 
@@ -79,15 +79,7 @@ class Engine:
             t.name: Topic(t.name, t, self.run, load_merge_function(t.conflation_merge)) for t in config.topics
         }
         self._dropped: list[tuple[Session, list[Subscription]]] = []
-        # Ends of subscription-conflation intervals: (due, tie-breaker, subscription).
-        self._timers: list[tuple[float, int, Subscription]] = []
-        self._timer_ids = itertools.count()
-        self.on_timer: Callable[[float], None] = lambda due: None  # set by the runtime to wake its timer
-        # Record expirations: (due, topic, SowKey), at most one entry per record. A publish that
-        # gives a record a new lifetime leaves the entry where it is; when it comes due it is moved
-        # to the record's current expiry. So the heap never grows beyond the records that expire.
-        self._expiries: list[tuple[float, str, str]] = []
-        self._expiry_slots: set[tuple[str, str]] = set()
+        self.timers = Timers()  # conflation intervals and expiries; the runtime sleeps until next_due
         self.sessions: dict[int, Session] = {}
         self.client_names: dict[str, Session] = {}
         self.sequences: dict[str, int] = {}  # highest accepted publisher sequence per client name
@@ -124,57 +116,25 @@ class Engine:
             found = self.topics[name] = Topic(name, None, self.run)
         return found
 
-    def schedule(self, subscription: Subscription, due: float) -> None:
-        earliest = self._timers[0][0] if self._timers else None
-        heapq.heappush(self._timers, (due, next(self._timer_ids), subscription))
-        if earliest is None or due < earliest:
-            self.on_timer(due)
-
-    def next_due(self) -> float | None:
-        dues = [heap[0][0] for heap in (self._timers, self._expiries) if heap]
-        return min(dues) if dues else None
-
-    def expire_at(self, topic: Topic, version: RecordVersion) -> None:
-        assert version.expires_at is not None
-        slot = (topic.name, version.key)
-        if slot in self._expiry_slots:
-            return  # the record's pending entry moves on to this expiry when it comes due
-        self._expiry_slots.add(slot)
-        earliest = self.next_due()
-        heapq.heappush(self._expiries, (version.expires_at, topic.name, version.key))
-        if earliest is None or version.expires_at < earliest:
-            self.on_timer(version.expires_at)
-
-    def _expire(self, now: float) -> None:
-        expiries = self._expiries
-        while expiries and expiries[0][0] <= now:
-            _, name, key = heapq.heappop(expiries)
-            topic = self.topics.get(name)
-            version = topic.records.get(key) if topic is not None else None
-            if topic is None or version is None or version.expires_at is None:
-                self._expiry_slots.discard((name, key))  # deleted, or republished to live forever
-                continue
-            if version.expires_at > now:
-                heapq.heappush(expiries, (version.expires_at, name, key))  # republished: a new lifetime
-                continue
-            self._expiry_slots.discard((name, key))
-            del topic.records[key]
-            if topic.config is not None and topic.config.durable:
-                self.log(Entry(self.next_apply_seq(), EXPIRE, name, key, None, None, None, now, None))
-            topic.fan_out(key, version, None, gone="expired")
+    def _lifetime(self, topic: str, key: str) -> float | None:
+        found = self.topics.get(topic)
+        version = found.records.get(key) if found is not None else None
+        return None if version is None else version.expires_at
 
     def advance(self, now: float) -> None:
         """Expire the records whose lifetime has ended, and deliver every subscription-conflation
         interval that has ended, by ``now``."""
-        self._expire(now)
-        timers = self._timers
-        while timers and timers[0][0] <= now:
-            _, _, subscription = heapq.heappop(timers)
+        for name, key in self.timers.expiries_due(now, self._lifetime):
+            topic = self.topics[name]
+            version = topic.records.pop(key)
+            if topic.config is not None and topic.config.durable:
+                self.log(Entry(self.next_apply_seq(), EXPIRE, name, key, None, None, None, now, None))
+            topic.fan_out(key, version, None, gone="expired")
+        for subscription in self.timers.intervals_due(now):
             if subscription.closed or subscription.dropped:
                 continue
-            topic = subscription.topic_ref
-            for key, change in subscription.release(now):
-                topic.deliver(subscription.session, (subscription,), key, change)
+            for record_key, change in subscription.release(now):
+                subscription.topic_ref.deliver(subscription.session, (subscription,), record_key, change)
         self.settle()
 
     def unsubscribe(self, subscription: Subscription) -> None:

@@ -103,7 +103,7 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
     if key is not None:
         topic.records[key] = new
         if expires_at is not None:
-            engine.expire_at(topic, new)
+            engine.timers.expire_at(topic.name, key, expires_at)
         if _durable(topic):
             lsn = new.seq
             payload = encode_entry(

@@ -72,7 +72,7 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
         subscription = Subscription(
             session, body.sub_id, body.topic, filters, body.options, body.delta, topic.key_spec, ctx
         )
-        subscription.schedule = engine.schedule
+        subscription.schedule = engine.timers.schedule
         if bookmark is not None:
             subscription.bookmark()
             subscription.replaying = not bookmark.live_only

@@ -124,7 +124,7 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
     for topic in durable.values():
         for version in topic.records.values():
             if version.expires_at is not None:
-                engine.expire_at(topic, version)
+                engine.timers.expire_at(topic.name, version.key, version.expires_at)
     report.records = sum(len(topic.records) for topic in durable.values())
     report.lsn = lsn
     engine.sequences = dict(sequences)

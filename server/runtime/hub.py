@@ -29,7 +29,7 @@ class Hub:
         self.shutting_down = False
         self._timer_changed = asyncio.Event()
         self._timer_task: asyncio.Task[None] | None = None
-        self.engine.on_timer = lambda due: self._timer_changed.set()
+        self.engine.timers.on_earlier = lambda due: self._timer_changed.set()
         self.store: LogStore | None = None  # the transaction log, when a topic is durable
         self._replay_requested = asyncio.Event()
         self._replay_task: asyncio.Task[None] | None = None
@@ -40,7 +40,7 @@ class Hub:
         """Sleep until the engine's next interval ends (or an earlier one is scheduled), then advance."""
         engine = self.engine
         while True:
-            due = engine.next_due()
+            due = engine.timers.next_due()
             timeout = None if due is None else max(0.0, due - self.clock())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._timer_changed.wait(), timeout)

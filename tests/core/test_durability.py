@@ -336,8 +336,8 @@ def test_the_expiry_heap_holds_one_entry_per_record_however_often_it_is_publishe
     for round_number in range(50):
         publisher.send(*[publish("quotes", n, r=round_number) for n in range(20)])
         h.clock.now += 0.1
-    assert len(h.engine._expiries) == 20
+    assert h.engine.timers.expiry_entries == 20
     tick(h, 9)  # the first lifetimes have ended, but every record was published again since
-    assert len(h.engine.topics["quotes"].records) == 20 and len(h.engine._expiries) == 20
+    assert len(h.engine.topics["quotes"].records) == 20 and h.engine.timers.expiry_entries == 20
     tick(h, 10)
-    assert h.engine.topics["quotes"].records == {} and h.engine._expiries == []
+    assert h.engine.topics["quotes"].records == {} and h.engine.timers.expiry_entries == 0

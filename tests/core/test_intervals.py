@@ -175,4 +175,4 @@ def test_an_unsubscribed_subscription_delivers_nothing_more() -> None:
     watcher.send({"c": "unsubscribe", "sub_id": "s"})
     tick(h, 0.2)
     assert live(watcher) == []
-    assert h.engine.next_due() is None
+    assert h.engine.timers.next_due() is None
