@@ -9,7 +9,6 @@ updates come from a separate thread over a real WebSocket.
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import shutil
@@ -19,7 +18,7 @@ import time
 from pathlib import Path
 
 import orjson
-from harness import free_port, serve
+from harness import arguments, free_port, serve
 from playwright.sync_api import sync_playwright
 from websockets.sync.client import connect
 
@@ -80,9 +79,7 @@ def stream(url: str, records: int, rate: int, seconds: float, sent: list[int]) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--rate", type=int, default=1_000)
     parser.add_argument("--seconds", type=float, default=10.0)

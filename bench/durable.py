@@ -11,7 +11,6 @@ log tail is replayed), and the time until it listens again is measured for each.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import signal
 import subprocess
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import orjson
 import websockets
-from harness import free_port
+from harness import arguments, free_port
 from harness import serve as serve_config
 
 FRAME = 500
@@ -99,9 +98,7 @@ def restart_seconds(work: Path, port: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--publishes", type=int, default=200_000)
     parser.add_argument("--records", type=int, default=1_000_000)
     args = parser.parse_args()

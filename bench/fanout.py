@@ -10,7 +10,6 @@ without parsing them (bytes.count), so that it stays cheap next to the servers.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import subprocess
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import orjson
 import websockets
-from harness import free_port, serve, start
+from harness import arguments, free_port, serve, start
 
 MARKER = b'"data":'
 
@@ -123,9 +122,7 @@ def measure(name: str, process: subprocess.Popen[bytes], port: int, runs: int, *
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--subscribers", type=int, default=20)
     parser.add_argument("--updates", type=int, default=20_000)
     parser.add_argument("--frame", type=int, default=200)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import socket
 import subprocess
 import sys
@@ -36,3 +37,8 @@ def start(command: list[str], port: int) -> subprocess.Popen[bytes]:
         time.sleep(0.05)
     process.kill()
     raise RuntimeError(f"{command} did not start")
+
+
+def arguments(doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's command line, with its module docstring as the help text."""
+    return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)

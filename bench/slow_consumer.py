@@ -10,7 +10,6 @@ the stalled run is repeated with twice the traffic to show it).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import tempfile
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import orjson
 import websockets
-from harness import free_port, serve
+from harness import arguments, free_port, serve
 
 MARKER = b'"data":'
 
@@ -105,9 +104,7 @@ def run(sockets: int, stalled: bool, records: int, updates: int) -> tuple[float,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--records", type=int, default=200)
     parser.add_argument("--updates", type=int, default=300)
     parser.add_argument("--sockets", type=int, default=50)

@@ -9,14 +9,13 @@ The micro-batch is a DataFrame of generated rows given to the sink as foreachBat
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 import orjson
-from harness import free_port, serve
+from harness import arguments, free_port, serve
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from websockets.sync.client import connect
@@ -38,9 +37,7 @@ def rows(spark: SparkSession, count: int, offset: int = 0):  # type: ignore[no-u
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--durable", action="store_true", help="publish into a durable topic (log + fsync)")
     args = parser.parse_args()

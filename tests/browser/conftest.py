@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
-from ..integration.server_process import ServerProcess, write_config
+from ..integration.server_process import ServerProcess, running
 
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -51,9 +51,8 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    process = ServerProcess(write_config(tmp_path / "browser.toml", {}, TOPICS), tmp_path / "data")
-    yield process
-    process.stop()
+    with running(tmp_path, TOPICS) as process:
+        yield process
 
 
 class Errors(list[str]):

@@ -6,11 +6,9 @@ import signal
 import time
 from typing import Any
 
-import orjson
 from playwright.sync_api import Page
-from websockets.sync.client import connect
 
-from ..integration.server_process import ServerProcess
+from ..integration.server_process import ServerProcess, sow_records
 
 WAIT_FOR = """() => {
   window.waitFor = async (check, ms = 10000) => {
@@ -27,15 +25,6 @@ def open_client_page(page: Page, server: ServerProcess) -> None:
     page.goto(server.http + "/healthz")
     page.evaluate(WAIT_FOR)
     page.evaluate("async () => { window.push = await import('/web/index.js'); }")
-
-
-def sow(server: ServerProcess, topic: str) -> list[Any]:
-    with connect(server.url) as ws:
-        ws.send(orjson.dumps({"c": "sow", "t": topic, "cid": "q"}).decode())
-        got: list[Any] = []
-        while not any(m.get("c") == "group_end" for m in got):
-            got += orjson.loads(ws.recv(timeout=10))
-        return [m["data"] for m in got if m["c"] == "sow"]
 
 
 def test_snapshot_insert_update_oof_and_delta_publish(page: Page, server: ServerProcess) -> None:
@@ -125,7 +114,7 @@ def test_a_server_restart_in_the_middle(page: Page, server: ServerProcess, tmp_p
         page.evaluate("async () => { await late; await waitFor(() => view.records.size === 6); }")
         records = page.evaluate("() => [...view.records.values()].sort((a, b) => a.id - b.id)")
         assert records == [{"id": 1, "v": 2}, *({"id": n, "v": 1} for n in range(2, 7))]
-        assert sorted(sow(restarted, "ledger"), key=lambda r: r["id"]) == records
+        assert sorted(sow_records(restarted.url, "ledger"), key=lambda r: r["id"]) == records
         states = page.evaluate("() => states")
         assert states[-1] == "connected" and "reconnecting" in states
         assert page.errors == []  # type: ignore[attr-defined]

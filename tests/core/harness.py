@@ -54,6 +54,11 @@ class Harness:
         return Peer(self.engine, self.engine.open_session(lambda: None))
 
 
+def publish(order: int, **fields: Any) -> dict[str, Any]:
+    """A publish of order ``order`` to the ``orders`` topic."""
+    return {"c": "publish", "t": "orders", "data": {"order": order, **fields}}
+
+
 def of_type(messages: list[dict[str, Any]], c: str) -> list[dict[str, Any]]:
     return [m for m in messages if m["c"] == c]
 

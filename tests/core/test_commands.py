@@ -4,16 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .harness import Harness, acks, of_type
-
-
-@pytest.fixture
-def hub() -> Harness:
-    return Harness()
-
-
-def publish(order: int, **fields: object) -> dict[str, object]:
-    return {"c": "publish", "t": "orders", "data": {"order": order, **fields}}
+from .harness import Harness, acks, of_type, publish
 
 
 def test_acks_rules(hub: Harness) -> None:

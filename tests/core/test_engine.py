@@ -3,20 +3,10 @@
 from __future__ import annotations
 
 import jsonpatch
-import pytest
 
 from server.core.merge import merge_record
 
-from .harness import Harness, of_type
-
-
-@pytest.fixture
-def hub() -> Harness:
-    return Harness()
-
-
-def publish(order: int, **fields: object) -> dict[str, object]:
-    return {"c": "publish", "t": "orders", "data": {"order": order, **fields}}
+from .harness import Harness, of_type, publish
 
 
 def test_publish_then_sow_returns_the_latest_version(hub: Harness) -> None:

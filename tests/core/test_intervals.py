@@ -8,11 +8,7 @@ import jsonpatch
 
 from server.core.merge import merge_record
 
-from .harness import Harness, Peer
-
-
-def publish(order: int, **fields: Any) -> dict[str, Any]:
-    return {"c": "publish", "t": "orders", "data": {"order": order, **fields}}
+from .harness import Harness, Peer, publish
 
 
 def tick(h: Harness, seconds: float) -> None:
@@ -22,6 +18,16 @@ def tick(h: Harness, seconds: float) -> None:
 
 def live(peer: Peer) -> list[dict[str, Any]]:
     return [m for m in peer.take() if m["c"] in ("p", "oof")]
+
+
+def holding(publisher: Peer, watcher: Peer, filter_text: str | None = None) -> None:
+    """Order 1 (qty 50) delivered to a conflated OOF subscription, which now holds it."""
+    publisher.send(publish(1, qty=50))
+    subscribe = {"c": "sow_and_subscribe", "t": "orders", "sub_id": "s", "o": "oof,conflation=100ms"}
+    if filter_text is not None:
+        subscribe["filter"] = filter_text
+    watcher.send(subscribe)
+    watcher.take()
 
 
 def test_updates_within_an_interval_become_one_with_the_final_state() -> None:
@@ -95,17 +101,7 @@ def test_merge_deltas_carry_every_field_any_delta_carried() -> None:
 def test_in_then_out_gives_the_oof_with_the_previously_delivered_state() -> None:
     h = Harness()
     publisher, watcher = h.peer(), h.peer()
-    publisher.send(publish(1, qty=50))
-    watcher.send(
-        {
-            "c": "sow_and_subscribe",
-            "t": "orders",
-            "sub_id": "s",
-            "filter": "/qty > 10",
-            "o": "oof,conflation=100ms",
-        }
-    )
-    watcher.take()
+    holding(publisher, watcher, filter_text="/qty > 10")
     publisher.send(publish(1, qty=60), publish(1, qty=5))
     tick(h, 0.1)
     assert [(m["c"], m["reason"], m["data"]) for m in live(watcher)] == [
@@ -116,17 +112,7 @@ def test_in_then_out_gives_the_oof_with_the_previously_delivered_state() -> None
 def test_out_then_in_gives_the_final_state_and_no_oof() -> None:
     h = Harness()
     publisher, watcher = h.peer(), h.peer()
-    publisher.send(publish(1, qty=50))
-    watcher.send(
-        {
-            "c": "sow_and_subscribe",
-            "t": "orders",
-            "sub_id": "s",
-            "filter": "/qty > 10",
-            "o": "oof,conflation=100ms",
-        }
-    )
-    watcher.take()
+    holding(publisher, watcher, filter_text="/qty > 10")
     publisher.send(publish(1, qty=5), publish(1, qty=70))
     tick(h, 0.1)
     assert [(m["c"], m["data"]) for m in live(watcher)] == [("p", {"order": 1, "qty": 70})]
@@ -135,9 +121,7 @@ def test_out_then_in_gives_the_final_state_and_no_oof() -> None:
 def test_a_delete_within_the_interval_is_a_deleted_oof() -> None:
     h = Harness()
     publisher, watcher = h.peer(), h.peer()
-    publisher.send(publish(1, qty=50))
-    watcher.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "s", "o": "oof,conflation=100ms"})
-    watcher.take()
+    holding(publisher, watcher)
     publisher.send(publish(1, qty=51), {"c": "sow_delete", "t": "orders", "filter": "/order = 1"})
     tick(h, 0.1)
     assert [(m["c"], m["reason"], m["data"]) for m in live(watcher)] == [

@@ -9,8 +9,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import orjson
+from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"listening on http://([\d.]+):(\d+)")
@@ -89,3 +94,23 @@ class ServerProcess:
 
     def output(self) -> str:
         return "".join(self.lines)
+
+
+@contextmanager
+def running(tmp_path: Path, topics: list[dict[str, Any]], name: str = "server") -> Iterator[ServerProcess]:
+    """A server with ``topics`` and its data in ``tmp_path``, stopped afterwards."""
+    process = ServerProcess(write_config(tmp_path / f"{name}.toml", {}, topics), tmp_path / "data")
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def sow_records(url: str, topic: str) -> list[Any]:
+    """Every record of ``topic`` (a ``sow`` over a synchronous client)."""
+    with connect(url, open_timeout=5) as ws:
+        ws.send(orjson.dumps({"c": "sow", "t": topic, "cid": "q"}).decode())
+        got: list[Any] = []
+        while not any(m.get("c") == "group_end" for m in got):
+            got += orjson.loads(ws.recv(timeout=10))
+        return [m["data"] for m in got if m["c"] == "sow"]

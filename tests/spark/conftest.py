@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from ..integration.server_process import ServerProcess, write_config
+from ..integration.server_process import ServerProcess, running
 
 TOPICS = [
     {"name": "orders", "key": ["/order"], "durable": True},
@@ -33,6 +33,5 @@ def spark() -> Iterator[SparkSession]:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    process = ServerProcess(write_config(tmp_path / "spark.toml", {}, TOPICS), tmp_path / "data")
-    yield process
-    process.stop()
+    with running(tmp_path, TOPICS) as process:
+        yield process

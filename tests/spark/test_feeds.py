@@ -19,16 +19,11 @@ from spark_feeds import demo, files
 from spark_feeds.sink import FeedError, ProtocolSink, client_name_for
 from spark_feeds.transforms import orders_from_rate, positions_from_ticks, ticks_from_rate
 
-from ..integration.server_process import ServerProcess
+from ..integration.server_process import ServerProcess, sow_records
 
 
 def sow(server: ServerProcess, topic: str) -> list[dict[str, Any]]:
-    with connect(server.url) as ws:
-        ws.send(orjson.dumps({"c": "sow", "t": topic, "cid": "q"}).decode())
-        got: list[dict[str, Any]] = []
-        while not any(m.get("c") == "group_end" for m in got):
-            got += orjson.loads(ws.recv(timeout=10))
-        return [m["data"] for m in got if m["c"] == "sow"]
+    return sow_records(server.url, topic)
 
 
 @contextmanager
@@ -63,6 +58,12 @@ def test_the_sink_publishes_a_batch_and_a_replayed_batch_changes_nothing(server:
         sink.publish_rows([{"qty": 1}], batch_id=2)
 
 
+def drop_json(directory: Path, name: str, records: list[dict[str, Any]]) -> None:
+    """A JSON-lines file of ``records`` arriving in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_text("\n".join(orjson.dumps(record).decode() for record in records))
+
+
 def files_args(
     server: ServerProcess, tmp_path: Path, fmt: str, trigger: str = "available-now"
 ) -> argparse.Namespace:
@@ -92,11 +93,7 @@ def run(spark: SparkSession, args: argparse.Namespace) -> None:
 def test_json_and_csv_files_land_in_the_sow(
     spark: SparkSession, server: ServerProcess, tmp_path: Path
 ) -> None:
-    incoming = tmp_path / "incoming"
-    incoming.mkdir()
-    (incoming / "a.json").write_text(
-        "\n".join(orjson.dumps({"order": n, "qty": n * 10}).decode() for n in range(5))
-    )
+    drop_json(tmp_path / "incoming", "a.json", [{"order": n, "qty": n * 10} for n in range(5)])
     run(spark, files_args(server, tmp_path, "json"))
     assert sorted(r["order"] for r in sow(server, "orders")) == [0, 1, 2, 3, 4]
 
@@ -112,11 +109,7 @@ def test_json_and_csv_files_land_in_the_sow(
 def test_a_replayed_micro_batch_delivers_nothing_twice(
     spark: SparkSession, server: ServerProcess, tmp_path: Path
 ) -> None:
-    incoming = tmp_path / "incoming"
-    incoming.mkdir()
-    (incoming / "a.json").write_text(
-        "\n".join(orjson.dumps({"order": n, "v": 1}).decode() for n in range(20))
-    )
+    drop_json(tmp_path / "incoming", "a.json", [{"order": n, "v": 1} for n in range(20)])
     args = files_args(server, tmp_path, "json")
     run(spark, args)
     commit_dir = tmp_path / "checkpoint" / "commits"
@@ -132,9 +125,7 @@ def test_a_replayed_micro_batch_delivers_nothing_twice(
 
 @pytest.mark.slow
 def test_a_server_error_fails_the_batch(spark: SparkSession, server: ServerProcess, tmp_path: Path) -> None:
-    incoming = tmp_path / "incoming"
-    incoming.mkdir()
-    (incoming / "bad.json").write_text(orjson.dumps({"qty": 1}).decode())  # no /order: no key
+    drop_json(tmp_path / "incoming", "bad.json", [{"qty": 1}])  # no /order: no key
     query = files.build(spark, files_args(server, tmp_path, "json")).start()
     with pytest.raises(Exception, match="bad message"):
         query.awaitTermination(120)

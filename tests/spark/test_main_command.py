@@ -10,9 +10,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-import orjson
 import pytest
-from websockets.sync.client import connect
+
+from ..integration.server_process import sow_records
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,14 +25,9 @@ def free_port() -> int:
 
 def records(port: int, topic: str) -> int:
     try:
-        with connect(f"ws://127.0.0.1:{port}/ws", open_timeout=2) as ws:
-            ws.send(orjson.dumps({"c": "sow", "t": topic, "cid": "q"}).decode())
-            got: list[dict[str, object]] = []
-            while not any(m.get("c") == "group_end" for m in got):
-                got += orjson.loads(ws.recv(timeout=5))
-            return sum(1 for m in got if m.get("c") == "sow")
+        return len(sow_records(f"ws://127.0.0.1:{port}/ws", topic))
     except OSError:
-        return 0
+        return 0  # not listening yet
 
 
 @pytest.mark.slow
