@@ -7,6 +7,7 @@ Every problem is a ``ConfigError`` whose message names the key, for example
 from __future__ import annotations
 
 import hashlib
+import hmac
 import importlib
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -47,12 +48,15 @@ class UserConfig:
     filters: dict[str, str]
 
     def check_password(self, given: str | None) -> bool:
+        """Compared in constant time (PROTOCOL 6.7): how long it takes tells nothing about how
+        much of a guess was right."""
         if given is None:
             return False
+        given_bytes = given.encode("utf-8", "surrogatepass")
         if self.password is not None:
-            return given == self.password
-        digest = hashlib.sha256(given.encode()).hexdigest()
-        return digest == (self.password_sha256 or "").lower()
+            return hmac.compare_digest(given_bytes, self.password.encode("utf-8", "surrogatepass"))
+        digest = hashlib.sha256(given_bytes).hexdigest()
+        return hmac.compare_digest(digest.encode(), (self.password_sha256 or "").lower().encode())
 
     def may_read(self, topic: str) -> bool:
         return "*" in self.read or topic in self.read
@@ -74,6 +78,10 @@ class ServerSettings:
     websocket_deflate: bool = False
     log_retention_s: float = 24 * 3600.0  # keep transaction log segments this long (after a snapshot)
     log_retention_bytes: int = 1024**3  # and no more than this in all
+    allowed_origins: tuple[str, ...] = ()  # browser origins allowed besides the server's own (6.7)
+    max_subscriptions: int = 1000  # live subscriptions per socket
+    hidden_interval_s: float = 1.0  # delivery interval for a socket whose page is hidden (11.2)
+    metrics_token: str | None = None  # with [auth]: the bearer token /metrics asks for
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,15 +167,16 @@ def _positive(value: int, name: str) -> int:
 
 def _parse_server(table: dict[str, Any]) -> ServerSettings:
     defaults = ServerSettings()
-    known = (set(ServerSettings.__dataclass_fields__) - {"log_retention_s"}) | {"log_retention"}
+    renamed = {"log_retention_s": "log_retention", "hidden_interval_s": "hidden_interval"}
+    known = (set(ServerSettings.__dataclass_fields__) - set(renamed)) | set(renamed.values())
     _no_unknown(table, known, "server")
-    retention_text = _typed(table, "log_retention", str, "server", None)
-    retention_s = defaults.log_retention_s
-    if retention_text is not None:
-        try:
-            retention_s = parse_duration(retention_text)
-        except ValueError as error:
-            raise ConfigError(f"server.log_retention: {error}") from None
+    retention_s = _duration(table, "log_retention", defaults.log_retention_s)
+    hidden_interval_s = _duration(table, "hidden_interval", defaults.hidden_interval_s)
+    origins = table.get("allowed_origins", [])
+    if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
+        raise ConfigError(
+            'server.allowed_origins: expected a list of origins like ["https://desk.example.com"]'
+        )
     port = _typed(table, "port", int, "server", defaults.port)
     if not 0 <= port <= 65535:
         raise ConfigError(f"server.port: must be 0 to 65535, got {port}")
@@ -196,7 +205,23 @@ def _parse_server(table: dict[str, Any]) -> ServerSettings:
             _typed(table, "log_retention_bytes", int, "server", defaults.log_retention_bytes),
             "log_retention_bytes",
         ),
+        allowed_origins=tuple(origin.rstrip("/") for origin in origins),
+        max_subscriptions=_positive(
+            _typed(table, "max_subscriptions", int, "server", defaults.max_subscriptions), "max_subscriptions"
+        ),
+        hidden_interval_s=hidden_interval_s,
+        metrics_token=_typed(table, "metrics_token", str, "server", None) or None,
     )
+
+
+def _duration(table: dict[str, Any], name: str, default: float) -> float:
+    text = _typed(table, name, str, "server", None)
+    if text is None:
+        return default
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise ConfigError(f"server.{name}: {error}") from None
 
 
 def _parse_topic(table: dict[str, Any], where: str) -> TopicConfig:

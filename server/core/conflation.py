@@ -25,7 +25,10 @@ def merge(older: Delivery, newer: Delivery) -> Delivery | None:
     key = newer.ckey[0]
     structural = topic.merge_function
     if structural is not None:
-        version = _structural(structural, older.version, version)
+        merged = _structural(structural, older.version, version)
+        # A merged record that its readers may not see is never sent: the newer one goes instead.
+        if all(sub.entitlement.allows(merged.data) for sub in newer.subs):
+            version = merged
     if kind == FULL:
         if version is newer.version:
             return newer

@@ -71,8 +71,10 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
     if seq is not None and _is_duplicate(engine, session, seq):
         _ack_duplicate(engine, session, header, seq)
         return
+    entitlement = session.entitlement(body.topic, engine.clock)
     if topic is None:
         # A plain topic nobody subscribes to: nothing to store and no one to tell.
+        entitlement.check_write(None, body.data)
         if header.acks:
             engine.received(session, header)
         _accept_sequence(engine, session, seq, engine.durability.last_lsn)
@@ -90,6 +92,9 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
         old = topic.records.get(key)
         if body.delta and old is not None:
             data = merge_record(old.data, data)
+    # Checked against the record it replaces and the merged record it stores (PROTOCOL 6.2).
+    entitlement.check_write(old.data if old is not None else None, data)
+    if key_spec is not None:
         lifetime = body.expiration_s
         if lifetime is None and topic.config is not None:
             lifetime = topic.config.expiration_s
@@ -130,9 +135,11 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
         assert body.seq is not None
         _ack_duplicate(engine, session, header, body.seq)
         return
+    entitlement = session.entitlement(body.topic, engine.clock)
     if body.filter is not None:
         match = compile_filter(body.filter)
-        keys = [key for key, version in topic.records.items() if match.matches(version.data)]
+        ctx = entitlement.ctx  # USER() and CLIENT_NAME() are the deleting session's
+        keys = [key for key, version in topic.records.items() if match.matches(version.data, ctx)]
     elif body.sow_keys is not None:
         keys = [key for key in body.sow_keys if key in topic.records]
     else:
@@ -140,6 +147,9 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
             raise CommandError(BAD_MESSAGE, "data must be a JSON object")
         key = topic.key_spec.sow_key(body.data)
         keys = [key] if key in topic.records else []
+    # A delete reaches only the records its user may see; the others are as if absent.
+    if entitlement.restricted:
+        keys = [key for key in keys if entitlement.allows(topic.records[key].data)]
     engine.received(session, header)
     durable = _durable(topic)
     lsn: int | None = None

@@ -29,13 +29,9 @@ if TYPE_CHECKING:
     from .session import Session
 
 
-def _filters(session: Session, topic: str, text: str | None) -> tuple[Filter, ...]:
-    filters = []
-    if session.user is not None and topic in session.user.filters:
-        filters.append(compile_filter(session.user.filters[topic]))
-    if text is not None and text.strip():
-        filters.append(compile_filter(text))
-    return tuple(filters)
+def _filters(text: str | None) -> tuple[Filter, ...]:
+    """The subscription's own filter (the user's entitlement is a separate gate: entitlement.py)."""
+    return (compile_filter(text),) if text is not None and text.strip() else ()
 
 
 def query(engine: Engine, session: Session, header: Header, body: Query) -> None:
@@ -53,7 +49,8 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
             raise CommandError(
                 INVALID_TOPIC, f"{body.topic!r} keeps no transaction log to replay a bookmark from"
             )
-    filters = _filters(session, body.topic, body.filter)
+    filters = _filters(body.filter)
+    entitlement = session.entitlement(body.topic, engine.clock)
     orderby = parse_orderby(body.orderby) if body.orderby else None
     ctx = EvalContext(engine.clock, session.user_id, session.client_name)
     subscription = None
@@ -70,7 +67,15 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
     )
     if body.subscribe:
         subscription = Subscription(
-            session, body.sub_id, body.topic, filters, body.options, body.delta, topic.key_spec, ctx
+            session,
+            body.sub_id,
+            body.topic,
+            filters,
+            body.options,
+            body.delta,
+            topic.key_spec,
+            ctx,
+            entitlement,
         )
         subscription.schedule = engine.timers.schedule
         if bookmark is not None:
@@ -85,7 +90,10 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
     if subscription is not None:
         session.subscriptions[body.sub_id] = subscription
     if body.snapshot:
-        matches, returned = _snapshot(topic, session, body, filters, orderby, ctx, subscription)
+        reader = subscription or Subscription(
+            session, None, topic.name, filters, body.options, False, None, ctx, entitlement
+        )
+        matches, returned = _snapshot(topic, session, body, reader, orderby, subscription)
         if header.wants("stats"):
             engine.ack(session, header, "stats", matches=matches, records_returned=returned)
     if bookmark is not None and subscription is not None and not bookmark.live_only:
@@ -99,10 +107,10 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
         engine.ack(session, header, "completed", **fields)
 
 
-def _select(
-    topic: Topic, filters: tuple[Filter, ...], ctx: EvalContext, body: Query, orderby: Any
-) -> tuple[int, list[RecordVersion]]:
-    versions = [v for v in topic.records.values() if all(f.matches(v.data, ctx) for f in filters)]
+def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> tuple[int, list[RecordVersion]]:
+    """The records the query returns, in order, and how many matched (within the entitlement)."""
+    in_view = reader.matches
+    versions = [v for v in topic.records.values() if in_view(v.data)]
     matches = len(versions)
     if orderby is not None:
         versions = orderby.sort(versions)
@@ -117,14 +125,12 @@ def _snapshot(
     topic: Topic,
     session: Session,
     body: Query,
-    filters: tuple[Filter, ...],
+    reader: Subscription,
     orderby: Any,
-    ctx: EvalContext,
     subscription: Subscription | None,
 ) -> tuple[int, int]:
-    matches, versions = _select(topic, filters, ctx, body, orderby) if topic.is_sow else (0, [])
+    matches, versions = _select(topic, reader, body, orderby) if topic.is_sow else (0, [])
     memo: Memo = {}
-    reader = subscription or Subscription(session, None, topic.name, filters, body.options, False, None, ctx)
     views = [reader.view(version, memo) for version in versions]
     if subscription is not None:
         for version, view in zip(versions, views, strict=True):

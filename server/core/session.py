@@ -12,6 +12,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import wire
+from .entitlement import Entitlement
+from .filters import compile_filter
+from .filters.functions import EvalContext
 from .outbox import Outbox
 from .run import FanOutRun
 
@@ -39,8 +42,10 @@ class Session:
         self.client_name: str | None = None
         self.user_id: str | None = None
         self.user: UserConfig | None = None
+        self.peer: str | None = None  # the remote address (set by the runtime): logons are throttled by it
         self.logged_on = False
         self.subscriptions: dict[Any, Subscription] = {}
+        self._entitlements: dict[str, Entitlement] = {}
         self.close_code: int | None = None
         self.close_reason = ""
         # Set by the runtime: write what is queued now, if the socket can take it.
@@ -50,6 +55,16 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session({self.id}, client_name={self.client_name!r})"
+
+    def entitlement(self, topic: str, clock: Callable[[], float]) -> Entitlement:
+        """What this session's user may see and change of ``topic`` (PROTOCOL 6.2)."""
+        found = self._entitlements.get(topic)
+        if found is None or found.ctx.user != self.user_id or found.ctx.client_name != self.client_name:
+            text = self.user.filters.get(topic) if self.user is not None else None
+            ctx = EvalContext(clock, self.user_id, self.client_name)
+            found = Entitlement(topic, compile_filter(text) if text else None, ctx)
+            self._entitlements[topic] = found
+        return found
 
     def _end_run(self) -> None:
         topic = self.run.topic

@@ -20,6 +20,7 @@ import orjson
 from .delivery import FULL, INSERT, UPDATE
 from .delivery import OOF as OOF_KIND
 from .diff import make_merge_delta, make_patch
+from .entitlement import ENTITLEMENT, UNRESTRICTED, Entitlement
 from .filters import Filter
 from .filters.functions import EvalContext
 from .intervals import Pending, changed_fields, conflation_key
@@ -40,14 +41,23 @@ Change = tuple[str, bytes, Any, Any, RecordVersion]
 _ORDER = itertools.count()
 
 
-def _matcher(filters: tuple[Filter, ...], ctx: EvalContext) -> Callable[[Any], bool]:
-    """One predicate for all of a subscription's filters (its own and its user's entitlement)."""
-    if not filters:
+def _matcher(
+    filters: tuple[Filter, ...], ctx: EvalContext, entitlement: Entitlement
+) -> Callable[[Any], bool]:
+    """One predicate for "is this record in the view": the user's entitlement and the
+    subscription's own filters. Which of them failed is asked separately, when it matters."""
+    gate = entitlement.filter
+    checks = (*filters, gate) if gate is not None else filters
+    if not checks:
         return lambda data: True
-    if len(filters) == 1:
-        only = filters[0]
-        return lambda data: only.matches(data, ctx)
-    return lambda data: all(f.matches(data, ctx) for f in filters)
+    if len(checks) == 1:
+        only = checks[0]
+        only_ctx = entitlement.ctx if gate is not None else ctx
+        return lambda data: only.matches(data, only_ctx)
+    if gate is None:
+        return lambda data: all(f.matches(data, ctx) for f in filters)
+    allows = entitlement.allows
+    return lambda data: allows(data) and all(f.matches(data, ctx) for f in filters)
 
 
 class Subscription:
@@ -61,11 +71,13 @@ class Subscription:
         delta: bool,
         key_spec: KeySpec | None,
         ctx: EvalContext,
+        entitlement: Entitlement = UNRESTRICTED,
     ) -> None:
         self.session = session
         self.sub_id = sub_id
         self.topic = topic
-        self.filters = filters
+        self.filters = filters  # the subscription's own; the entitlement is a gate of its own
+        self.entitlement = entitlement
         self.options = options
         self.delta = delta and key_spec is not None  # plain topics have no records to diff against
         self.key_spec = key_spec
@@ -87,9 +99,10 @@ class Subscription:
         self.pending: dict[Any, Pending] = {}
         self.schedule: Callable[[Subscription, float], None] = lambda subscription, due: None
         self.topic_ref: Any = None  # the Topic, set when the subscription is added to it
-        self.matches = _matcher(filters, ctx)
-        self.unfiltered = not filters
-        terms = [f.index_term for f in filters if f.index_term is not None]
+        self.matches = _matcher(filters, ctx, entitlement)
+        self.unfiltered = not filters and not entitlement.restricted
+        gates = (*filters, entitlement.filter) if entitlement.filter is not None else filters
+        terms = [f.index_term for f in gates if f.index_term is not None]
         self.index_term = min(terms, key=lambda term: len(term.keys)) if terms else None
         self.order = next(_ORDER)  # subscription order, for listing sids the same way every time
         # Sent the shared full body of every matching change, with nothing to remember: the
@@ -183,6 +196,9 @@ class Subscription:
         if new is None:
             assert old is not None
             return self.oof(key, old, gone, memo)
+        if not self.entitlement.allows(new.data):
+            # The user may not see the new state: the body is the last state they could.
+            return self.oof(key, old if old is not None else new, ENTITLEMENT, memo)
         return self.oof(key, new, "match", memo)
 
     def _defer(
@@ -245,16 +261,28 @@ class Subscription:
         # In and out within the interval: the OOF carries the state delivered before it.
         version = new if new is not None else entry.deleted_from
         assert version is not None
-        reason = "match" if new is not None else entry.gone
+        reason = entry.gone if new is None else self._left_because(new)
         return OOF_KIND, self.full_body(key, version, previous, {}, reason), previous, previous, version
 
+    def _left_because(self, new: RecordVersion) -> str:
+        """Why a record that still exists left this view."""
+        return "match" if self.entitlement.allows(new.data) else ENTITLEMENT
+
     def oof(self, key: str, version: RecordVersion, reason: str, memo: Memo) -> Change | None:
-        """Forget ``key``; the OOF message to send when the subscriber asked for them."""
+        """Forget ``key``; the OOF message to send when the subscriber asked for them.
+
+        The body is ``version`` when the user may see it, otherwise the last state the
+        subscriber was sent: an OOF body never shows what the entitlement hides."""
         if self.held is None:
             return None
         previous = self.held.pop(key, None)
         if previous is None or not self.options.oof:
             return None
+        if not self.entitlement.allows(version.data):
+            if reason == "match":
+                reason = ENTITLEMENT
+            # Rendered for this subscription alone: the memo's bodies belong to the visible version.
+            return OOF_KIND, self.full_body(key, version, previous, {}, reason), previous, previous, version
         view = self.view(version, memo)
         return OOF_KIND, self.full_body(key, version, view, memo, reason), previous, view, version
 

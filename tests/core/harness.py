@@ -9,6 +9,7 @@ import orjson
 from server.core.config import Config, parse_config
 from server.core.engine import Engine
 from server.core.session import Session
+from server.core.txlog import Entry, entries_in, scan
 
 DEFAULT_TOPICS = [
     {"name": "orders", "key": ["/order"]},
@@ -50,8 +51,9 @@ class Harness:
         self.clock = FakeClock()
         self.engine = Engine(self.config, self.clock)
 
-    def peer(self) -> Peer:
-        return Peer(self.engine, self.engine.open_session(lambda: None))
+    def peer(self, address: str | None = None) -> Peer:
+        """A new client; ``address`` is its remote address (what logon throttling counts by)."""
+        return Peer(self.engine, self.engine.open_session(lambda: None, address))
 
 
 def publish(order: int, **fields: Any) -> dict[str, Any]:
@@ -65,3 +67,24 @@ def of_type(messages: list[dict[str, Any]], c: str) -> list[dict[str, Any]]:
 
 def acks(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(m["a"], m["status"]) for m in messages if m["c"] == "ack"]
+
+
+def entries_of(h: Harness) -> list[Entry]:
+    """The log entries the engine appended since the last call (what the log writer would write)."""
+    taken = h.engine.durability.take()
+    return [] if taken is None else [Entry.from_payload(p) for p in entries_in(scan(taken[0]).payloads)]
+
+
+def replay_all(h: Harness, log: list[Entry]) -> None:
+    """What the runtime does for every bookmark replay requested: read ``log`` back, then go live."""
+    while h.engine.replays:
+        request = h.engine.replays.popleft()
+        mark = request.bookmark
+        chosen = [
+            e
+            for e in log
+            if mark.after_lsn < e.lsn <= request.until_lsn
+            and (mark.since is None or e.timestamp >= mark.since)
+        ]
+        h.engine.replay(request, chosen)
+        h.engine.finish_replay(request)

@@ -11,3 +11,8 @@ def sum_count(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
 
 def broken(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
     raise ValueError("this merge always fails")
+
+
+def reassign(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, Any]:
+    """A merge whose result belongs to another customer (an entitlement must stop it)."""
+    return {**newer, "customer": "Nobody", "qty": older.get("qty", 0) + newer.get("qty", 0)}

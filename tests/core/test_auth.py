@@ -23,6 +23,7 @@ AUTH = {
             "read": ["*"],
             "write": [],
         },
+        {"user_id": "feed", "password": "feed", "read": ["*"], "write": ["*"]},
     ]
 }
 
@@ -66,18 +67,20 @@ def test_read_and_write_entitlements(hub: Harness) -> None:
 
 
 def test_entitlement_filters_limit_what_a_user_sees(hub: Harness) -> None:
-    alice = hub.peer()
+    alice, feed = hub.peer(), hub.peer()
     alice.send({"c": "logon", "user_id": "alice", "pw": "secret"})
-    alice.send(
+    feed.send({"c": "logon", "user_id": "feed", "pw": "feed"})
+    feed.send(
         {"c": "publish", "t": "orders", "data": {"order": 1, "customer": "Alice"}},
         {"c": "publish", "t": "orders", "data": {"order": 2, "customer": "Bob"}},
     )
     snapshot = of_type(alice.send({"c": "sow_and_subscribe", "t": "orders", "cid": "s"}), "sow")
     assert [m["data"]["order"] for m in snapshot] == [1]
-    live = alice.send(
+    feed.send(
         {"c": "publish", "t": "orders", "data": {"order": 3, "customer": "Bob"}},
         {"c": "publish", "t": "orders", "data": {"order": 4, "customer": "Alice"}},
     )
+    live = alice.take()
     assert [m["data"]["order"] for m in live if m["c"] == "p"] == [4]
     bob = hub.peer()
     bob.send({"c": "logon", "user_id": "bob", "pw": "hunter2"})

@@ -10,9 +10,9 @@ import pytest
 from server.core import recovery
 from server.core.bookmarks import parse_bookmark
 from server.core.errors import CommandError
-from server.core.txlog import Entry, entries_in, frame, scan
+from server.core.txlog import entries_in, frame, scan
 
-from .harness import Harness, Peer
+from .harness import Harness, Peer, entries_of, replay_all
 
 TOPICS = [
     {"name": "orders", "key": ["/id"], "durable": True},
@@ -23,11 +23,6 @@ TOPICS = [
 
 def hub() -> Harness:
     return Harness(topics=TOPICS)
-
-
-def entries_of(h: Harness) -> list[Entry]:
-    taken = h.engine.durability.take()
-    return [] if taken is None else [Entry.from_payload(p) for p in entries_in(scan(taken[0]).payloads)]
 
 
 def sync(h: Harness) -> None:
@@ -243,20 +238,6 @@ def test_bookmark_forms() -> None:
     assert parse_bookmark("20261121T010000Z").since == 1795222800.0
     with pytest.raises(CommandError):
         parse_bookmark("yesterday")
-
-
-def replay_all(h: Harness, log: list[Entry]) -> None:
-    while h.engine.replays:
-        request = h.engine.replays.popleft()
-        mark = request.bookmark
-        chosen = [
-            e
-            for e in log
-            if mark.after_lsn < e.lsn <= request.until_lsn
-            and (mark.since is None or e.timestamp >= mark.since)
-        ]
-        h.engine.replay(request, chosen)
-        h.engine.finish_replay(request)
 
 
 def test_replay_then_live_with_no_gap_and_no_duplicate() -> None:
