@@ -17,6 +17,7 @@ from types import FrameType
 import uvicorn
 
 from .asgi.app import create_app
+from .asgi.uvicorn_protocol import guarded_http_protocol
 from .core.config import Config, load_config, parse_config
 from .core.errors import ConfigError
 from .runtime.hub import Hub
@@ -86,6 +87,8 @@ def build_server(config: Config) -> PushServer:
         create_app(hub),
         host=settings.host,
         port=settings.port,
+        # Bounds the connections that have not sent a complete request head (half-open upgrades).
+        http=guarded_http_protocol(),
         ws="websockets-sansio",
         ws_max_size=settings.max_message_bytes,
         ws_per_message_deflate=settings.websocket_deflate,

@@ -135,13 +135,17 @@ function readUrl() {
 
 async function refreshTopics() {
   try {
-    const topics = await (await fetch("/topics")).json();
+    // "omit": with [auth], /topics asks for HTTP Basic credentials; the dashboard has none, and a
+    // 401 to a request without credentials does not make the browser prompt for them.
+    const response = await fetch("/topics", { credentials: "omit" });
+    const topics = response.ok ? await response.json() : [];
     const list = document.getElementById("topics");
     list.replaceChildren(...topics.map((topic) => {
       const item = document.createElement("li");
       item.innerHTML = "<span></span><small></small>";
       item.firstElementChild.textContent = topic.name;
-      item.lastElementChild.textContent = `${topic.records}${topic.durable ? " · durable" : ""}`;
+      const parts = [topic.records ?? "", topic.durable ? "durable" : ""].filter((part) => part !== "");
+      item.lastElementChild.textContent = parts.join(" · ");
       item.title = `key ${topic.key.join(", ")}`;
       item.addEventListener("click", () => {
         /** @type {HTMLInputElement} */ (document.querySelector("[name=topic]")).value = topic.name;

@@ -11,7 +11,9 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from ..core.access import topic_listing
 from ..runtime.hub import Hub
+from .guards import check_metrics, topics_reader
 from .metrics import render_metrics
 from .middleware import TransportMiddleware
 from .websocket import websocket_endpoint
@@ -37,24 +39,18 @@ async def healthz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    body = render_metrics(request.app.state.hub)
+    hub = request.app.state.hub
+    check_metrics(request, hub)
+    body = render_metrics(hub)
     return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 async def topics(request: Request) -> Response:
-    """The configured topics, for the dashboard's topic list."""
-    engine = request.app.state.hub.engine
-    listing = [
-        {
-            "name": name,
-            "key": list(topic.config.key),
-            "durable": topic.config.durable,
-            "records": len(topic.records),
-        }
-        for name, topic in engine.topics.items()
-        if topic.config is not None
-    ]
-    return JSONResponse(listing)
+    """The configured topics, for the dashboard's topic list (with ``[auth]``: those the user of
+    the request's Basic credentials may read)."""
+    hub = request.app.state.hub
+    user = topics_reader(request, hub)
+    return JSONResponse(topic_listing(hub.engine.topics, user))
 
 
 def create_app(hub: Hub) -> ASGIApp:

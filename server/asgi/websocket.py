@@ -1,20 +1,28 @@
-"""The ``/ws`` endpoint: accept, feed every frame to the hub's engine, finish on disconnect."""
+"""The ``/ws`` endpoint: check the origin, accept, feed every frame to the hub's engine, finish on
+disconnect."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from starlette.websockets import WebSocket
 
+from ..core.access import origin_allowed
 from ..runtime.hub import Hub
 from ..runtime.transport import SocketHandle
 from .middleware import PROTOCOL_KEY
+
+log = logging.getLogger("server.asgi")
 
 
 async def websocket_endpoint(websocket: WebSocket) -> None:
     hub: Hub = websocket.app.state.hub
     if hub.shutting_down:
         await websocket.close(1001)
+        return
+    if not _origin_ok(websocket, hub.config.server.allowed_origins):
+        await websocket.close(1008)  # before accept: uvicorn answers the handshake with HTTP 403
         return
     await websocket.accept()
     binary = hub.config.server.binary_frames
@@ -28,7 +36,8 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     async def close(code: int, reason: str) -> None:
         await websocket.close(code, reason)
 
-    connection = hub.connect(send, SocketHandle(websocket.scope.get(PROTOCOL_KEY), close))
+    peer = websocket.client.host if websocket.client is not None else None
+    connection = hub.connect(send, SocketHandle(websocket.scope.get(PROTOCOL_KEY), close), peer)
     try:
         while True:
             message = await websocket.receive()
@@ -37,9 +46,19 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
             frame = message.get("bytes")
             if frame is None:
                 frame = message.get("text") or ""
-            connection.receive(frame)
-            # receive() does not suspend while frames are waiting: yield so writers and other
-            # readers run between the frames of a fast publisher.
+            await connection.receive(frame)  # in slices: other sockets run in between
+            # A small frame is one slice and does not suspend: yield so writers and other readers
+            # run between the frames of a fast publisher.
             await asyncio.sleep(0)
     finally:
         hub.disconnect(connection)
+
+
+def _origin_ok(websocket: WebSocket, allowed: tuple[str, ...]) -> bool:
+    """PROTOCOL 6.7: a browser page of another site may not open a socket with its user's rights."""
+    origin, host = websocket.headers.get("origin"), websocket.headers.get("host")
+    if origin_allowed(origin, host, websocket.scope.get("scheme") == "wss", allowed):
+        return True
+    client = websocket.client.host if websocket.client is not None else "an unknown address"
+    log.warning("refused a WebSocket handshake from %s: origin %.200r, Host %.200r", client, origin, host)
+    return False

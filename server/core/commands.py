@@ -5,7 +5,8 @@ microsecond more to build, and one is built for every publish.
 
 Anything of the wrong type is ``bad message``; a missing topic is ``no topic``; bad options are
 ``invalid options``. Filters and order-by texts are compiled later, by the handler, so that
-their errors carry their own reason.
+their errors carry their own reason. Names, ids and options are bounded here (limits.py): past
+their limits a command is ``bad message: ... too long`` (``invalid options`` for ``o``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,16 @@ from functools import lru_cache
 from typing import Any
 
 from .errors import BAD_MESSAGE, NO_TOPIC, CommandError
+from .limits import (
+    MAX_ACKS_LENGTH,
+    MAX_BOOKMARK_LENGTH,
+    MAX_INTEGER,
+    MAX_NAME_LENGTH,
+    MAX_PASSWORD_LENGTH,
+    check_identifier,
+    check_options_length,
+    text_field,
+)
 from .options import Options, parse_options
 
 NO_ACKS: frozenset[str] = frozenset()
@@ -28,6 +39,7 @@ QUERY_COMMANDS = {
     "sow_and_delta_subscribe": (True, True, True),
 }
 PUBLISH_COMMANDS = ("publish", "delta_publish")
+MAX_COMMAND_LENGTH = 32  # ``c``: the longest command is 23 characters
 
 
 @dataclass(slots=True)
@@ -131,13 +143,26 @@ def _identifier(raw: dict[str, Any], name: str) -> Any:
         return None
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise _bad(f"{name} must be a string or an integer")
+    check_identifier(name, value)
     return value
+
+
+def valid_cid(raw: Any) -> Any:
+    """The ``cid`` of a raw command when it may be echoed on a failure ack (None otherwise): a
+    refused command must not be able to make the server send back megabytes."""
+    cid = raw.get("cid") if isinstance(raw, dict) else None
+    try:
+        return _identifier(raw, "cid") if cid is not None else None
+    except CommandError:
+        return None
 
 
 def _count(raw: dict[str, Any], name: str) -> int | None:
     value = _optional(raw, name, int)
     if value is not None and value < 0:
         raise _bad(f"{name} must not be negative")
+    if value is not None and value > MAX_INTEGER:
+        raise _bad(f"{name} too large (a signed 64-bit integer at most)")
     return value  # type: ignore[no-any-return]
 
 
@@ -147,6 +172,7 @@ def _topic(raw: dict[str, Any]) -> str:
         raise CommandError(NO_TOPIC, "the command names no topic (t)")
     if not isinstance(topic, str):
         raise _bad("t must be a string")
+    text_field(raw, "t", MAX_NAME_LENGTH)
     return topic
 
 
@@ -156,11 +182,13 @@ def decode_header(raw: Any) -> Header:
     c = raw.get("c")
     if not isinstance(c, str) or not c:
         raise _bad("a command needs c, a string")
+    text_field(raw, "c", MAX_COMMAND_LENGTH)
     cid = raw.get("cid")
     if cid is not None:
         cid = _identifier(raw, "cid")
     if raw.get("a") is None:
         return Header(c, cid, NO_ACKS)
+    text_field(raw, "a", MAX_ACKS_LENGTH)
     return Header(c, cid, _ack_set(_optional(raw, "a", str)))
 
 
@@ -201,6 +229,10 @@ def decode_body(header: Header, raw: dict[str, Any]) -> Body:
             _count(raw, "s"),
         )
     if c == "logon":
+        text_field(raw, "client_name", MAX_NAME_LENGTH)
+        text_field(raw, "user_id", MAX_NAME_LENGTH)
+        text_field(raw, "pw", MAX_PASSWORD_LENGTH)
+        _options_text(raw)
         return Logon(
             _optional(raw, "client_name", str),
             _optional(raw, "user_id", str),
@@ -212,10 +244,16 @@ def decode_body(header: Header, raw: dict[str, Any]) -> Body:
         if sub_id is None or sub_id == "all":
             return Unsubscribe(None)
         if isinstance(sub_id, str):
-            return Unsubscribe(tuple(part.strip() for part in sub_id.split(",") if part.strip()))
+            parts = tuple(part.strip() for part in sub_id.split(",") if part.strip())
+            for part in parts:
+                check_identifier("sub_id", part)
+            return Unsubscribe(parts)
         if isinstance(sub_id, int) and not isinstance(sub_id, bool):
+            check_identifier("sub_id", sub_id)
             return Unsubscribe((sub_id,))
         if isinstance(sub_id, list) and all(isinstance(s, str | int) for s in sub_id):
+            for part in sub_id:
+                check_identifier("sub_id", part)
             return Unsubscribe(tuple(sub_id))
         raise _bad("sub_id must be a string")
     if c in ("heartbeat", "flush"):
@@ -223,9 +261,16 @@ def decode_body(header: Header, raw: dict[str, Any]) -> Body:
     raise _bad(f"unknown command {c!r}")
 
 
+def _options_text(raw: dict[str, Any]) -> str | None:
+    text: str | None = _optional(raw, "o", str)
+    if text is not None:
+        check_options_length(text)
+    return text
+
+
 def _decode_query(header: Header, raw: dict[str, Any]) -> Query:
     snapshot, subscribe, delta = QUERY_COMMANDS[header.c]
-    options = parse_options(_optional(raw, "o", str))
+    options = parse_options(_options_text(raw))
     sub_id = _identifier(raw, "sub_id")
     if sub_id is None:
         sub_id = header.cid
@@ -242,6 +287,7 @@ def _decode_query(header: Header, raw: dict[str, Any]) -> Query:
     bookmark = raw.get("bm")
     if bookmark is not None and not isinstance(bookmark, str):
         raise _bad("bm must be a string")
+    text_field(raw, "bm", MAX_BOOKMARK_LENGTH)
     return Query(
         topic=_topic(raw),
         filter=_optional(raw, "filter", str),

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from . import publishing, querying, wire
+from .access import TOO_MANY_ATTEMPTS, LogonThrottle, authenticate
 from .bookmarks import ReplayRequest
 from .commands import (
     Body,
@@ -29,11 +30,11 @@ from .commands import (
     Unsubscribe,
     decode_body,
     decode_header,
+    valid_cid,
 )
 from .config import Config
 from .durability import Durability
 from .errors import (
-    AUTH_FAILURE,
     BAD_MESSAGE,
     LOGON_REQUIRED,
     NAME_IN_USE,
@@ -48,7 +49,7 @@ from .session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
 from .subscription import Subscription
 from .timers import Timers
 from .topic import Topic
-from .txlog import DELETE, EXPIRE, PUBLISH, Entry
+from .txlog import DELETE, EXPIRE, OWNER, PUBLISH, Entry
 
 log = logging.getLogger("server.engine")
 
@@ -82,6 +83,8 @@ class Engine:
         self.timers = Timers()  # conflation intervals and expiries; the runtime sleeps until next_due
         self.sessions: dict[int, Session] = {}
         self.client_names: dict[str, Session] = {}
+        self.name_owners: dict[str, str] = {}  # with [auth]: client name -> the user it belongs to
+        self.logon_throttle = LogonThrottle()  # failed logons per remote address (PROTOCOL 6.7)
         self.sequences: dict[str, int] = {}  # highest accepted publisher sequence per client name
         self.durability = Durability()
         self.on_log: Callable[[], None] = lambda: None  # set by the runtime: entries wait to be written
@@ -93,15 +96,19 @@ class Engine:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def open_session(self, wake: Callable[[], None]) -> Session:
+    def open_session(self, wake: Callable[[], None], peer: str | None = None) -> Session:
+        """A new session; ``peer`` is the client's remote address (failed logons are counted by it)."""
         settings = self.config.server
         outbox = Outbox(settings.queue_max_bytes, settings.queue_max_messages)
         session = Session(next(self._session_ids), outbox, wake, self.run)
+        session.peer = peer
         session.on_dropped = self._note_dropped
         self.sessions[session.id] = session
         return session
 
     def close_session(self, session: Session) -> None:
+        """Forget a session: its subscriptions and everything they hold (the runtime frees its
+        outbox when the socket is gone)."""
         for subscription in list(session.subscriptions.values()):
             self.unsubscribe(subscription)
         session.subscriptions.clear()
@@ -138,7 +145,14 @@ class Engine:
         self.settle()
 
     def unsubscribe(self, subscription: Subscription) -> None:
+        """End a subscription and release what it holds: its views, the changes waiting for the end
+        of a conflation interval (and their timer entries), a replay's buffer."""
         subscription.closed = True
+        subscription.pending.clear()
+        if subscription.held is not None:
+            subscription.held.clear()
+        subscription.replay_buffer.clear()
+        self.timers.cancel(subscription)
         topic = self.topics.get(subscription.topic)
         if topic is None:
             return
@@ -243,16 +257,21 @@ class Engine:
 
     # -- commands ---------------------------------------------------------------------------
 
-    def receive(self, session: Session, frame: bytes | str) -> None:
-        """Process one inbound frame: a command object or an array of them, each acked on its own."""
+    def decode(self, session: Session, frame: bytes | str) -> list[Any]:
+        """The commands of one inbound frame, in order (a failure ack, and none, when it is not JSON)."""
         try:
             decoded = orjson.loads(frame)
         except orjson.JSONDecodeError as error:
             self.fail(session, None, CommandError(BAD_MESSAGE, f"not JSON ({error.msg})"))
-            return
-        commands = decoded if isinstance(decoded, list) else [decoded]
+            return []
+        return decoded if isinstance(decoded, list) else [decoded]
+
+    def receive(self, session: Session, frame: bytes | str) -> None:
+        """Process one inbound frame whole: a command object or an array of them, each acked on
+        its own. (The runtime executes a big frame in slices instead, so other sockets run between
+        them: runtime/connection.py.)"""
         try:
-            for raw in commands:
+            for raw in self.decode(session, frame):
                 if session.close_code is not None:
                     return
                 self.execute(session, raw)
@@ -277,7 +296,8 @@ class Engine:
         self._dropped.append((session, subscriptions))
 
     def execute(self, session: Session, raw: Any) -> None:
-        cid = raw.get("cid") if isinstance(raw, dict) else None
+        """Process one decoded command (call ``settle`` at the end of a run of them)."""
+        cid = valid_cid(raw)
         try:
             header = decode_header(raw)
             cid = header.cid
@@ -334,29 +354,29 @@ class Engine:
 
     def logon(self, session: Session, header: Header, body: Logon) -> None:
         conflation = parse_logon_options(body.options)
+        if session.logged_on and (body.user_id, body.client_name) != (session.user_id, session.client_name):
+            # A socket's identity is fixed: its subscriptions were entitled for it (PROTOCOL 6.2).
+            raise CommandError(
+                BAD_MESSAGE,
+                f"this connection is logged on as user {session.user_id!r}, client name "
+                f"{session.client_name!r}; open a new connection to log on as another",
+            )
         users = self.config.users
-        if users is not None:
-            user = users.get(body.user_id or "")
-            if user is None or not user.check_password(body.password):
-                log.warning(
-                    "auth failure for user %r on session %s; closing it with 1008", body.user_id, session.id
-                )
-                self.fail(session, header.cid, CommandError(AUTH_FAILURE, "unknown user or wrong password"))
-                session.request_close(CLOSE_POLICY, "auth failure")
-                return
-            session.user = user
+        try:
+            user = None
+            if users is not None:
+                throttle, now = self.logon_throttle, self.clock()
+                user = authenticate(users, throttle, body.user_id, body.password, session.peer, now)
+            if body.client_name is not None:
+                self._check_client_name(session, body.client_name, body.user_id)
+        except CommandError as error:
+            self._refuse_logon(session, header, body, error)
+            return
         if body.client_name is not None:
-            holder = self.client_names.get(body.client_name)
-            if holder is not None and holder is not session:
-                if holder.user_id != body.user_id:
-                    raise CommandError(
-                        NAME_IN_USE, f"client name {body.client_name!r} belongs to another user"
-                    )
-                holder.request_close(CLOSE_NAME_IN_USE, "client name in use")
-                self.close_session(holder)
-            if session.client_name is not None and self.client_names.get(session.client_name) is session:
-                del self.client_names[session.client_name]
-            self.client_names[body.client_name] = session
+            self._take_client_name(session, body.client_name, body.user_id)
+        elif session.client_name is not None:
+            self._release_client_name(session)
+        session.user = user
         session.client_name = body.client_name
         session.user_id = body.user_id
         session.logged_on = True
@@ -366,6 +386,55 @@ class Engine:
         if body.client_name is not None:
             fields["s"] = self.durability.persisted_sequences.get(body.client_name, 0)
         self.processed(session, header, **fields)
+
+    def _refuse_logon(self, session: Session, header: Header, body: Logon, error: CommandError) -> None:
+        """A refused identity (PROTOCOL 5, 6.7): the failure ack, then the socket closes with 1008."""
+        if error.detail != TOO_MANY_ATTEMPTS:  # the block itself was logged once, by access.py
+            log.warning(
+                "logon refused (%s) for user %r, client name %.100r, from %s, session %s; closing it (1008)",
+                error.reason,
+                body.user_id,
+                body.client_name,
+                session.peer,
+                session.id,
+            )
+        self.fail(session, header.cid, error)
+        session.request_close(CLOSE_POLICY, error.code)
+
+    def _check_client_name(self, session: Session, name: str, user_id: str | None) -> None:
+        """``name in use`` when ``name`` belongs to another user: with ``[auth]``, the configured user
+        that first used it, connected or not; without, only the user id of a connected holder."""
+        users = self.config.users
+        owner = self.name_owners.get(name)
+        if users is not None and owner is not None and owner != user_id and owner in users:
+            raise CommandError(NAME_IN_USE, f"client name {name!r} belongs to another user")
+        holder = self.client_names.get(name)
+        if holder is not None and holder is not session and holder.user_id != user_id:
+            raise CommandError(NAME_IN_USE, f"client name {name!r} is in use by another user")
+
+    def _take_client_name(self, session: Session, name: str, user_id: str | None) -> None:
+        """Give ``name`` to ``session`` (checked first): an older socket of the same user holding it is
+        closed with 4002; with ``[auth]`` the name is the user's from now on."""
+        if self.config.users is not None and user_id is not None and self.name_owners.get(name) != user_id:
+            self._record_owner(name, user_id)
+        holder = self.client_names.get(name)
+        if holder is not None and holder is not session:
+            holder.request_close(CLOSE_NAME_IN_USE, "client name in use")
+            self.close_session(holder)
+        if session.client_name != name:
+            self._release_client_name(session)
+        self.client_names[name] = session
+
+    def _release_client_name(self, session: Session) -> None:
+        if session.client_name is not None and self.client_names.get(session.client_name) is session:
+            del self.client_names[session.client_name]
+
+    def _record_owner(self, name: str, user_id: str) -> None:
+        self.name_owners[name] = user_id
+        if any(topic.durable for topic in self.config.topics):
+            # Logged like a sequence, and before any sequence of the name: whatever a restart
+            # remembers of the name's publishes, it remembers whose name it is.
+            self.log(Entry(self.next_apply_seq(), OWNER, "", "", user_id, name, None, self.clock(), None))
 
     def check_read(self, session: Session, topic: str) -> None:
         if session.user is not None and not session.user.may_read(topic):

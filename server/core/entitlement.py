@@ -46,11 +46,13 @@ class Entitlement:
         """Refuse a write that would replace a record the user may not see, or store one."""
         if self.filter is None:
             return
-        if old is not None and not self.filter.matches(old, self.ctx):
-            raise CommandError(NOT_ENTITLED, f"user {self.user_id!r} may not change this record")
-        if not self.filter.matches(new, self.ctx):
+        # One reason for both cases, so a refusal says as little as it can about rows the user
+        # may not see (that the write is refused at all is unavoidable).
+        if (old is not None and not self.filter.matches(old, self.ctx)) or not self.filter.matches(
+            new, self.ctx
+        ):
             raise CommandError(
-                NOT_ENTITLED, f"user {self.user_id!r} may not write a record outside {self.filter.text!r}"
+                NOT_ENTITLED, f"user {self.user_id!r} may write only records matching {self.filter.text!r}"
             )
 
 

@@ -1,15 +1,20 @@
 """Command options (the ``o`` field, PROTOCOL section 4), parsed once at the edge.
 
 A comma list; commas inside ``[...]`` do not separate; spaces around items are ignored.
-An unknown option or a malformed value is refused with ``invalid options``.
+An unknown option or a malformed value is refused with ``invalid options``, and so are values
+past the limits of limits.py: more than ``MAX_PATHS`` paths in a select list or a
+``conflation_key``, a path longer than ``MAX_PATH_LENGTH``, a conflation interval longer than
+``MAX_CONFLATION_S`` (the whole ``o`` is bounded by the command decoder).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .cache import COMPILED
 from .durations import parse_duration
 from .errors import INVALID_OPTIONS, CommandError
+from .limits import MAX_CONFLATION_S, MAX_PATH_LENGTH, MAX_PATHS
 from .paths import PathSteps, parse_path
 from .select import SelectList, parse_select
 
@@ -54,9 +59,35 @@ def _bracketed(name: str, value: str) -> str:
 
 
 def _count(name: str, value: str) -> int:
-    if not value.isdigit():
+    if not value.isdigit() or len(value) > 18:  # 18 digits: within a signed 64-bit integer
         raise CommandError(INVALID_OPTIONS, f"{name} takes a whole number, got {value!r}")
     return int(value)
+
+
+# What a parsed select list holds per character of its text (measured: ~100 bytes; the tree has a
+# node per path step).
+SELECT_BYTES_PER_CHAR = 128
+
+
+def _select(text: str) -> SelectList:
+    """A select list, parsed once and kept in the shared byte-bounded cache (select.py's own
+    cache counts entries, and 1,024 select lists of 4 KB are some 270 MB)."""
+    key = ("select", text)
+    found: SelectList | None = COMPILED.get(key)
+    if found is None:
+        found = parse_select.__wrapped__(text)
+        COMPILED.put(key, found, 1024 + SELECT_BYTES_PER_CHAR * len(text))
+    return found
+
+
+def _paths(name: str, inside: str) -> list[str]:
+    """The items of a bracketed path list, within the limits on their number and length."""
+    items = inside.split(",")
+    if len(items) > MAX_PATHS:
+        raise CommandError(INVALID_OPTIONS, f"{name}: more than {MAX_PATHS} paths")
+    if any(len(item) > MAX_PATH_LENGTH for item in items):
+        raise CommandError(INVALID_OPTIONS, f"{name}: a path longer than {MAX_PATH_LENGTH} characters")
+    return items
 
 
 _FLAGS = {"oof", "no_empties", "no_sowkey", "timestamp", "replace"}
@@ -93,18 +124,23 @@ def parse_options(text: str | None) -> Options:
         elif not has_value:
             raise CommandError(INVALID_OPTIONS, f"unknown option {name!r}")
         elif name == "select":
+            inside = _bracketed(name, value)
+            _paths(name, inside)
             try:
-                values["select"] = parse_select(_bracketed(name, value))
+                values["select"] = _select(inside)
             except ValueError as error:
                 raise CommandError(INVALID_OPTIONS, f"select: {error}") from None
         elif name == "conflation":
             try:
-                values["conflation_s"] = parse_duration(value)
+                interval = parse_duration(value)
             except ValueError as error:
                 raise CommandError(INVALID_OPTIONS, f"conflation: {error}") from None
+            if interval > MAX_CONFLATION_S:
+                raise CommandError(INVALID_OPTIONS, f"conflation: at most {MAX_CONFLATION_S:g}s")
+            values["conflation_s"] = interval
         elif name == "conflation_key":
             try:
-                paths = [parse_path(path.strip()) for path in _bracketed(name, value).split(",")]
+                paths = [parse_path(path.strip()) for path in _paths(name, _bracketed(name, value))]
             except ValueError as error:
                 raise CommandError(INVALID_OPTIONS, f"conflation_key: {error}") from None
             values["conflation_key"] = tuple(paths)

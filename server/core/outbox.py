@@ -2,10 +2,14 @@
 
 Entries, in order: plain messages (acks and the like, never conflated), ``RunBatch``es (a run of
 whole records for a stateless subscription), ``Delivery``s (one message about one record) and
-lazy snapshot streams (encoded as the writer drains them, so they do not count against the
-bounds). The queue is bounded in bytes and in messages. A push that does not fit is refused;
-the session then calls ``relieve``, which conflates what is queued by the topics' policies,
-and pushes again.
+lazy snapshot streams (encoded as the writer drains them). The queue is bounded in bytes and in
+messages, and everything in it counts: a snapshot counts its records as messages and an estimate
+of their encoded size as bytes from the moment it is queued, each record's share coming off as it
+is written. (What one snapshot counts is capped at half of each bound: it holds only a pointer a
+record until it is written, and a snapshot bigger than the whole queue must still be possible,
+with room left for the live messages behind it.) A push that does not fit is refused; the
+session then calls ``relieve``, which conflates what is queued by the topics' policies, and
+pushes again.
 
 After a relief the outbox stays *keyed* until it drains: each new delivery for a conflated topic
 merges straight into the queued one for its record, so a stalled socket costs O(1) per message
@@ -31,16 +35,25 @@ CONFLATED_POLICIES = ("conflate", "always")
 
 
 class _Stream:
-    __slots__ = ("head", "source")
+    """A lazy snapshot, and what it still counts against the bounds: ``messages`` records (each
+    ``unit`` bytes), the first to be written."""
 
-    def __init__(self, source: Iterator[bytes]) -> None:
+    __slots__ = ("head", "messages", "source", "unit")
+
+    def __init__(self, source: Iterator[bytes], messages: int, unit: int) -> None:
         self.source = source
         self.head: bytes | None = None
+        self.messages = messages
+        self.unit = unit
 
     def peek(self) -> bytes | None:
         if self.head is None:
             self.head = next(self.source, None)
         return self.head
+
+    @property
+    def size(self) -> int:
+        return self.messages * self.unit
 
 
 Entry = bytes | RunBatch | Delivery | _Stream
@@ -111,8 +124,17 @@ class Outbox:
             return 0
         return self._add(delivery, delivery.size, 1)
 
-    def push_stream(self, messages: Iterator[bytes]) -> None:
-        self._entries.append(_Stream(messages))
+    def push_stream(self, messages: Iterator[bytes], count: int = 0, size: int = 0) -> int:
+        """Queue a lazy snapshot of ``count`` records, about ``size`` bytes once encoded; the number
+        now queued, or 0 when it does not fit. It counts at most half of each bound."""
+        if self.max_messages <= 0:
+            return 0  # closed
+        counted = min(count, self.max_messages // 2)
+        unit = -(-min(size, self.max_bytes // 2) // counted) if counted else 0
+        if counted and not self._fits(counted * unit, counted):
+            return 0
+        # At least 1: an empty snapshot is queued too (and the writer must wake for it).
+        return max(1, self._add(_Stream(messages, counted, unit), counted * unit, counted))
 
     def _merging(self, delivery: Delivery) -> bool:
         policy = delivery.topic.policy
@@ -158,7 +180,7 @@ class Outbox:
             elif isinstance(entry, bytes):
                 self._add(entry, len(entry) + 1, 1)
             else:
-                self._entries.append(entry)
+                self._add(entry, entry.size, entry.messages)
         return list(dropped)
 
     def _relieve_one(
@@ -227,6 +249,7 @@ class Outbox:
                 streamed = entry.peek()
                 if streamed is None:
                     entries.popleft()
+                    self._written(entry, entry.messages)  # fewer records than counted
                     continue
                 if streamed == FRAME_BREAK:
                     entry.head = None
@@ -238,12 +261,20 @@ class Outbox:
                 entry.head = None
                 parts.append(streamed)
                 size += len(streamed) + 1
+                if entry.messages:
+                    self._written(entry, 1)
         if not entries:
             self.keyed = False
             self._index.clear()
         if not parts:
             return None
         return b"[" + b",".join(parts) + b"]"
+
+    def _written(self, stream: _Stream, records: int) -> None:
+        """``records`` of ``stream`` are written (or will never be): they count no more."""
+        stream.messages -= records
+        self.queued_messages -= records
+        self.queued_bytes -= records * stream.unit
 
     def _take_run(
         self, batch: RunBatch, parts: list[bytes], size: int, max_frame_bytes: int

@@ -141,7 +141,7 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
         ctx = entitlement.ctx  # USER() and CLIENT_NAME() are the deleting session's
         keys = [key for key, version in topic.records.items() if match.matches(version.data, ctx)]
     elif body.sow_keys is not None:
-        keys = [key for key in body.sow_keys if key in topic.records]
+        keys = [key for key in dict.fromkeys(body.sow_keys) if key in topic.records]
     else:
         if not isinstance(body.data, dict):
             raise CommandError(BAD_MESSAGE, "data must be a JSON object")

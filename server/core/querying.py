@@ -20,8 +20,10 @@ from .errors import BAD_MESSAGE, INVALID_TOPIC, SUBID_IN_USE, CommandError
 from .filters import Filter, compile_filter, parse_orderby
 from .filters.functions import EvalContext
 from .outbox import FRAME_BREAK
+from .quota import admit_subscription
 from .records import RecordVersion, format_timestamp
-from .subscription import Memo, Subscription
+from .snapshots import estimated_size, record_message
+from .subscription import Subscription
 from .topic import Topic
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ def _filters(text: str | None) -> tuple[Filter, ...]:
 
 def query(engine: Engine, session: Session, header: Header, body: Query) -> None:
     engine.check_read(session, body.topic)
+    admit_subscription(session, body, engine.config.server.max_subscriptions)
     known = engine.topics.get(body.topic)
     if header.c == "sow" and (known is None or not known.is_sow):
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
@@ -130,34 +133,43 @@ def _snapshot(
     subscription: Subscription | None,
 ) -> tuple[int, int]:
     matches, versions = _select(topic, reader, body, orderby) if topic.is_sow else (0, [])
-    memo: Memo = {}
-    views = [reader.view(version, memo) for version in versions]
-    if subscription is not None:
+    views: list[Any] | None = None
+    if subscription is not None and subscription.held is not None:
+        # What the subscription holds is what it was sent: its views are taken now. Otherwise
+        # each view is made as the writer drains the snapshot, never a list of them all.
+        views = [subscription.view_of(version) for version in versions]
         for version, view in zip(versions, views, strict=True):
             subscription.remember(version.key, view)
-    query_json = orjson.dumps(body.query_id)
+    head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
     session.send(wire.group_begin(body.query_id))
-    session.send_stream(_encode_snapshot(topic, query_json, versions, views, body))
+    stream = _encode_snapshot(head, versions, views, reader, body)
+    session.send_stream(stream, len(versions), estimated_size(head, versions))
     session.send(wire.group_end(body.query_id, len(versions)))
     return matches, len(versions)
 
 
 def _encode_snapshot(
-    topic: Topic, query_json: bytes, versions: list[RecordVersion], views: list[Any], body: Query
+    head: bytes,
+    versions: list[RecordVersion],
+    views: list[Any] | None,
+    reader: Subscription,
+    body: Query,
 ) -> Iterator[bytes]:
-    head = wire.snapshot_head(topic.name_json, query_json)
     options = body.options
     batch = body.batch_size
-    for index, (version, view) in enumerate(zip(versions, views, strict=True)):
+    for index, version in enumerate(versions):
         if batch and index and index % batch == 0:
             yield FRAME_BREAK
+        view = views[index] if views is not None else reader.view_of(version)
         fields: dict[str, Any] = {}
         if not options.no_sowkey:
             fields["k"] = version.key
         fields["data"] = view
         if options.timestamp:
             fields["ts"] = format_timestamp(version.timestamp)
-        yield wire.join(head, wire.body(fields))
+        message = record_message(head, fields)
+        if message is not None:
+            yield message
 
 
 def _replace(topic: Topic, old: Subscription, new: Subscription) -> None:
@@ -166,7 +178,6 @@ def _replace(topic: Topic, old: Subscription, new: Subscription) -> None:
     old.closed = True
     if old.held is None:
         return
-    memo: Memo = {}
     for key in list(old.held):
         version = topic.records.get(key)
         if version is None:
@@ -175,7 +186,7 @@ def _replace(topic: Topic, old: Subscription, new: Subscription) -> None:
             new.remember(key, old.held[key])
             continue
         if new.options.oof or old.options.oof:
-            change = old.oof(key, version, "match", memo)
+            change = old.oof(key, version, old.left_because(version), {})  # a memo is for one change
             if change is not None:
                 topic.deliver(old.session, (old,), key, change)
 

@@ -1,10 +1,12 @@
 """Snapshots of the durable SOW, and rebuilding the engine from a snapshot plus the log tail.
 
-A snapshot is framed like the log (see txlog.py): a header ``["snapshot", 1, lsn, sequences]``,
-one frame per record ``[topic, key, data, seq, timestamp, expires_at]``, and a footer
-``["end", count]``. Without its footer a snapshot is incomplete and is not used. Recovery loads
-the newest complete snapshot and applies the log entries after its LSN, so restart time grows
-with the SOW and the tail, not with history.
+A snapshot is framed like the log (see txlog.py): a header
+``["snapshot", 1, lsn, sequences, owners]`` (``owners``: client name -> user id, absent from
+snapshots written before names had owners), one frame per record
+``[topic, key, data, seq, timestamp, expires_at]``, and a footer ``["end", count]``. Without its
+footer a snapshot is incomplete and is not used. Recovery loads the newest complete snapshot and
+applies the log entries after its LSN, so restart time grows with the SOW and the tail, not with
+history.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .records import RecordVersion
-from .txlog import DELETE, EXPIRE, PUBLISH, Entry, frame, scan
+from .txlog import DELETE, EXPIRE, OWNER, PUBLISH, Entry, frame, scan
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -30,6 +32,7 @@ class Snapshot:
     lsn: int
     sequences: dict[str, int]
     rows: list[tuple[str, RecordVersion]]
+    owners: dict[str, str] = field(default_factory=dict)  # client name -> the user it belongs to
 
 
 @dataclass(slots=True)
@@ -48,14 +51,14 @@ def capture(engine: Engine) -> Snapshot:
         if topic.config is not None and topic.config.durable
         for version in topic.records.values()
     ]
-    return Snapshot(engine.durability.last_lsn, dict(engine.sequences), rows)
+    return Snapshot(engine.durability.last_lsn, dict(engine.sequences), rows, dict(engine.name_owners))
 
 
 CHUNK = 1000  # records per frame: the per-frame work is shared by a thousand records
 
 
 def encode_snapshot(snapshot: Snapshot) -> Iterator[bytes]:
-    yield frame(["snapshot", SNAPSHOT_FORMAT, snapshot.lsn, snapshot.sequences])
+    yield frame(["snapshot", SNAPSHOT_FORMAT, snapshot.lsn, snapshot.sequences, snapshot.owners])
     rows = snapshot.rows
     for start in range(0, len(rows), CHUNK):
         yield frame(
@@ -81,19 +84,22 @@ def decode_snapshot(buffer: bytes) -> Snapshot | None:
     ]
     if header[:2] != ["snapshot", SNAPSHOT_FORMAT] or footer != ["end", len(rows)]:
         return None
-    return Snapshot(header[2], dict(header[3]), rows)
+    owners = dict(header[4]) if len(header) > 4 else {}
+    return Snapshot(header[2], dict(header[3]), rows, owners)
 
 
 def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -> Restored:
-    """Rebuild every durable topic, the publisher sequences and the LSN counter (no fan-out:
-    nobody is connected yet). ``entries`` are log payloads in log order."""
+    """Rebuild every durable topic, the publisher sequences, the client names' owners and the LSN
+    counter (no fan-out: nobody is connected yet). ``entries`` are log payloads in log order."""
     report = Restored()
     sequences: dict[str, int] = {}
+    owners: dict[str, str] = {}
     lsn = 0
     durable = {name: topic for name, topic in engine.topics.items() if topic.config and topic.config.durable}
     if snapshot is not None:
         lsn = snapshot.lsn
         sequences.update(snapshot.sequences)
+        owners.update(snapshot.owners)
         for name, version in snapshot.rows:
             topic = durable.get(name)
             if topic is None:
@@ -110,6 +116,10 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
         lsn = max(lsn, entry.lsn)
         if entry.client_name is not None and entry.seq is not None:
             sequences[entry.client_name] = max(sequences.get(entry.client_name, 0), entry.seq)
+        if entry.op == OWNER:
+            if entry.client_name is not None and isinstance(entry.data, str):
+                owners[entry.client_name] = entry.data  # a later claim wins (the owner had left)
+            continue
         topic = durable.get(entry.topic)
         if topic is None:
             if entry.op in (PUBLISH, DELETE, EXPIRE):
@@ -128,6 +138,7 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
     report.records = sum(len(topic.records) for topic in durable.values())
     report.lsn = lsn
     engine.sequences = dict(sequences)
+    engine.name_owners = owners
     engine.durability.restored(lsn, sequences)
     engine.restart_lsn(lsn)
     if report.skipped_topics:

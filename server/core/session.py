@@ -8,7 +8,7 @@ does not fit, closes the socket with 4001.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import wire
@@ -98,11 +98,18 @@ class Session:
                 return
             self._deliver(delivery)
 
-    def send_stream(self, stream: Any) -> None:
+    def send_stream(self, stream: Iterator[bytes], count: int = 0, size: int = 0) -> None:
+        """Queue a lazy snapshot of ``count`` records (about ``size`` bytes encoded): it counts
+        against the queue's bounds like any message, and when it does not fit the same rule
+        applies (write, conflate, close with 4001)."""
         if self.close_code is None:
             self._end_run()
-            self.outbox.push_stream(stream)
-            self._wake()
+            outbox = self.outbox
+
+            def retry() -> int:
+                return outbox.push_stream(stream, count, size)
+
+            self._settle(retry(), retry, None)
 
     def _settle(
         self, queued: int, retry: Callable[[], int], topic: Topic | None, subs: tuple[Subscription, ...] = ()

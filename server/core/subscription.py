@@ -261,10 +261,10 @@ class Subscription:
         # In and out within the interval: the OOF carries the state delivered before it.
         version = new if new is not None else entry.deleted_from
         assert version is not None
-        reason = entry.gone if new is None else self._left_because(new)
+        reason = entry.gone if new is None else self.left_because(new)
         return OOF_KIND, self.full_body(key, version, previous, {}, reason), previous, previous, version
 
-    def _left_because(self, new: RecordVersion) -> str:
+    def left_because(self, new: RecordVersion) -> str:
         """Why a record that still exists left this view."""
         return "match" if self.entitlement.allows(new.data) else ENTITLEMENT
 

@@ -5,6 +5,12 @@ when something earlier is scheduled). A record has at most one expiry entry: a p
 it a new lifetime leaves the entry where it is, and when the entry comes due it is moved to the
 record's current expiry. So the heap never grows beyond the records that expire, however often
 they are published.
+
+An interval entry names its subscription. When the subscription ends (``cancel``) its entries
+are dead: the heap is rebuilt without them as soon as they are half of it, and the heap is also
+swept of ended subscriptions whenever it has doubled since the last sweep. So ended
+subscriptions (and the records their pending changes hold) never stay in memory until an
+interval of theirs, perhaps hours away, comes due.
 """
 
 from __future__ import annotations
@@ -20,9 +26,15 @@ if TYPE_CHECKING:
 Lifetime = Callable[[str, str], float | None]  # (topic, SowKey) -> the record's expiry, None if gone
 
 
+MIN_SWEEP = 64  # a heap this small is never worth a sweep
+
+
 class Timers:
     def __init__(self) -> None:
         self._intervals: list[tuple[float, int, Subscription]] = []
+        self._entries: dict[Subscription, int] = {}  # live interval entries per subscription
+        self._dead = 0  # entries of cancelled subscriptions still in the heap
+        self._swept_size = 0  # the heap's size after the last sweep
         self._ids = itertools.count()
         self._expiries: list[tuple[float, str, str]] = []
         self._slots: set[tuple[str, str]] = set()
@@ -31,6 +43,10 @@ class Timers:
     @property
     def expiry_entries(self) -> int:
         return len(self._expiries)
+
+    @property
+    def interval_entries(self) -> int:
+        return len(self._intervals)
 
     def next_due(self) -> float | None:
         dues = [heap[0][0] for heap in (self._intervals, self._expiries) if heap]
@@ -44,7 +60,26 @@ class Timers:
         """The end of one of ``subscription``'s conflation intervals."""
         earliest = self.next_due()
         heapq.heappush(self._intervals, (due, next(self._ids), subscription))
+        self._entries[subscription] = self._entries.get(subscription, 0) + 1
+        if len(self._intervals) >= max(MIN_SWEEP, 2 * self._swept_size):
+            self._sweep()
         self._scheduled(due, earliest)
+
+    def cancel(self, subscription: Subscription) -> None:
+        """``subscription`` has ended: its interval entries are dead."""
+        self._dead += self._entries.pop(subscription, 0)
+        if self._dead and 2 * self._dead >= len(self._intervals):
+            self._sweep()
+
+    def _sweep(self) -> None:
+        """Rebuild the interval heap without the entries of ended subscriptions."""
+        live = self._entries
+        for subscription in [sub for sub in live if sub.closed]:
+            del live[subscription]  # ended without cancel (replaced by a new subscription)
+        self._intervals = [entry for entry in self._intervals if entry[2] in live]
+        heapq.heapify(self._intervals)
+        self._dead = 0
+        self._swept_size = len(self._intervals)
 
     def expire_at(self, topic: str, key: str, due: float) -> None:
         slot = (topic, key)
@@ -56,9 +91,17 @@ class Timers:
         self._scheduled(due, earliest)
 
     def intervals_due(self, now: float) -> Iterator[Subscription]:
-        intervals = self._intervals
-        while intervals and intervals[0][0] <= now:
-            yield heapq.heappop(intervals)[2]
+        while self._intervals and self._intervals[0][0] <= now:
+            subscription = heapq.heappop(self._intervals)[2]
+            count = self._entries.get(subscription)
+            if count is None:
+                self._dead = max(0, self._dead - 1)
+                continue  # cancelled: nothing to deliver
+            if count > 1:
+                self._entries[subscription] = count - 1
+            else:
+                del self._entries[subscription]
+            yield subscription
 
     def expiries_due(self, now: float, lifetime: Lifetime) -> Iterator[tuple[str, str]]:
         """The records whose lifetime has ended by ``now``, as (topic, SowKey)."""

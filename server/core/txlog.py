@@ -8,7 +8,9 @@ acknowledged as persisted.
 
 Entry payloads: ``[lsn, op, topic, key, data, client_name, s, timestamp, expires_at]`` with
 ``op`` one of ``p`` (a publish or delta publish: ``data`` is the stored, merged record), ``d`` (a
-delete), ``x`` (an expiry) and ``n`` (a durable command that changed nothing but carried ``s``).
+delete), ``x`` (an expiry), ``n`` (a durable command that changed nothing but carried ``s``) and
+``o`` (with ``[auth]``: ``client_name`` now belongs to the user ``data``; ``topic`` and ``key`` are
+empty). Readers skip ops they do not know, so logs written before ``o`` existed read the same.
 The LSN (log sequence number) is the record version's apply sequence: unique, increasing
 across restarts, and what a bookmark names.
 """
@@ -23,6 +25,7 @@ from typing import Any
 import orjson
 
 PUBLISH, DELETE, EXPIRE, SEQUENCE = "p", "d", "x", "n"  # n: only a publisher sequence to remember
+OWNER = "o"  # a client name's owner (with [auth]): it goes where the name's sequences go
 
 _HEADER = struct.Struct(">II")
 HEADER_SIZE = _HEADER.size

@@ -90,10 +90,12 @@ class Hub:
             )
             engine.abort_replay(request, "replay_failed")
 
-    def connect(self, send: SendFrame, handle: SocketHandle) -> Connection:
+    def connect(self, send: SendFrame, handle: SocketHandle, peer: str | None = None) -> Connection:
+        """A new socket; ``peer`` is its remote address (failed logons are counted by it)."""
         self.start()
         settings = self.config.server
         connection = Connection(self.engine, send, handle, settings.max_message_bytes, settings.binary_frames)
+        connection.session.peer = peer
         self.connections.add(connection)
         connection.start()
         return connection

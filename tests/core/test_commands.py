@@ -184,3 +184,17 @@ def test_unix_timestamp_reads_the_clock_when_evaluated(hub: Harness) -> None:
     hub.clock.now += 120
     publisher.send(publish(2, until=until))
     assert [m["data"]["order"] for m in watcher.take()] == [1]
+
+
+def test_a_sow_delete_naming_one_key_twice_deletes_it_once() -> None:
+    h = Harness()
+    peer = h.peer()
+    peer.send(publish(1), publish(2))
+    keys = [m["k"] for m in peer.send({"c": "sow", "t": "orders", "cid": "q"}) if m["c"] == "sow"]
+    out = peer.send(
+        {"c": "sow_delete", "t": "orders", "cid": "d", "a": "stats", "sow_keys": [keys[0], keys[0], keys[1]]}
+    )
+    assert [(m["a"], m["status"], m.get("records_deleted")) for m in out] == [
+        ("processed", "success", 2),
+        ("stats", "success", 2),
+    ]

@@ -230,3 +230,31 @@ def test_a_delete_by_sow_key_of_a_row_outside_the_entitlement_deletes_nothing(h:
     )
     assert [m["records_deleted"] for m in out if m["a"] == "stats"] == [1]
     assert set(sow(feed)) == {2, 3, 4}
+
+
+# -- identity ---------------------------------------------------------------------------------
+
+
+def test_a_connection_cannot_change_who_it_is(h: Harness, feed: Peer) -> None:
+    alice = logged_on(h, "alice")
+    alice.send({"c": "subscribe", "t": "orders", "sub_id": "s"})
+    out = alice.send({"c": "logon", "cid": "again", "user_id": "feed", "pw": "pw"})
+    assert failure(out).startswith("bad message: this connection is logged on as user 'alice'")
+    feed.send(order(7, "Bob", secret="b7"))
+    assert alice.take() == []
+    again = alice.send({"c": "logon", "cid": "same", "user_id": "alice", "pw": "pw"})
+    assert acks(again) == [("processed", "success")]
+
+
+def test_replace_sends_one_oof_per_record_it_drops(h: Harness, feed: Peer) -> None:
+    alice = logged_on(h, "alice")
+    feed.send(order(5, "Alice", qty=50))
+    alice.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "s", "o": "oof"})
+    out = alice.send(
+        {"c": "sow_and_subscribe", "t": "orders", "sub_id": "s", "o": "oof,replace", "filter": "/qty = 10"}
+    )
+    assert sorted((m["data"]["order"], m["reason"]) for m in of_type(out, "oof")) == [
+        (3, "match"),
+        (5, "match"),
+    ]
+    assert len({m["k"] for m in of_type(out, "oof")}) == 2

@@ -54,8 +54,8 @@ def test_deep_nesting_and_huge_filters_are_refused_cleanly() -> None:
 
 
 def test_a_long_flat_chain_of_or_compiles_and_runs() -> None:
-    text = " OR ".join(f"/id = {n}" for n in range(2000))
-    assert compile_filter(text).matches({"id": 1999})
+    text = " OR ".join(f"/id = {n}" for n in range(1000))  # 13 KB: within the 16 KiB limit
+    assert compile_filter(text).matches({"id": 999})
 
 
 def test_like_runs_in_linear_time() -> None:

@@ -2,23 +2,29 @@
 
 Every closure takes ``(record, ctx)`` and returns a value (``None`` is NULL); boolean nodes
 return ``True``, ``False`` or ``None``. A ``Filter`` matches a record only when its closure
-returns ``True``. Evaluation never raises: every operator is total over JSON values.
+returns ``True``. Evaluation never raises: every operator is total over JSON values, and an
+evaluation that would pass its work budget (budget.py) stops and does not match.
+
+Compiled filters are kept in the shared byte-bounded cache (``..cache``), each counted at an
+estimate of what its tree and closures hold, plus its regular expressions (cost.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
+from ..cache import COMPILED
 from ..paths import MISSING
 from . import ast, fastpaths
 from .analysis import IndexTerm, index_term
+from .budget import EVALUATION_BUDGET, METER, OverBudget, spend
+from .cost import estimate, held_bytes, literal_pattern
 from .fields import read_field
-from .functions import FUNCTIONS, EvalContext
+from .functions import FUNCTIONS, EvalContext, regexp_replace_with
 from .parser import parse
-from .regex import compile_regex
+from .regex import Regex, compile_regex
 from .values import Truth, any_pair, arithmetic, make_comparison, to_number, to_text, to_truth
 
 Evaluator = Callable[[Any, EvalContext], Any]
@@ -30,22 +36,41 @@ NO_CONTEXT = EvalContext()
 class Filter:
     text: str
     tree: ast.Node
-    evaluate: Evaluator
+    run: Evaluator  # the compiled closure; it raises OverBudget past the budget (use the methods)
     index_term: IndexTerm | None  # what a record must have to match, for indexing (may be None)
+    cost: int  # the work of one evaluation, estimated (cost.py): what a socket's budget counts
 
     def matches(self, record: Any, ctx: EvalContext = NO_CONTEXT) -> bool:
+        METER.left = EVALUATION_BUDGET  # a fresh budget for each evaluation (inline: hot path)
         try:
-            outcome = self.evaluate(record, ctx)
+            outcome = self.run(record, ctx)
             return outcome is True or (outcome is not False and to_truth(outcome) is True)
-        except Exception:  # pragma: no cover - a defect, but one record must never stop a fan-out
+        except Exception:  # OverBudget, or a defect: one record must never stop a fan-out
             return False
 
+    def evaluate(self, record: Any, ctx: EvalContext = NO_CONTEXT) -> Any:
+        """The filter's value for ``record``: TRUE, FALSE, NULL (None) or any value; NULL when
+        the evaluation would pass its work budget."""
+        METER.left = EVALUATION_BUDGET
+        try:
+            return self.run(record, ctx)
+        except OverBudget:
+            return None
 
-@lru_cache(maxsize=4096)
+
 def compile_filter(text: str) -> Filter:
     """Compile a filter (cached per text); raises ``FilterError`` with the column of the first error."""
+    key = ("filter", text)
+    found: Filter | None = COMPILED.get(key)
+    if found is None:
+        found = _build(text)
+        COMPILED.put(key, found, held_bytes(text, found.tree))
+    return found
+
+
+def _build(text: str) -> Filter:
     tree = parse(text)
-    return Filter(text, tree, _compile(tree), index_term(tree))
+    return Filter(text, tree, _compile(tree), index_term(tree), estimate(tree))
 
 
 _specialise = True
@@ -55,10 +80,9 @@ def general_filter(text: str) -> Filter:
     """The same filter compiled without the specialised evaluators of ``fastpaths``: the
     reference semantics that the specialised ones are tested against."""
     global _specialise
-    tree = parse(text)
     _specialise = False
     try:
-        return Filter(text, tree, _compile(tree), index_term(tree))
+        return _build(text)
     finally:
         _specialise = True
 
@@ -99,7 +123,7 @@ def _field(node: ast.Field) -> Evaluator:
         return read_one
 
     def read(record: Any, ctx: EvalContext) -> Any:
-        value = read_field(record, steps)
+        value = read_field(record, steps, spend)
         return None if value is MISSING or value == "" else value
 
     return read
@@ -205,11 +229,13 @@ def _like(node: ast.Like) -> Evaluator:
     fast = fastpaths.like_literal(name, node.pattern) if name else None
     if fast is not None:
         return fast
-    regex = compile_regex(node.pattern, node.column)
+    # Plain text is matched with string methods on every path, so that the general evaluator
+    # agrees with the specialised one whatever the text's size (no regex, nothing to charge).
+    test = fastpaths.literal_test(node.pattern) or compile_regex(node.pattern, node.column).search
 
     def like(x: Any, _: Any) -> Truth:
         text = to_text(x)
-        return None if text is None else regex.search(text) is not None
+        return None if text is None else test(text)
 
     return lambda record, ctx: any_pair(operand(record, ctx), None, like)
 
@@ -255,6 +281,11 @@ def _negate(node: ast.Negate) -> Evaluator:
 
 def _call(node: ast.Call) -> Evaluator:
     impl = FUNCTIONS[node.name].impl
+    pattern = literal_pattern(node)
+    if pattern is not None:
+        # A literal pattern is checked now: an invalid or too complex one is a bad filter.
+        regex: Regex = compile_regex(pattern.value, pattern.column, captures=True)
+        impl = regexp_replace_with(regex)
     args = tuple(_compile(arg) for arg in node.args)
 
     def call(record: Any, ctx: EvalContext) -> Any:

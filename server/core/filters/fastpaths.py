@@ -103,24 +103,33 @@ def member_of_literals(name: str, items: list[Any], general: General) -> Evaluat
 _LITERAL_PATTERN = re.compile(r"(\^?)((?:[^\\.^$*+?()\[\]{}|]|\\[\\.^$*+?()\[\]{}|/])*)(\$?)")
 
 
-def like_literal(name: str, pattern: str) -> Evaluator | None:
-    """``LIKE`` with a pattern that is plain text, optionally anchored: string methods, no regex."""
+def literal_test(pattern: str) -> Callable[[str], bool] | None:
+    """The test of a ``LIKE`` pattern that is plain text, optionally anchored, as a string
+    method (no regex); None for any other pattern."""
     match = _LITERAL_PATTERN.fullmatch(pattern)
     if match is None:
         return None
     anchored_start, body, anchored_end = match.group(1), match.group(2), match.group(3)
     text = re.sub(r"\\(.)", r"\1", body)
-    test: Callable[[str], bool]
     if anchored_start and anchored_end:
-        test = text.__eq__
-    elif anchored_start:
-        test = operator.methodcaller("startswith", text)
-    elif anchored_end:
-        test = operator.methodcaller("endswith", text)
-    else:
+        return text.__eq__
+    if anchored_start:
+        return operator.methodcaller("startswith", text)
+    if anchored_end:
+        return operator.methodcaller("endswith", text)
 
-        def test(value: str) -> bool:
-            return text in value
+    def contains(value: str) -> bool:
+        return text in value
+
+    return contains
+
+
+def like_literal(name: str, pattern: str) -> Evaluator | None:
+    """``LIKE`` with a pattern that is plain text, optionally anchored: string methods, no regex."""
+    found = literal_test(pattern)
+    if found is None:
+        return None
+    test = found
 
     def like_scalar(x: Any, _: Any) -> Truth:
         kind = type(x)

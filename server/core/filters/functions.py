@@ -1,5 +1,13 @@
 """Functions of the filter language, with AMPS's argument rules: positions are 1-based,
-negative positions count from the end, and anything out of range gives NULL."""
+negative positions count from the end, and anything out of range gives NULL.
+
+Their work is bounded twice over (docs/protocol.md, Limits):
+- a function that can make text longer than its inputs (CONCAT, REPLACE, REGEXP_REPLACE, UPPER,
+  LOWER) gives NULL when its result would be longer than ``max(longest input, MAX_GROWN_TEXT)``
+  characters, and knows that before building it: nesting them can never blow up, every
+  intermediate text is at most as long as the longest field or 64 KiB;
+- every character a function scans or copies is charged to the evaluation budget (budget.py).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .regex import compile_regex
+from ..cache import COMPILED
+from ..errors import FilterError
+from .budget import spend, text_units
+from .regex import Regex, compile_regex
 from .values import compare_scalars, first, to_number, to_text, to_truth
+
+MAX_GROWN_TEXT = 64 * 1024  # characters a text function may grow its result to, past its inputs
+MAX_ROUND_DIGITS = 400  # ROUND's digits are clamped to this: 10 ** 10**9 would take minutes
+COMPILE_UNITS = 2_000  # budget units per pattern character, for a pattern compiled while evaluating
 
 
 def _no_clock() -> float:
@@ -41,10 +56,21 @@ class Function:
         return f"{self.min_args} to {self.max_args}"
 
 
-def _text_fn(op: Callable[[str], Any]) -> Callable[[list[Any], EvalContext], Any]:
+def _within(result: str, longest: int) -> str | None:
+    """``result``, or NULL when it is longer than a function may grow text."""
+    return result if len(result) <= max(longest, MAX_GROWN_TEXT) else None
+
+
+def _text_fn(op: Callable[[str], Any], scans: bool = True) -> Callable[[list[Any], EvalContext], Any]:
     def impl(args: list[Any], ctx: EvalContext) -> Any:
         text = to_text(first(args[0]))
-        return None if text is None else op(text)
+        if text is None:
+            return None
+        if scans:
+            spend(text_units(text))
+        result = op(text)
+        # UPPER and LOWER can grow text (up to 3 characters for 1): the same cap as any function.
+        return _within(result, len(text)) if type(result) is str else result
 
     return impl
 
@@ -60,11 +86,14 @@ def _substr(args: list[Any], ctx: EvalContext) -> Any:
     if start < 1 or start > len(text):
         return None
     if len(args) == 2:
-        return text[start - 1 :]
-    length = to_number(args[2])
-    if length is None or length < 0:
-        return None
-    return text[start - 1 : start - 1 + int(length)]
+        result = text[start - 1 :]
+    else:
+        length = to_number(args[2])
+        if length is None or length < 0:
+            return None
+        result = text[start - 1 : start - 1 + int(min(length, len(text)))]
+    spend(len(result))
+    return result
 
 
 def _left_right(from_right: bool) -> Callable[[list[Any], EvalContext], Any]:
@@ -73,7 +102,8 @@ def _left_right(from_right: bool) -> Callable[[list[Any], EvalContext], Any]:
         count = to_number(args[1])
         if text is None or count is None or count < 0:
             return None
-        count = int(count)
+        count = int(min(count, len(text)))
+        spend(count)
         return (text[len(text) - count :] if count else "") if from_right else text[:count]
 
     return impl
@@ -84,6 +114,7 @@ def _instr(case_insensitive: bool) -> Callable[[list[Any], EvalContext], Any]:
         text, part = to_text(first(args[0])), to_text(first(args[1]))
         if text is None or part is None:
             return None
+        spend(text_units(text) * (2 if case_insensitive else 1))
         if case_insensitive:
             text, part = text.lower(), part.lower()
         return text.find(part) + 1
@@ -93,30 +124,66 @@ def _instr(case_insensitive: bool) -> Callable[[list[Any], EvalContext], Any]:
 
 def _strequal_i(args: list[Any], ctx: EvalContext) -> Any:
     a, b = to_text(first(args[0])), to_text(first(args[1]))
-    return None if a is None or b is None else a.lower() == b.lower()
+    if a is None or b is None:
+        return None
+    spend(text_units(a) + text_units(b))
+    return a.lower() == b.lower()
 
 
 def _concat(args: list[Any], ctx: EvalContext) -> Any:
-    parts = [to_text(first(arg)) for arg in args]
-    return "".join(part for part in parts if part is not None) or None
+    parts = [part for arg in args if (part := to_text(first(arg))) is not None]
+    lengths = [len(part) for part in parts]
+    total = sum(lengths)
+    if not total or total > max(*lengths, MAX_GROWN_TEXT):
+        return None
+    spend(total)
+    return "".join(parts)
 
 
 def _replace(args: list[Any], ctx: EvalContext) -> Any:
     text, old, new = (to_text(first(arg)) for arg in args)
     if text is None or old is None:
         return None
-    return text.replace(old, new or "")
+    new = new or ""
+    spend(text_units(text))
+    size = len(text) + text.count(old) * (len(new) - len(old))
+    if size > max(len(text), len(old), len(new), MAX_GROWN_TEXT):
+        return None
+    spend(size)
+    return text.replace(old, new)
 
 
 def _regexp_replace(args: list[Any], ctx: EvalContext) -> Any:
     text, pattern, new = (to_text(first(arg)) for arg in args)
     if text is None or pattern is None:
         return None
+    regex = _pattern_of_record(pattern)
+    return None if regex is None else _replace_all(regex, text, new or "")
+
+
+def regexp_replace_with(regex: Regex) -> Callable[[list[Any], EvalContext], Any]:
+    """REGEXP_REPLACE whose pattern is a literal of the filter, compiled with it."""
+
+    def impl(args: list[Any], ctx: EvalContext) -> Any:
+        text, new = to_text(first(args[0])), to_text(first(args[2]))
+        return None if text is None else _replace_all(regex, text, new or "")
+
+    return impl
+
+
+def _replace_all(regex: Regex, text: str, new: str) -> str | None:
+    return regex.replace(text, new, max(len(text), len(new), MAX_GROWN_TEXT))
+
+
+def _pattern_of_record(pattern: str) -> Regex | None:
+    """A pattern that came from a record: compiled now (its cost charged unless it is cached),
+    NULL when it is not a valid pattern within the limits."""
+    if ("regex", pattern, True) not in COMPILED:
+        spend(COMPILE_UNITS * len(pattern))
     try:
-        regex = compile_regex(pattern, 1)
-    except Exception:
+        return compile_regex(pattern, 1, captures=True)
+    except FilterError:
         return None
-    return regex.sub(new or "", text)
 
 
 def _number_fn(op: Callable[[Any], Any]) -> Callable[[list[Any], EvalContext], Any]:
@@ -132,8 +199,13 @@ def _round(args: list[Any], ctx: EvalContext) -> Any:
     digits = to_number(args[1]) if len(args) > 1 else 0
     if number is None or digits is None:
         return None
-    scale = 10 ** int(digits)
-    rounded = math.floor(abs(number) * scale + 0.5) / scale  # half away from zero, like SQL
+    digits = max(-MAX_ROUND_DIGITS, min(MAX_ROUND_DIGITS, digits))
+    try:
+        scale = 10 ** int(digits)
+        rounded = math.floor(abs(number) * scale + 0.5) / scale  # half away from zero, like SQL
+    except (OverflowError, ZeroDivisionError):
+        # Past what a double holds: so many digits change nothing, so few leave nothing.
+        return number if digits > 0 else 0 * number
     rounded = math.copysign(rounded, number)
     return int(rounded) if isinstance(number, int) or digits <= 0 else rounded
 
@@ -168,7 +240,7 @@ MANY = 1 << 16
 FUNCTIONS: dict[str, Function] = {
     "UPPER": Function(_text_fn(str.upper), 1, 1),
     "LOWER": Function(_text_fn(str.lower), 1, 1),
-    "LENGTH": Function(_text_fn(len), 1, 1),
+    "LENGTH": Function(_text_fn(len, scans=False), 1, 1),
     "TRIM": Function(_text_fn(str.strip), 1, 1),
     "LTRIM": Function(_text_fn(str.lstrip), 1, 1),
     "RTRIM": Function(_text_fn(str.rstrip), 1, 1),

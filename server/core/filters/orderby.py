@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Protocol
 
+from ..cache import COMPILED
 from ..errors import INVALID_ORDER_BY, CommandError, FilterError
 from ..paths import MISSING
 from .fields import read_field
@@ -70,8 +70,20 @@ class OrderBy:
         return ordered
 
 
-@lru_cache(maxsize=1024)
+ORDERBY_BYTES_PER_CHAR = 32  # what a parsed order-by holds a character of its text (measured: ~11)
+
+
 def parse_orderby(text: str) -> OrderBy:
+    """Parse (cached in the shared byte-bounded cache); raises ``CommandError`` (invalid order by)."""
+    key = ("orderby", text)
+    found: OrderBy | None = COMPILED.get(key)
+    if found is None:
+        found = _parse(text)
+        COMPILED.put(key, found, 512 + ORDERBY_BYTES_PER_CHAR * len(text))
+    return found
+
+
+def _parse(text: str) -> OrderBy:
     try:
         tokens = tokenize(text)
     except FilterError as error:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..errors import FilterError
 from . import ast
+from .fastpaths import literal_test
 from .functions import FUNCTIONS
 from .lexer import Kind, Token, tokenize
 from .regex import compile_regex
@@ -192,7 +193,8 @@ class _Parser:
         if word == "LIKE":
             pattern = self.expect(Kind.STRING, "a quoted regular expression")
             assert isinstance(pattern.value, str)
-            compile_regex(pattern.value, pattern.column)
+            if literal_test(pattern.value) is None:  # plain text is matched without a regex
+                compile_regex(pattern.value, pattern.column)
             return ast.Like(column, left, pattern.value)
         if word in ("BEGINS", "ENDS"):
             self.expect_word("WITH")

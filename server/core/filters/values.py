@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .budget import PAIR_UNITS, spend
+
 Truth = bool | None
 
 _NUMERIC = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*")
@@ -22,7 +24,10 @@ _INTEGER = re.compile(r"\s*[+-]?\d+\s*")
 
 def parse_number(text: str) -> int | float | None:
     if _INTEGER.fullmatch(text):
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:  # past Python's 4,300 digits for int(): still a number, as a float
+            return float(text)
     if _NUMERIC.fullmatch(text):
         return float(text)
     return None
@@ -108,9 +113,12 @@ def compare_scalars(a: Any, b: Any) -> int | None:
 
 
 def any_pair(a: Any, b: Any, test: Callable[[Any, Any], Truth]) -> Truth:
-    """Apply a scalar test to ``a`` and ``b``, over every element where either is an array."""
+    """Apply a scalar test to ``a`` and ``b``, over every element where either is an array
+    (every pair tested is charged to the evaluation budget: two long arrays make many)."""
     left = a if type(a) is list else (a,)
     right = b if type(b) is list else (b,)
+    if len(left) > 1 or len(right) > 1:
+        spend(PAIR_UNITS * len(left) * len(right))
     seen_false = False
     for x in left:
         for y in right:

@@ -1,0 +1,58 @@
+"""The sizes a client may send, checked once at the edge (commands.py, options.py), and what one
+socket may hold (PROTOCOL 2 ``max_subscriptions``, and a cost budget). Every number and its
+reason is in docs/protocol.md, Limits.
+
+Names and ids are kept: a client name is written into every durable log entry of its publishes
+and remembered with its sequence after the session ends, ids are echoed on every ack and message.
+A 900 KB client name made 50 publishes grow the log by 45 MB, so they are bounded here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import BAD_MESSAGE, INVALID_OPTIONS, CommandError
+
+MAX_NAME_LENGTH = 256  # client_name, user_id, topic names (characters)
+MAX_ID_LENGTH = 256  # cid, sub_id and query_id strings, and each SowKey of sow_keys
+MAX_PASSWORD_LENGTH = 1024
+MAX_OPTIONS_LENGTH = 4096  # the ``o`` field of any command
+MAX_BOOKMARK_LENGTH = 64  # a log position or an ISO-8601 time is under 40
+MAX_ACKS_LENGTH = 128  # the ``a`` field: all five ack kinds take 46
+MAX_PATHS = 64  # paths in one select list or conflation_key
+MAX_PATH_LENGTH = 256  # characters of one path in an option
+MAX_INTEGER = 2**63 - 1  # integer ids, sequences and counts fit a signed 64-bit integer
+MIN_INTEGER = -(2**63)
+
+# Subscription conflation holds every change of its interval until the interval ends: past a
+# minute that is a delay that holds memory, not a conflation.
+MAX_CONFLATION_S = 60.0
+
+# The estimated filter work (filters/cost.py, ~150-300 ns a unit) of the subscriptions of one socket
+# that no index can skip: every publish to their topic evaluates all of them.
+SOCKET_FILTER_BUDGET = 10_000
+
+
+def text_field(raw: dict[str, Any], name: str, limit: int) -> None:
+    """``bad message`` when the string field ``name`` is longer than ``limit`` characters."""
+    value = raw.get(name)
+    if type(value) is str and len(value) > limit:
+        raise CommandError(BAD_MESSAGE, f"{name} too long ({len(value)} characters, at most {limit})")
+
+
+def check_identifier(name: str, value: Any) -> None:
+    """``bad message`` for an id string past ``MAX_ID_LENGTH`` or an integer outside 64 bits."""
+    if type(value) is str:
+        if len(value) > MAX_ID_LENGTH:
+            raise CommandError(
+                BAD_MESSAGE, f"{name} too long ({len(value)} characters, at most {MAX_ID_LENGTH})"
+            )
+    elif type(value) is int and not MIN_INTEGER <= value <= MAX_INTEGER:
+        raise CommandError(BAD_MESSAGE, f"{name} too large (a signed 64-bit integer at most)")
+
+
+def check_options_length(text: str) -> None:
+    if len(text) > MAX_OPTIONS_LENGTH:
+        raise CommandError(
+            INVALID_OPTIONS, f"o too long ({len(text)} characters, at most {MAX_OPTIONS_LENGTH})"
+        )

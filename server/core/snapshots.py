@@ -1,0 +1,47 @@
+"""Snapshot messages (``sow`` records) as the writer drains them, and what a queued snapshot counts
+against its socket's queue before they exist (outbox.py counts a snapshot from the moment it is
+queued, but its records are encoded only when they are written)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from . import wire
+from .records import RecordVersion
+
+log = logging.getLogger("server.core")
+
+SIZE_SAMPLE = 8  # records encoded to estimate what a whole snapshot will come to
+UNKNOWN_SIZE = 256  # the estimate of a record that cannot be encoded
+
+
+def estimated_size(head: bytes, versions: Sequence[RecordVersion]) -> int:
+    """About the bytes ``versions`` will take as snapshot messages: a few of them encoded, the
+    rest taken to be like them."""
+    if not versions:
+        return 0
+    step = max(1, len(versions) // SIZE_SAMPLE)
+    sample = versions[::step][:SIZE_SAMPLE]
+    sampled = sum(_size(version) for version in sample)
+    return len(versions) * (len(head) + 16) + sampled * len(versions) // len(sample)
+
+
+def _size(version: RecordVersion) -> int:
+    try:
+        return len(wire.dumps(version.data)) + len(version.key)
+    except orjson.JSONEncodeError:
+        return UNKNOWN_SIZE
+
+
+def record_message(head: bytes, fields: dict[str, Any]) -> bytes | None:
+    """One snapshot message, or None for a record that cannot be encoded (nested deeper than the
+    encoder allows): it is left out rather than stop the socket's writer."""
+    try:
+        return wire.join(head, wire.body(fields))
+    except orjson.JSONEncodeError as error:
+        log.warning("a snapshot record could not be encoded and was left out: %s", error)
+        return None

@@ -1,0 +1,178 @@
+"""The bounded HTTP protocol against uvicorn's own machinery: a real uvicorn Config, server state
+and event loop, with an in-memory transport. If uvicorn moves or renames the hooks that
+server/asgi/uvicorn_protocol.py overrides, these tests fail."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+import pytest
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from uvicorn.server import ServerState
+
+from server.asgi.uvicorn_protocol import MAX_HEAD_BYTES, GuardedHttpProtocol, guarded_http_protocol
+
+TIMEOUT_S = 0.1
+
+
+class MemoryTransport(asyncio.Transport):
+    def __init__(self, port: int = 50000) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.closed = False
+        self.protocol: asyncio.BaseProtocol | None = None
+        self.extra = {"peername": ("127.0.0.1", port), "sockname": ("127.0.0.1", 8000)}
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self.extra.get(name, default)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += data
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self.protocol = protocol
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "http":
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+    elif scope["type"] == "websocket":
+        await receive()
+        await send({"type": "websocket.accept"})
+        await receive()  # held open until the test disconnects it
+
+
+class Server:
+    def __init__(self, max_pending: int = 100) -> None:
+        self.protocol_class = guarded_http_protocol(TIMEOUT_S, max_pending)
+        self.config = uvicorn.Config(
+            app, http=self.protocol_class, ws="websockets-sansio", lifespan="off", log_config=None
+        )
+        self.config.load()
+        self.state = ServerState()
+
+    def connect(self, port: int = 50000) -> tuple[GuardedHttpProtocol, MemoryTransport]:
+        protocol = self.protocol_class(config=self.config, server_state=self.state, app_state={})
+        transport = MemoryTransport(port)
+        protocol.connection_made(transport)
+        return protocol, transport
+
+
+UPGRADE_HEAD = (
+    b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+)
+
+
+def test_uvicorn_still_has_the_hooks_we_override() -> None:
+    for name in (
+        "connection_made",
+        "connection_lost",
+        "data_received",
+        "on_headers_complete",
+        "on_response_complete",
+        "handle_websocket_upgrade",
+    ):
+        assert callable(getattr(HttpToolsProtocol, name, None)), f"uvicorn's HttpToolsProtocol lost {name}"
+    assert list(inspect.signature(HttpToolsProtocol.on_response_complete).parameters) == ["self"]
+    assert list(inspect.signature(HttpToolsProtocol.on_headers_complete).parameters) == ["self"]
+    assert list(inspect.signature(HttpToolsProtocol.handle_websocket_upgrade).parameters) == ["self"]
+
+
+async def test_a_partial_head_is_closed_after_the_timeout_however_it_trickles() -> None:
+    server = Server()
+    protocol, transport = server.connect()
+    for part in (b"GET /ws HTTP/1.1\r\n", b"Host: x\r\n", b"Upgrade: websocket\r\n"):
+        protocol.data_received(part)
+        await asyncio.sleep(TIMEOUT_S / 3)
+    await asyncio.sleep(TIMEOUT_S)
+    assert transport.closed
+    assert protocol.pending.waiting == {}
+
+
+async def test_a_connection_that_sends_nothing_is_closed_after_the_timeout() -> None:
+    server = Server()
+    _, transport = server.connect()
+    await asyncio.sleep(TIMEOUT_S / 2)
+    assert not transport.closed
+    await asyncio.sleep(TIMEOUT_S)
+    assert transport.closed
+
+
+async def test_a_complete_request_is_answered_and_the_wait_starts_again_after_it() -> None:
+    server = Server()
+    protocol, transport = server.connect()
+    protocol.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert protocol not in protocol.pending.waiting, "the head is complete: the app has it"
+    await asyncio.sleep(0.01)
+    assert bytes(transport.written).startswith(b"HTTP/1.1 200") and not transport.closed
+    assert protocol in protocol.pending.waiting, "waiting for the next request on the kept-alive connection"
+    protocol.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n")  # half a second request
+    await asyncio.sleep(TIMEOUT_S * 1.5)
+    assert transport.closed
+
+
+async def test_a_websocket_upgrade_leaves_the_table() -> None:
+    server = Server()
+    protocol, transport = server.connect()
+    protocol.data_received(UPGRADE_HEAD)
+    assert isinstance(transport.protocol, WebSocketsSansIOProtocol), "uvicorn upgraded the connection"
+    assert protocol.pending.waiting == {}
+    await asyncio.sleep(TIMEOUT_S * 1.5)
+    assert not transport.closed, "an upgraded socket is not a pending head"
+    assert b"101 Switching Protocols" in bytes(transport.written)
+    transport.protocol.connection_lost(None)
+    await asyncio.sleep(0.01)
+
+
+async def test_past_the_cap_the_oldest_waiting_connections_are_closed() -> None:
+    server = Server(max_pending=3)
+    connections = [server.connect(50000 + n) for n in range(5)]
+    assert [t.closed for _, t in connections] == [True, True, False, False, False]
+    protocol, transport = connections[-1]
+    assert len(protocol.pending.waiting) == 3
+    protocol.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    await asyncio.sleep(0.01)
+    assert bytes(transport.written).startswith(b"HTTP/1.1 200")
+
+
+async def test_an_oversized_head_gets_431() -> None:
+    server = Server()
+    protocol, transport = server.connect()
+    protocol.data_received(b"GET / HTTP/1.1\r\nX-Big: ")
+    chunk = b"a" * 8192
+    for _ in range(MAX_HEAD_BYTES // len(chunk) + 1):
+        protocol.data_received(chunk)
+        if transport.closed:
+            break
+    assert transport.closed and bytes(transport.written).startswith(b"HTTP/1.1 431")
+
+
+@pytest.mark.parametrize("size", [MAX_HEAD_BYTES // 2])
+async def test_a_large_head_under_the_limit_is_served(size: int) -> None:
+    server = Server()
+    protocol, transport = server.connect()
+    protocol.data_received(b"GET / HTTP/1.1\r\nX-Big: " + b"a" * size + b"\r\n\r\n")
+    await asyncio.sleep(0.01)
+    assert bytes(transport.written).startswith(b"HTTP/1.1 200")
+
+
+def test_each_server_has_its_own_table() -> None:
+    assert guarded_http_protocol().pending is not guarded_http_protocol().pending
