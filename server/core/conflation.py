@@ -1,51 +1,144 @@
-"""Merging two queued deliveries about one record, by the merge table in ``delivery``."""
+"""Socket-queue conflation (PROTOCOL 6.3): what the messages queued for one record come to.
+
+While a socket's queue is keyed (after a relief, and always for ``always`` topics), every
+message about one record joins that record's one ``RecordEntry``. The entry keeps, for each
+subscription it names, the net effect of everything queued for it, and is rendered only when
+the writer takes it:
+
+    the subscriber held before   it holds after      it is sent
+    nothing or a record          nothing             the last OOF (an OOF is never silenced)
+    a record, updates only       a record            the change from the first base to the last
+                                                     state: a delta or the record, whichever is
+                                                     smaller
+    otherwise (an insert, or     a record            the last state in full (out then in is the
+    out and back in)                                 final state; a new record is never a delta)
+    stateless (FULL)                                 the last record, or the structural merge
+
+So there is at most one queued message per record and view, and messages about one record keep
+their order because they are one entry: in its place (mode ``replace``) or moved to the end
+(``append``). Subscriptions of one socket whose messages come out byte-identical share one
+message (``sids``). Every body comes from the subscriptions' one renderer (``full_body``,
+``composite_body``), so select lists, ``no_sowkey``, ``timestamp`` and bookmarks always apply.
+"""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .delivery import FULL, INSERT, MERGE_TABLE, OOF, Delivery
+from .delivery import FULL, INSERT, OOF, Delivery
 from .records import RecordVersion
-from .wire import body
+from .subscription import OOF as OOF_COMMAND
+from .subscription import P
+from .wire import head
+
+if TYPE_CHECKING:
+    from .subscription import Subscription
+    from .topic import Topic
 
 log = logging.getLogger("server.conflation")
 
 
-def merge(older: Delivery, newer: Delivery) -> Delivery | None:
-    """The one delivery that replaces ``older`` followed by ``newer``, or None if they stay two."""
-    kind = MERGE_TABLE.get((older.kind, newer.kind))
-    if kind is None:
-        return None
-    if kind == OOF:
-        return newer
-    topic = newer.topic
-    version = newer.version
-    assert version is not None and older.version is not None and newer.ckey is not None
-    key = newer.ckey[0]
-    structural = topic.merge_function
-    if structural is not None:
-        merged = _structural(structural, older.version, version)
-        # A merged record that its readers may not see is never sent: the newer one goes instead.
-        if all(sub.entitlement.allows(merged.data) for sub in newer.subs):
-            version = merged
-    if kind == FULL:
-        if version is newer.version:
-            return newer
-        fields: dict[str, Any] = {"data": version.data} if key is None else {"k": key, "data": version.data}
-        return Delivery(topic, newer.ckey, FULL, newer.head, body(fields), version=version)
-    sub = newer.subs[0]
-    view = newer.view
-    if version is not newer.version:
-        view = sub.view_of(version)
-        for member in newer.subs:  # they hold what they will now receive: the merged record
-            if member.held is not None and member.held.get(key) is newer.view:
-                member.held[key] = view
-    if kind == INSERT:
-        rendered = sub.full_body(key, version, view, {})
-        return Delivery(topic, newer.ckey, INSERT, newer.head, rendered, newer.subs, None, view, version)
-    rendered = sub.composite_body(key, older.base, version, view)
-    return Delivery(topic, newer.ckey, kind, newer.head, rendered, newer.subs, older.base, view, version)
+class _Net:
+    """The net effect of the messages queued for one subscription about one record."""
+
+    __slots__ = ("base", "fresh", "last", "merged", "version")
+
+    def __init__(self, delivery: Delivery) -> None:
+        self.base: Any = delivery.base if delivery.kind != INSERT else None  # held before the first
+        self.fresh = delivery.kind in (INSERT, OOF)  # a final state must then go in full
+        self.last = delivery
+        self.version = delivery.version  # what to send: the newest, or the structural merge
+        self.merged = False
+
+    def fold(self, delivery: Delivery, sub: Subscription, merge_function: Any) -> None:
+        if delivery.kind in (INSERT, OOF):
+            self.fresh = True
+        version = delivery.version
+        if merge_function is not None and OOF not in (delivery.kind, self.last.kind):
+            assert self.version is not None and version is not None
+            merged = _structural(merge_function, self.version, version)
+            # A merged record that its reader may not see is never sent: the newer one goes instead.
+            if sub.entitlement.allows(merged.data):
+                version = merged
+        self.version = version
+        self.last = delivery
+        self.merged = True
+
+    def message(self, sub: Subscription, key: str) -> tuple[str, bytes]:
+        """The one message (kind, body) that takes ``sub`` from what it held to the net state."""
+        last = self.last
+        if not self.merged or last.kind == OOF:
+            return last.kind, last.body
+        version = self.version
+        assert version is not None
+        if last.kind == FULL:
+            if version is last.version:
+                return FULL, last.body
+            return FULL, sub.full_body(key, version, sub.view_of(version), {})
+        view = last.view
+        if version is not last.version:
+            view = sub.view_of(version)
+            if sub.held is not None and sub.held.get(key) is last.view:
+                sub.held[key] = view  # the next delta is taken from what the subscriber will hold
+        if self.fresh or self.base is None:
+            return INSERT, sub.full_body(key, version, view, {})
+        return last.kind, sub.composite_body(key, self.base, version, view)
+
+
+class RecordEntry:
+    """Everything queued on one socket about one record, as one entry of its outbox."""
+
+    __slots__ = ("count", "dead", "key", "nets", "record", "size", "topic")
+
+    def __init__(self, delivery: Delivery) -> None:
+        assert delivery.record is not None
+        self.topic: Topic = delivery.topic
+        self.record = delivery.record
+        self.key = delivery.record[1]
+        self.nets: dict[Subscription, _Net] = {sub: _Net(delivery) for sub in delivery.subs}
+        self.dead = False  # moved to the end of the queue (mode append): skipped where it was
+        self.size = delivery.size  # estimated: the newest messages' sizes
+        self.count = 1
+
+    def add(self, delivery: Delivery) -> None:
+        merge_function = self.topic.merge_function
+        for sub in delivery.subs:
+            net = self.nets.get(sub)
+            if net is None:
+                self.nets[sub] = _Net(delivery)
+            else:
+                net.fold(delivery, sub, merge_function)
+        lasts = {id(net.last): net.last for net in self.nets.values()}
+        self.size = sum(last.size for last in lasts.values())
+        self.count = len(lasts)
+
+    def moved(self) -> RecordEntry:
+        """The same entry, to be queued at the end (this one is left dead in its place)."""
+        self.dead = True
+        entry = RecordEntry.__new__(RecordEntry)
+        entry.topic, entry.record, entry.key, entry.nets = self.topic, self.record, self.key, self.nets
+        entry.dead, entry.size, entry.count = False, self.size, self.count
+        return entry
+
+    def render(self) -> list[bytes]:
+        """The entry's messages as head and body parts: one message per distinct body."""
+        groups: dict[tuple[bool, bytes], list[Subscription]] = {}
+        for sub, net in self.nets.items():
+            if sub.dropped:
+                continue  # dropped for back pressure, and told so: nothing more is owed to it
+            kind, body = net.message(sub, self.key)
+            groups.setdefault((kind == OOF, body), []).append(sub)
+        parts: list[bytes] = []
+        for (is_oof, body), subs in groups.items():
+            command = OOF_COMMAND if is_oof else P
+            if len(subs) == 1:
+                parts.append(subs[0].heads[command])
+            else:
+                subs.sort(key=lambda sub: sub.order)
+                parts.append(head(command, self.topic.name_json, [sub.sub_id for sub in subs]))
+            parts.append(body)
+        return parts
 
 
 def _structural(function: Any, older: RecordVersion, newer: RecordVersion) -> RecordVersion:

@@ -1,26 +1,16 @@
-"""Queued deliveries and the merge table of socket-queue conflation (PROTOCOL 6.3).
+"""Queued deliveries: one message about one record for one group of subscriptions of one socket.
 
-A ``Delivery`` is one message about one record for one group of subscriptions of one socket
-(the ``sids`` of the message), with what is needed to render a composite of several:
+A ``Delivery`` is the message as the fan-out made it (the ``sids`` of the message are ``subs``),
+with what is needed to fold it into the net effect of several (conflation.py):
 - ``kind``: INSERT (the group held nothing: the message carries the record), UPDATE (it held
   ``base``: the message takes it to ``view``), OOF (the record left the view), or FULL (a
   stateless subscription: every message carries the whole record and nothing is remembered);
-- ``base``: what the group held before this message (UPDATE), ``view``: what it holds after;
-- ``version``: the record version the message was computed from.
+- ``base``: what the group held before this message (UPDATE and OOF), ``view``: after it;
+- ``version``: the record version the message was computed from;
+- ``record``: (topic, SowKey), the record it is about (None on a plain topic).
 
-The merge table: what one queued message for a record followed by a newer one becomes.
-
-    older   newer    result
-    INSERT  UPDATE   INSERT of the newer state (a new record is never sent as a delta)
-    INSERT  OOF      the OOF alone (the record left before it was seen; the OOF is kept)
-    UPDATE  UPDATE   UPDATE from the older base to the newer state, as a patch or the whole
-                     record, whichever encodes smaller
-    UPDATE  OOF      the OOF alone (it removes the record the subscriber still holds)
-    OOF     any      not merged: the newer one is queued after it (an OOF is never silenced
-                     and a removal never becomes an update)
-    FULL    FULL     the newer message, or the structural merge of the two records
-    (a delete is an OOF with reason ``deleted``; INSERT never follows INSERT or UPDATE, and
-    UPDATE never follows OOF, because the subscription's own state forbids it)
+Subscriptions share one delivery only when their messages, bases and views are identical, so
+the net effect of a group is the net effect of each of its members.
 """
 
 from __future__ import annotations
@@ -34,23 +24,14 @@ if TYPE_CHECKING:
 
 INSERT, UPDATE, OOF, FULL = "insert", "update", "oof", "full"
 
-# (older kind, newer kind) -> kind of the merged message; absent: the two are not merged.
-MERGE_TABLE: dict[tuple[str, str], str] = {
-    (INSERT, UPDATE): INSERT,
-    (INSERT, OOF): OOF,
-    (UPDATE, UPDATE): UPDATE,
-    (UPDATE, OOF): OOF,
-    (FULL, FULL): FULL,
-}
-
 
 class Delivery:
-    __slots__ = ("base", "body", "ckey", "dead", "head", "kind", "size", "subs", "topic", "version", "view")
+    __slots__ = ("base", "body", "head", "kind", "record", "size", "subs", "topic", "version", "view")
 
     def __init__(
         self,
         topic: Topic,
-        ckey: tuple[Any, ...] | None,
+        record: tuple[str, str] | None,
         kind: str,
         head: bytes,
         body: bytes,
@@ -60,7 +41,7 @@ class Delivery:
         version: RecordVersion | None = None,
     ) -> None:
         self.topic = topic
-        self.ckey = ckey  # (SowKey, group head): messages about one record for one sids group
+        self.record = record
         self.kind = kind
         self.head = head
         self.body = body
@@ -69,7 +50,6 @@ class Delivery:
         self.view = view
         self.version = version
         self.size = len(head) + len(body) + 2
-        self.dead = False  # merged into a newer entry that took its place at the end (append mode)
 
 
 class RunBatch:
@@ -100,7 +80,13 @@ class RunBatch:
         head, topic = self.head, self.topic
         return [
             Delivery(
-                topic, (key, head) if key is not None else None, FULL, head, body, self.subs, version=version
+                topic,
+                (topic.name, key) if key is not None else None,
+                FULL,
+                head,
+                body,
+                self.subs,
+                version=version,
             )
             for body, key, version in zip(self.bodies, self.keys, self.versions, strict=True)
         ]

@@ -12,8 +12,9 @@ session then calls ``relieve``, which conflates what is queued by the topics' po
 pushes again.
 
 After a relief the outbox stays *keyed* until it drains: each new delivery for a conflated topic
-merges straight into the queued one for its record, so a stalled socket costs O(1) per message
-instead of a pass over its queue. Deliveries of ``always`` topics are keyed all the time.
+folds straight into the queued ``RecordEntry`` of its record (conflation.py), so a stalled socket
+costs O(1) per message instead of a pass over its queue, and holds at most one entry per record.
+Deliveries of ``always`` topics are keyed all the time.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .conflation import merge
+from .conflation import RecordEntry
 from .delivery import Delivery, RunBatch
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ class _Stream:
         return self.messages * self.unit
 
 
-Entry = bytes | RunBatch | Delivery | _Stream
+Entry = bytes | RunBatch | Delivery | RecordEntry | _Stream
 
 
 class Outbox:
@@ -67,7 +68,7 @@ class Outbox:
         self.queued_bytes = 0
         self.queued_messages = 0
         self.keyed = False
-        self._index: dict[tuple[Any, ...], Delivery] = {}  # the newest queued delivery per record
+        self._index: dict[tuple[str, str], RecordEntry] = {}  # the queued entry of each keyed record
         self.conflation = True  # a session may turn conflation off for itself
 
     def __bool__(self) -> bool:
@@ -109,17 +110,17 @@ class Outbox:
         return self._add(batch, batch.size, count)
 
     def push_delivery(self, delivery: Delivery) -> int:
-        if delivery.ckey is not None and self._merging(delivery):
-            existing = self._index.get(delivery.ckey)
+        record = delivery.record
+        if record is not None and self._merging(delivery):
+            existing = self._index.get(record)
             if existing is not None:
-                merged = merge(existing, delivery)
-                if merged is not None:
-                    self._put_merged(existing, merged)
-                    return self.queued_messages
-            if not self._fits(delivery.size):
+                self._fold(existing, delivery)
+                return self.queued_messages
+            entry = RecordEntry(delivery)
+            if not self._fits(entry.size, entry.count):
                 return 0
-            self._index[delivery.ckey] = delivery
-            return self._add(delivery, delivery.size, 1)
+            self._index[record] = entry
+            return self._add(entry, entry.size, entry.count)
         if not self._fits(delivery.size):
             return 0
         return self._add(delivery, delivery.size, 1)
@@ -140,29 +141,29 @@ class Outbox:
         policy = delivery.topic.policy
         return self.conflation and (policy == "always" or (self.keyed and policy == "conflate"))
 
-    def _put_merged(self, existing: Delivery, merged: Delivery) -> None:
-        """``merged`` replaces ``existing``: in its place (mode replace) or at the end (append)."""
-        merged.topic.counters["conflated"] += 1
-        if merged.topic.mode == "append":
-            existing.dead = True
-            self.queued_bytes -= existing.size
-            self.queued_messages -= 1
-            self._index[merged.ckey] = merged  # type: ignore[index]
-            self._add(merged, merged.size, 1)
-            return
-        self.queued_bytes += merged.size - existing.size
-        for name in Delivery.__slots__:
-            if name != "dead":
-                setattr(existing, name, getattr(merged, name))
+    def _fold(self, entry: RecordEntry, delivery: Delivery) -> None:
+        """``delivery`` joins its record's queued entry: in its place (mode replace) or with the
+        entry moved to the end (append)."""
+        delivery.topic.counters["conflated"] += 1
+        self.queued_bytes -= entry.size
+        self.queued_messages -= entry.count
+        entry.add(delivery)
+        if entry.topic.mode == "append":
+            entry = entry.moved()
+            self._entries.append(entry)
+            self._index[entry.record] = entry
+        self.queued_bytes += entry.size
+        self.queued_messages += entry.count
 
     # -- relief ---------------------------------------------------------------------------
 
     def relieve(self) -> list[Subscription]:
         """Conflate the whole queue by each topic's policy, once.
 
-        ``conflate`` and ``always`` topics: one delivery per record (merged by the merge table).
+        ``conflate`` and ``always`` topics: one entry per record (its net effect, conflation.py).
         ``unsubscribe`` topics: their queued deliveries are dropped; the subscriptions are
-        returned so the session can drop them and say so. ``off``: left as they are.
+        returned so the session can drop them and say so (whether or not this session turned
+        conflation off: dropping a subscription is not conflating). ``off``: left as they are.
         """
         old = self._entries
         self._entries = deque()
@@ -175,8 +176,11 @@ class Outbox:
                 for delivery in entry.deliveries():
                     self._relieve_one(delivery, entry.subs, dropped)
             elif isinstance(entry, Delivery):
+                self._relieve_one(entry, entry.subs, dropped)
+            elif isinstance(entry, RecordEntry):
                 if not entry.dead:
-                    self._relieve_one(entry, entry.subs, dropped)
+                    self._index[entry.record] = entry
+                    self._add(entry, entry.size, entry.count)
             elif isinstance(entry, bytes):
                 self._add(entry, len(entry) + 1, 1)
             else:
@@ -187,18 +191,20 @@ class Outbox:
         self, delivery: Delivery, subs: tuple[Subscription, ...], dropped: dict[Any, None]
     ) -> None:
         topic = delivery.topic
-        if topic.policy == "unsubscribe" and self.conflation:
+        if topic.policy == "unsubscribe":
             topic.counters["dropped"] += 1
             dropped.update(dict.fromkeys(subs))
             return
-        if delivery.ckey is not None and self.conflation and topic.policy in CONFLATED_POLICIES:
-            existing = self._index.get(delivery.ckey)
+        record = delivery.record
+        if record is not None and self.conflation and topic.policy in CONFLATED_POLICIES:
+            existing = self._index.get(record)
             if existing is not None:
-                merged = merge(existing, delivery)
-                if merged is not None:
-                    self._put_merged(existing, merged)
-                    return
-            self._index[delivery.ckey] = delivery
+                self._fold(existing, delivery)
+                return
+            entry = RecordEntry(delivery)
+            self._index[record] = entry
+            self._add(entry, entry.size, entry.count)
+            return
         self._add(delivery, delivery.size, 1)
 
     def close(self) -> None:
@@ -228,8 +234,6 @@ class Outbox:
                 self.queued_messages -= 1
             elif isinstance(entry, Delivery):
                 entries.popleft()
-                if entry.dead:
-                    continue
                 if parts and size + entry.size > max_frame_bytes:
                     entries.appendleft(entry)
                     break
@@ -238,8 +242,21 @@ class Outbox:
                 size += entry.size
                 self.queued_bytes -= entry.size
                 self.queued_messages -= 1
-                if entry.ckey is not None and self._index.get(entry.ckey) is entry:
-                    del self._index[entry.ckey]
+            elif isinstance(entry, RecordEntry):
+                if entry.dead:
+                    entries.popleft()
+                    continue
+                rendered = entry.render()
+                rendered_size = sum(len(part) for part in rendered) + len(rendered)
+                if parts and size + rendered_size > max_frame_bytes:
+                    break
+                entries.popleft()
+                parts.extend(rendered)
+                size += rendered_size
+                self.queued_bytes -= entry.size
+                self.queued_messages -= entry.count
+                if self._index.get(entry.record) is entry:
+                    del self._index[entry.record]
             elif isinstance(entry, RunBatch):
                 taken, whole = self._take_run(entry, parts, size, max_frame_bytes)
                 size += taken

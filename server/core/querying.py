@@ -8,7 +8,9 @@ The snapshot's messages are encoded lazily as the socket's writer drains them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -16,14 +18,14 @@ import orjson
 from . import wire
 from .bookmarks import ReplayRequest, parse_bookmark
 from .commands import Header, Query, Unsubscribe
-from .errors import BAD_MESSAGE, INVALID_TOPIC, SUBID_IN_USE, CommandError
+from .errors import BAD_MESSAGE, INVALID_OPTIONS, INVALID_TOPIC, SUBID_IN_USE, CommandError
 from .filters import Filter, compile_filter, parse_orderby
 from .filters.functions import EvalContext
 from .outbox import FRAME_BREAK
 from .quota import admit_subscription
-from .records import RecordVersion, format_timestamp
+from .records import RecordVersion
 from .snapshots import estimated_size, record_message
-from .subscription import Subscription
+from .subscription import Change, Subscription
 from .topic import Topic
 
 if TYPE_CHECKING:
@@ -60,6 +62,10 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
     existing = session.subscriptions.get(body.sub_id) if body.subscribe else None
     if existing is not None and not body.options.replace:
         raise CommandError(SUBID_IN_USE, f"sub_id {body.sub_id!r} is already subscribed on this connection")
+    if existing is not None and existing.topic != body.topic:
+        raise CommandError(
+            INVALID_OPTIONS, f"replace keeps the topic: sub_id {body.sub_id!r} is on {existing.topic!r}"
+        )
     # Validated: only now may a plain topic come into being (for a subscription to hold it).
     topic = (
         known
@@ -87,7 +93,7 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
     engine.received(session, header)
     engine.processed(session, header)
     if existing is not None and subscription is not None:
-        _replace(topic, existing, subscription)
+        _replace(topic, existing, subscription, body.snapshot)
     elif subscription is not None:
         topic.add(subscription)
     if subscription is not None:
@@ -155,40 +161,50 @@ def _encode_snapshot(
     reader: Subscription,
     body: Query,
 ) -> Iterator[bytes]:
-    options = body.options
     batch = body.batch_size
     for index, version in enumerate(versions):
         if batch and index and index % batch == 0:
             yield FRAME_BREAK
         view = views[index] if views is not None else reader.view_of(version)
-        fields: dict[str, Any] = {}
-        if not options.no_sowkey:
-            fields["k"] = version.key
-        fields["data"] = view
-        if options.timestamp:
-            fields["ts"] = format_timestamp(version.timestamp)
-        message = record_message(head, fields)
+        message = record_message(head, partial(reader.full_body, version.key, version, view, {}))
         if message is not None:
             yield message
 
 
-def _replace(topic: Topic, old: Subscription, new: Subscription) -> None:
-    """Swap in the new filter and options; records held that no longer match go out of focus."""
+def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool) -> None:
+    """Swap in the new filter and options in one step, with every guarantee a new subscription
+    has: what the old one still owed is delivered first (nothing lost); records the client holds
+    that the new one does not match leave (an OOF when the old or the new options asked for it);
+    records it keeps stay held, so the next delta is relative to what the client has, unless the
+    view changed (another select list, say): then the record is sent again in full, as it is now
+    (by the snapshot, for ``sow_and_*``)."""
+    for record_key, owed in old.release(math.inf):  # changes waiting for an interval's end
+        topic.deliver(old.session, (old,), record_key, owed)
     topic.replace(old, new)
     old.closed = True
-    if old.held is None:
-        return
-    for key in list(old.held):
+    same_view = old.view_kind == new.view_kind
+    wants_oof = old.options.oof or new.options.oof
+    # What the client holds: the views the old subscription remembers, or (when it remembered
+    # nothing) the records it matches now, each as the old subscription would have sent it.
+    held: dict[str, Any] = (
+        dict(old.held)
+        if old.held is not None
+        else {v.key: old.view_of(v) for v in topic.records.values() if old.matches(v.data)}
+    )
+    for key, view in held.items():
         version = topic.records.get(key)
         if version is None:
             continue
+        change: Change | None = None
         if new.matches(version.data):
-            new.remember(key, old.held[key])
-            continue
-        if new.options.oof or old.options.oof:
-            change = old.oof(key, version, old.left_because(version), {})  # a memo is for one change
-            if change is not None:
-                topic.deliver(old.session, (old,), key, change)
+            if same_view:
+                new.remember(key, view)
+            elif not snapshot:
+                change = new.replayed(key, None, version, {})
+        elif wants_oof:
+            change = old.oof_message(key, version, old.left_because(version), view, {})
+        if change is not None:
+            topic.deliver(old.session, (new,), key, change)
 
 
 def unsubscribe(engine: Engine, session: Session, header: Header, body: Unsubscribe) -> None:

@@ -5,8 +5,7 @@ queued, but its records are encoded only when they are written)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import orjson
 
@@ -37,11 +36,12 @@ def _size(version: RecordVersion) -> int:
         return UNKNOWN_SIZE
 
 
-def record_message(head: bytes, fields: dict[str, Any]) -> bytes | None:
-    """One snapshot message, or None for a record that cannot be encoded (nested deeper than the
-    encoder allows): it is left out rather than stop the socket's writer."""
+def record_message(head: bytes, render: Callable[[], bytes]) -> bytes | None:
+    """One snapshot message (its body from the one renderer, ``Subscription.full_body``), or None
+    for a record that cannot be encoded (nested deeper than the encoder allows): it is left out
+    rather than stop the socket's writer."""
     try:
-        return wire.join(head, wire.body(fields))
+        return wire.join(head, render())
     except orjson.JSONEncodeError as error:
         log.warning("a snapshot record could not be encoded and was left out: %s", error)
         return None

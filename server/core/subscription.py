@@ -28,7 +28,7 @@ from .keys import KeySpec
 from .options import Options
 from .paths import set_path
 from .records import RecordVersion, format_timestamp
-from .wire import body, head
+from .wire import body, head, record_body
 
 P = b"p"
 OOF = b"oof"
@@ -91,7 +91,7 @@ class Subscription:
         self.bookmarked = False
         self.replaying = False  # replaying the log: live changes wait in replay_buffer
         self.replay_buffer: list[tuple[str | None, RecordVersion | None, RecordVersion | None, str]] = []
-        self._view_kind: tuple[Any, ...] = (self._select_id, options.no_sowkey, options.timestamp, False)
+        self.view_kind: tuple[Any, ...] = (self._select_id, options.no_sowkey, options.timestamp, False)
         self.dropped = False  # unsubscribed for back pressure; the engine removes it after the command
         self.closed = False  # unsubscribed: timers that still name it do nothing
         # Subscription conflation: changes waiting for the end of their interval, per key.
@@ -135,20 +135,17 @@ class Subscription:
         self, key: str | None, version: RecordVersion, view: Any, memo: Memo, reason: str = ""
     ) -> bytes:
         # Within one change, (view kind, reason) fixes both the version and the view.
-        memo_key = (self._view_kind, reason)
+        memo_key = (self.view_kind, reason)
         found: bytes | None = memo.get(memo_key)
         if found is None:
-            fields: dict[str, Any] = {}
-            if key is not None and not self.options.no_sowkey:
-                fields["k"] = key
-            if reason:
-                fields["reason"] = reason
-            fields["data"] = view
-            if self.options.timestamp:
-                fields["ts"] = format_timestamp(version.timestamp)
-            if self.bookmarked:
-                fields["bm"] = str(version.seq)
-            found = memo[memo_key] = body(fields)
+            options = self.options
+            found = memo[memo_key] = record_body(
+                None if options.no_sowkey else key,
+                view,
+                reason or None,
+                format_timestamp(version.timestamp) if options.timestamp else None,
+                str(version.seq) if self.bookmarked else None,
+            )
         return found
 
     def view_of(self, version: RecordVersion) -> Any:
@@ -173,7 +170,7 @@ class Subscription:
         """Make this a bookmark subscription: every message carries its ``bm``."""
         self.bookmarked = True
         self.stateless = False
-        self._view_kind = (*self._view_kind[:3], True)
+        self.view_kind = (*self.view_kind[:3], True)
 
     def replayed(
         self,
@@ -278,7 +275,16 @@ class Subscription:
         previous = self.held.pop(key, None)
         if previous is None or not self.options.oof:
             return None
+        return self.oof_message(key, version, reason, previous, memo)
+
+    def oof_message(
+        self, key: str, version: RecordVersion, reason: str, previous: Any, memo: Memo
+    ) -> Change | None:
+        """The OOF for ``key`` leaving this view: the body is ``version`` when the user may see it,
+        otherwise ``previous`` (the last state the subscriber was sent; None: nothing to send)."""
         if not self.entitlement.allows(version.data):
+            if previous is None:
+                return None
             if reason == "match":
                 reason = ENTITLEMENT
             # Rendered for this subscription alone: the memo's bodies belong to the visible version.
@@ -307,7 +313,7 @@ class Subscription:
         options = self.options
         memo_key = (
             id(previous),
-            self._view_kind,
+            self.view_kind,
             options.delta_merge,
             options.send_keys,
             options.no_empties,

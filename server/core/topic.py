@@ -20,7 +20,7 @@ from .records import RecordVersion
 from .run import FanOutRun
 from .subindex import SubscriptionIndex
 from .subscription import OOF, Change, Memo, P, Subscription
-from .wire import body, head
+from .wire import head, record_body
 
 if TYPE_CHECKING:
     from .session import Session
@@ -130,7 +130,7 @@ class Topic:
         if new is not None and self._fast:
             self._run.join(self)
             data = new.data
-            shared = body({"k": key, "data": data} if key is not None else {"data": data})
+            shared = record_body(key, data)  # what every stateless subscription is sent
             self._run_bodies.append(shared)
             self._run_keys.append(key)
             self._run_versions.append(new)
@@ -167,11 +167,14 @@ class Topic:
             if change is not None:
                 self.deliver(session, (sub,), key, change)
             return
-        groups: dict[tuple[str, bytes], tuple[list[Subscription], Change]] = {}
+        # One message for several subscriptions only when it is the same message over the same
+        # base and view: what conflation later makes of it is then the same for each of them.
+        groups: dict[tuple[str, bytes, int, int], tuple[list[Subscription], Change]] = {}
         for sub in subs:
             change = sub.on_change(key, old, new, memo, gone)
             if change is not None:
-                groups.setdefault((change[0], change[1]), ([], change))[0].append(sub)
+                kind, encoded, base, view, _ = change
+                groups.setdefault((kind, encoded, id(base), id(view)), ([], change))[0].append(sub)
         for members, change in groups.values():
             self.deliver(session, tuple(members), key, change)
 
@@ -180,15 +183,13 @@ class Topic:
     ) -> None:
         """Queue one message about record ``key`` for ``subs``, all subscriptions of ``session``."""
         kind, encoded, base, view, version = change
+        command = OOF if kind == OOF_KIND else P
         if len(subs) == 1:
-            heads = subs[0].heads
-            group, message_head = heads[P], heads[OOF if kind == OOF_KIND else P]
+            message_head = subs[0].heads[command]
         else:
-            sids = [sub.sub_id for sub in subs]
-            group = head(P, self.name_json, sids)
-            message_head = head(OOF, self.name_json, sids) if kind == OOF_KIND else group
-        ckey = (key, group) if key is not None else None
-        session.deliver(Delivery(self, ckey, kind, message_head, encoded, subs, base, view, version))
+            message_head = head(command, self.name_json, [sub.sub_id for sub in subs])
+        record = (self.name, key) if key is not None else None
+        session.deliver(Delivery(self, record, kind, message_head, encoded, subs, base, view, version))
 
     def flush_run(self) -> None:
         """Push the pending run to every fast-lane socket (called by ``FanOutRun``)."""

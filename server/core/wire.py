@@ -46,6 +46,27 @@ def body(fields: dict[str, Any]) -> bytes:
     return orjson.dumps(fields)[1:]
 
 
+def record_body(
+    key: str | None,
+    data: Any,
+    reason: str | None = None,
+    ts: str | None = None,
+    bm: str | None = None,
+) -> bytes:
+    """The body of every message that carries a whole record (``sow``, ``p`` with ``data``,
+    ``oof``): the one place their fields are laid out. ``key`` None: no ``k`` (a plain topic, or
+    ``no_sowkey``); ``data`` is the record as this reader may see it (its select list applied)."""
+    fields: dict[str, Any] = {} if key is None else {"k": key}
+    if reason is not None:
+        fields["reason"] = reason
+    fields["data"] = data
+    if ts is not None:
+        fields["ts"] = ts
+    if bm is not None:
+        fields["bm"] = bm
+    return orjson.dumps(fields)[1:]
+
+
 def head(command: bytes, topic_json: bytes, sids: list[Any]) -> bytes:
     """The per-socket start of a delivery, ``{"c":"p","t":...,"sids":[...]``: a head and a body
     joined by a comma make the message, so a frame can join heads and bodies without copying."""

@@ -206,22 +206,31 @@ def test_row_update_then_delete_is_the_deleted_oof() -> None:
     assert [(m["c"], m.get("reason")) for m in deliveries(peer)] == [("oof", "deleted")]
 
 
-def test_row_oof_then_insert_stays_two_messages() -> None:
+def test_row_out_then_in_is_the_final_state_in_full() -> None:
     h = hub(max_messages=1000)
     publisher = h.peer()
     publisher.send(publish("a", 1, v=1))
     peer = rich_peer(h)
     publisher.send(publish("a", 1, v=-1), publish("a", 1, v=5), publish("a", 1, v=6))
-    assert [(m["c"], m["data"]["v"]) for m in deliveries(peer)] == [("oof", -1), ("p", 6)]
+    assert [(m["c"], m["data"]["v"], "patch" in m) for m in deliveries(peer)] == [("p", 6, False)]
 
 
-def test_row_delete_then_insert_stays_two_messages() -> None:
+def test_row_delete_then_insert_is_the_new_record_in_full() -> None:
     h = hub(max_messages=1000)
     publisher = h.peer()
     publisher.send(publish("a", 1, v=1))
     peer = rich_peer(h)
     publisher.send({"c": "sow_delete", "t": "a", "filter": "/id = 1"}, publish("a", 1, v=5))
-    assert [(m["c"], m.get("reason")) for m in deliveries(peer)] == [("oof", "deleted"), ("p", None)]
+    assert [(m["c"], m["data"]) for m in deliveries(peer)] == [("p", {"id": 1, "v": 5})]
+
+
+def test_row_in_then_out_then_in_then_out_is_one_oof() -> None:
+    h = hub(max_messages=1000)
+    publisher = h.peer()
+    publisher.send(publish("a", 1, v=1))
+    peer = rich_peer(h)
+    publisher.send(*[publish("a", 1, v=v) for v in (-1, 2, -2, 3, -3)])
+    assert [(m["c"], m["reason"], m["data"]["v"]) for m in deliveries(peer)] == [("oof", "match", -3)]
 
 
 def test_row_full_then_full_is_the_newer_or_the_structural_merge() -> None:
@@ -287,3 +296,76 @@ def test_try_write_comes_before_conflation() -> None:
     publisher.send(*[publish("o", 1, u=u) for u in range(20)])
     assert reader.session.close_code is None, "writing made room: no close on an off topic"
     assert sum(frame.count(b'"c":"p"') for frame in written) + len(deliveries(reader)) == 20
+
+
+# -- every view ends equal to the server's (issue: conflation across sids groups, OOF flapping) --
+
+
+def rebuild(messages: list[dict[str, Any]], views: dict[str, dict[str, Any]]) -> None:
+    """Apply received messages to each subscription's view, as a client does."""
+    for m in messages:
+        for sid in m.get("sids", ()):
+            view = views.setdefault(sid, {})
+            if m["c"] == "oof":
+                view.pop(m["k"], None)
+            elif "data" in m:
+                view[m["k"]] = m["data"]
+            elif "patch" in m:
+                view[m["k"]] = jsonpatch.apply_patch(view[m["k"]], m["patch"])
+            else:
+                view[m["k"]] = merge_record(view[m["k"]], m["delta"])
+
+
+@pytest.mark.parametrize("command", ["sow_and_subscribe", "sow_and_delta_subscribe"])
+@pytest.mark.parametrize("name", ["a", "aa"])
+def test_messages_about_one_record_for_different_sids_groups_keep_their_order(
+    command: str, name: str
+) -> None:
+    h = hub(max_messages=1000)
+    publisher, peer = h.peer(), h.peer()
+    peer.send(
+        {"c": command, "t": name, "sub_id": "A", "filter": "/x > 0", "o": "oof"},
+        {"c": command, "t": name, "sub_id": "B", "filter": "/x > 5", "o": "oof"},
+    )
+    peer.take()
+    publisher.send(*[publish(name, 1, x=x) for x in (11, 3, 20, 30)])
+    views: dict[str, dict[str, Any]] = {}
+    rebuild(deliveries(peer), views)
+    assert [view and next(iter(view.values()))["x"] for view in (views["A"], views["B"])] == [30, 30]
+
+
+def test_an_oof_subscriber_that_flaps_is_conflated_not_closed() -> None:
+    h = Harness(topics=[topic("c", "conflate")], server={"queue_max_messages": 50})
+    publisher, stalled = h.peer(), h.peer()
+    stalled.send({"c": "sow_and_subscribe", "t": "c", "sub_id": "s", "filter": "/in = 1", "o": "oof"})
+    stalled.take()
+    for n in range(4000):
+        publisher.send(publish("c", n % 5, **{"in": n % 2}))
+    assert stalled.session.close_code is None
+    views: dict[str, dict[str, Any]] = {}
+    rebuild(deliveries(stalled), views)
+    server = {
+        m["k"]: m["data"]
+        for m in h.peer().send({"c": "sow", "t": "c", "cid": "q", "filter": "/in = 1"})
+        if m["c"] == "sow"
+    }
+    assert views.get("s", {}) == server
+
+
+@pytest.mark.parametrize("name", ["s", "a"])
+def test_conflated_messages_keep_select_lists_and_no_sowkey(name: str) -> None:
+    h = hub(max_messages=1000)
+    publisher, peer = h.peer(), h.peer()
+    peer.send({"c": "subscribe", "t": name, "sub_id": "s", "o": "select=[-/secret],no_sowkey"})
+    publisher.send(*[publish(name, 1, count=n, secret="x") for n in (1, 2, 3)])
+    got = deliveries(peer)
+    assert len(got) == 1 and "k" not in got[0] and "secret" not in got[0]["data"]
+
+
+def test_logon_conflation_off_keeps_the_unsubscribe_policy() -> None:
+    h = hub(max_messages=5)
+    publisher, stalled = h.peer(), h.peer()
+    stalled.send({"c": "logon", "o": "conflation=off"}, {"c": "subscribe", "t": "u", "sub_id": "s"})
+    publisher.send(*[publish("u", n) for n in range(20)])
+    assert stalled.session.close_code is None
+    assert {"c": "unsubscribed", "sub_id": "s", "reason": "back_pressure"} in stalled.take()
