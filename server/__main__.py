@@ -1,6 +1,6 @@
 """Composition root: read the configuration, build the hub and the app, run uvicorn.
 
-python -m server [--config FILE] [--host H] [--port P] [--data-dir DIR]
+python -m server [--config FILE] [--host H] [--port P] [--data-dir DIR] [--recover-damaged-log]
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import logging
 import socket
 import sys
 import tomllib
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from types import FrameType
@@ -19,7 +20,7 @@ import uvicorn
 from .asgi.app import create_app
 from .asgi.uvicorn_protocol import guarded_http_protocol
 from .core.config import Config, load_config, parse_config
-from .core.errors import ConfigError
+from .core.errors import ConfigError, StartupError
 from .runtime.hub import Hub
 from .runtime.logstore import LogStore
 
@@ -37,6 +38,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", help="address to listen on (overrides the file)")
     parser.add_argument("--port", type=int, help="port to listen on; 0 picks a free one (overrides the file)")
     parser.add_argument("--data-dir", help="directory for durable state (overrides the file)")
+    parser.add_argument(
+        "--recover-damaged-log",
+        action="store_true",
+        help="start even when acknowledged transaction log frames are damaged: keep the damaged bytes "
+        "aside and recover every intact frame (the changes in the damaged ones are lost)",
+    )
     return parser.parse_args(argv)
 
 
@@ -49,9 +56,14 @@ class PushServer(uvicorn.Server):
         self.hub = hub
         self.store = store
 
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+    def recover(self) -> None:
+        """Rebuild durable state and claim a new LSN epoch, before anything listens (raises
+        ``StartupError`` when the log needs an operator)."""
         if self.store is not None:
             self.store.recover()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.store is not None:
             self.store.start()
         self.hub.start()
         await super().startup(sockets)
@@ -81,7 +93,13 @@ def build_server(config: Config) -> PushServer:
     store = None
     if any(topic.durable for topic in config.topics):
         data_dir = Path(settings.data_dir)
-        store = LogStore(data_dir, hub.engine, settings.log_retention_s, settings.log_retention_bytes)
+        store = LogStore(
+            data_dir,
+            hub.engine,
+            settings.log_retention_s,
+            settings.log_retention_bytes,
+            settings.recover_damaged_log,
+        )
         hub.store = store
     uv_config = uvicorn.Config(
         create_app(hub),
@@ -113,7 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.recover_damaged_log:
+        config = replace(config, server=replace(config.server, recover_damaged_log=True))
     server = build_server(config)
+    try:
+        server.recover()
+    except (StartupError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 3
     server.run()
     return 0 if server.started else 1
 

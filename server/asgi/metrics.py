@@ -41,6 +41,12 @@ class HubCollector(Collector):
             for name, topic in engine.topics.items():
                 family.add_metric([name], topic.counters[counter])
             yield family
+        store = self.hub.store
+        yield CounterMetricFamily(
+            "push_log_damaged_frames",
+            "Damaged stretches of the transaction log found (each one frame or more); their changes are lost",
+            value=store.damaged_frames if store is not None else 0,
+        )
         queued = sum(c.session.outbox.queued_bytes for c in self.hub.connections)
         yield GaugeMetricFamily("push_queued_bytes", "Bytes waiting in outbound socket queues", value=queued)
 

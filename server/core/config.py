@@ -78,6 +78,7 @@ class ServerSettings:
     websocket_deflate: bool = False
     log_retention_s: float = 24 * 3600.0  # keep transaction log segments this long (after a snapshot)
     log_retention_bytes: int = 1024**3  # and no more than this in all
+    recover_damaged_log: bool = False  # start even when log frames are damaged (their changes lost)
     allowed_origins: tuple[str, ...] = ()  # browser origins allowed besides the server's own (6.7)
     max_subscriptions: int = 1000  # live subscriptions per socket
     hidden_interval_s: float = 1.0  # delivery interval for a socket whose page is hidden (11.2)
@@ -204,6 +205,9 @@ def _parse_server(table: dict[str, Any]) -> ServerSettings:
         log_retention_bytes=_positive(
             _typed(table, "log_retention_bytes", int, "server", defaults.log_retention_bytes),
             "log_retention_bytes",
+        ),
+        recover_damaged_log=_typed(
+            table, "recover_damaged_log", bool, "server", defaults.recover_damaged_log
         ),
         allowed_origins=tuple(origin.rstrip("/") for origin in origins),
         max_subscriptions=_positive(

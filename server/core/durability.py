@@ -40,6 +40,9 @@ class Durability:
         self._pending: list[bytes] = []
         self.last_lsn = 0  # the highest LSN appended
         self.durable_lsn = 0  # the highest LSN on disk
+        # Entries appended since start: LSNs jump at every restart (a new epoch), so the length of
+        # the log tail is counted, not computed from LSNs.
+        self.appended = 0
         self._waiters: deque[_Waiter] = deque()
         self.persisted_sequences: dict[str, int] = {}
 
@@ -48,6 +51,7 @@ class Durability:
 
     def append(self, lsn: int, payload: bytes) -> None:
         self._pending.append(payload)
+        self.appended += 1
         self.last_lsn = max(self.last_lsn, lsn)
 
     def take(self) -> tuple[bytes, int] | None:

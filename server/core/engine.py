@@ -16,9 +16,9 @@ from typing import Any
 
 import orjson
 
-from . import publishing, querying, wire
+from . import inbound, publishing, querying, wire
 from .access import TOO_MANY_ATTEMPTS, LogonThrottle, authenticate
-from .bookmarks import ReplayRequest
+from .bookmarks import Lsns, ReplayRequest
 from .commands import (
     Body,
     Header,
@@ -91,7 +91,7 @@ class Engine:
         self.replays: deque[ReplayRequest] = deque()
         self.on_replay: Callable[[], None] = lambda: None  # set by the runtime: a replay is requested
         self._session_ids = itertools.count(1)
-        self._apply_seq = itertools.count(1)
+        self.lsns = Lsns()  # the apply sequence: LSNs, and so bookmarks (bookmarks.py)
         self.commands_processed = 0
 
     # -- sessions ---------------------------------------------------------------------------
@@ -161,11 +161,11 @@ class Engine:
             del self.topics[topic.name]  # a plain topic lives only while someone listens
 
     def next_apply_seq(self) -> int:
-        return next(self._apply_seq)
+        return self.lsns.next()
 
     def restart_lsn(self, lsn: int) -> None:
         """After recovery: the next change is numbered after everything in the log."""
-        self._apply_seq = itertools.count(lsn + 1)
+        self.lsns.restart(lsn)
 
     def log(self, entry: Entry) -> None:
         self.log_payload(entry.lsn, entry.encode())
@@ -260,7 +260,7 @@ class Engine:
     def decode(self, session: Session, frame: bytes | str) -> list[Any]:
         """The commands of one inbound frame, in order (a failure ack, and none, when it is not JSON)."""
         try:
-            decoded = orjson.loads(frame)
+            decoded = inbound.loads(frame)  # orjson, refusing integers it would alter
         except orjson.JSONDecodeError as error:
             self.fail(session, None, CommandError(BAD_MESSAGE, f"not JSON ({error.msg})"))
             return []
@@ -299,6 +299,8 @@ class Engine:
         """Process one decoded command (call ``settle`` at the end of a run of them)."""
         cid = valid_cid(raw)
         try:
+            if type(raw) is inbound.RefusedCommand:
+                raise raw.error  # the frame reader could not read it exactly (inbound.py)
             header = decode_header(raw)
             cid = header.cid
             body = decode_body(header, raw)

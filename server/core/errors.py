@@ -4,6 +4,7 @@
   ``CommandError``  a command is refused: it becomes a failure ack, the socket stays open.
     ``FilterError`` a filter, order-by or select list does not parse (carries the column).
   ``ConfigError``   the configuration is invalid: the process exits with a one-line reason.
+  ``StartupError``  the server cannot start safely (a damaged transaction log): the same.
 
 Reasons are the fixed words of the protocol (section 6.5); detail may follow after a colon.
 """
@@ -51,3 +52,8 @@ class FilterError(CommandError):
 
 class ConfigError(ServerError):
     """An invalid configuration; the message is the one line the process prints."""
+
+
+class StartupError(ServerError):
+    """The server will not start as asked (its data needs an operator); the message is the one line
+    the process prints."""

@@ -14,7 +14,8 @@ _CACHE_LIMIT = 65_536
 
 
 def _canonical(value: Any, path: str) -> str:
-    # Tagged so that 1 and 1.0 are one key while "1" and true are others.
+    # Tagged so that equal numbers (1 and 1.0) are one key while "1" and true are others. An
+    # integer is written exactly: inbound.py refuses those orjson would have turned into floats.
     kind = type(value)
     if kind is str:
         return "s:" + value  # type: ignore[no-any-return]
@@ -23,7 +24,9 @@ def _canonical(value: Any, path: str) -> str:
     if kind is bool:
         return "b:1" if value else "b:0"
     if kind is float:
-        if value.is_integer() and abs(value) < 2**63:
+        # A whole float converts to the int of exactly its value, at any size: 2.0**63 is the
+        # key of 9223372036854775808. (JSON has no infinity or NaN.)
+        if value.is_integer():
             return f"n:{int(value)}"
         return f"n:{value!r}"
     description = "missing" if value is MISSING else kind.__name__

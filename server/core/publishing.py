@@ -13,7 +13,7 @@ from .commands import Header, Publish, SowDelete
 from .errors import BAD_MESSAGE, INVALID_TOPIC, CommandError
 from .filters import compile_filter
 from .merge import merge_record
-from .records import RecordVersion
+from .records import RecordVersion, check_encodable
 from .txlog import DELETE, PUBLISH, SEQUENCE, Entry, encode_entry
 
 if TYPE_CHECKING:
@@ -73,7 +73,9 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
         return
     entitlement = session.entitlement(body.topic, engine.clock)
     if topic is None:
-        # A plain topic nobody subscribes to: nothing to store and no one to tell.
+        # A plain topic nobody subscribes to: nothing to store and no one to tell; but the same
+        # publish is refused or accepted whether or not someone listens.
+        check_encodable(body.data)
         entitlement.check_write(None, body.data)
         if header.acks:
             engine.received(session, header)
@@ -92,6 +94,9 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
         old = topic.records.get(key)
         if body.delta and old is not None:
             data = merge_record(old.data, data)
+    # What is stored, logged and delivered must be writable, or a later sow, log write or
+    # snapshot fails with the publish long acked: refused here, before anything is applied.
+    check_encodable(data)
     # Checked against the record it replaces and the merged record it stores (PROTOCOL 6.2).
     entitlement.check_write(old.data if old is not None else None, data)
     if key_spec is not None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import wire
-from .bookmarks import ReplayRequest, parse_bookmark
+from .bookmarks import ReplayRequest, check_bookmark, parse_bookmark
 from .commands import Header, Query, Unsubscribe
 from .errors import BAD_MESSAGE, INVALID_OPTIONS, INVALID_TOPIC, SUBID_IN_USE, CommandError
 from .filters import Filter, compile_filter, parse_orderby
@@ -54,6 +54,7 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
             raise CommandError(
                 INVALID_TOPIC, f"{body.topic!r} keeps no transaction log to replay a bookmark from"
             )
+        check_bookmark(bookmark, engine.lsns)  # a bookmark names one change forever, or is refused
     filters = _filters(body.filter)
     entitlement = session.entitlement(body.topic, engine.clock)
     orderby = parse_orderby(body.orderby) if body.orderby else None

@@ -1,10 +1,14 @@
 """What happens at a time: subscription-conflation intervals ending, and records expiring.
 
 Two heaps, and the earliest due time, which the runtime sleeps until (``on_earlier`` wakes it
-when something earlier is scheduled). A record has at most one expiry entry: a publish that gives
-it a new lifetime leaves the entry where it is, and when the entry comes due it is moved to the
-record's current expiry. So the heap never grows beyond the records that expire, however often
-they are published.
+when something earlier is scheduled). A record has one live expiry entry, due at
+``_expiry_due[(topic, key)]``. A publish that gives it a later lifetime leaves the entry where it
+is, and when the entry comes due it is moved to the record's current expiry, so a record
+published over and over adds nothing to the heap. A publish that gives it an earlier lifetime
+cannot wait for that: it pushes a new entry and the old one goes stale (skipped when it comes
+due, swept once stale entries are half the heap). The record's own ``expires_at`` always
+decides: an entry that comes due for a record with no lifetime any more (republished with
+``e: 0``, or deleted) is dropped.
 
 An interval entry names its subscription. When the subscription ends (``cancel``) its entries
 are dead: the heap is rebuilt without them as soon as they are half of it, and the heap is also
@@ -37,7 +41,8 @@ class Timers:
         self._swept_size = 0  # the heap's size after the last sweep
         self._ids = itertools.count()
         self._expiries: list[tuple[float, str, str]] = []
-        self._slots: set[tuple[str, str]] = set()
+        self._expiry_due: dict[tuple[str, str], float] = {}  # (topic, key) -> due of its live entry
+        self._stale = 0  # expiry entries superseded by an earlier one for the same record
         self.on_earlier: Callable[[float], None] = lambda due: None  # set by the runtime
 
     @property
@@ -82,13 +87,26 @@ class Timers:
         self._swept_size = len(self._intervals)
 
     def expire_at(self, topic: str, key: str, due: float) -> None:
+        """The record (``topic``, ``key``) now expires at ``due`` (its ``expires_at``)."""
         slot = (topic, key)
-        if slot in self._slots:
-            return  # the record's pending entry moves on to this expiry when it comes due
-        self._slots.add(slot)
+        scheduled = self._expiry_due.get(slot)
+        if scheduled is not None and scheduled <= due:
+            return  # the live entry moves on to this expiry when it comes due
+        if scheduled is not None:
+            self._stale += 1  # a shorter lifetime: the later entry must not be the one that fires
+        self._expiry_due[slot] = due
         earliest = self.next_due()
         heapq.heappush(self._expiries, (due, topic, key))
+        if 2 * self._stale >= max(MIN_SWEEP, len(self._expiries)):
+            self._sweep_expiries()
         self._scheduled(due, earliest)
+
+    def _sweep_expiries(self) -> None:
+        """Rebuild the expiry heap from the live entries alone: a lifetime shortened again and
+        again must not grow it without bound."""
+        self._expiries = [(due, topic, key) for (topic, key), due in self._expiry_due.items()]
+        heapq.heapify(self._expiries)
+        self._stale = 0
 
     def intervals_due(self, now: float) -> Iterator[Subscription]:
         while self._intervals and self._intervals[0][0] <= now:
@@ -105,13 +123,17 @@ class Timers:
 
     def expiries_due(self, now: float, lifetime: Lifetime) -> Iterator[tuple[str, str]]:
         """The records whose lifetime has ended by ``now``, as (topic, SowKey)."""
-        expiries = self._expiries
-        while expiries and expiries[0][0] <= now:
-            _, topic, key = heapq.heappop(expiries)
+        while self._expiries and self._expiries[0][0] <= now:
+            due, topic, key = heapq.heappop(self._expiries)
+            slot = (topic, key)
+            if self._expiry_due.get(slot) != due:
+                self._stale = max(0, self._stale - 1)
+                continue  # superseded by an earlier entry for the record, which has run already
             current = lifetime(topic, key)
             if current is not None and current > now:
-                heapq.heappush(expiries, (current, topic, key))  # republished: a new lifetime
+                self._expiry_due[slot] = current  # republished with a later lifetime: move on
+                heapq.heappush(self._expiries, (current, topic, key))
                 continue
-            self._slots.discard((topic, key))
+            del self._expiry_due[slot]
             if current is not None:
                 yield topic, key

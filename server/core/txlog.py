@@ -1,10 +1,10 @@
 """The transaction log's format: what one entry holds and how it is framed on disk.
 
 Every frame is ``length (4 bytes, big-endian) | CRC-32 of the payload (4 bytes) | payload``,
-where the payload is JSON. A torn or corrupted frame fails its length or CRC check, so a reader
-finds exactly where the good part of a file ends. In the log, one frame holds one group commit:
-a JSON array of entries, written and synced together, so a torn frame is a write that was never
-acknowledged as persisted.
+where the payload is JSON. A torn or corrupted frame fails its length or CRC check. In the log,
+one frame holds one group commit: a JSON array of entries, written and synced together, so a torn
+LAST frame is a write that was never acknowledged as persisted, while a bad frame anywhere else is
+damage to acknowledged data: ``scan_segment`` skips it and finds every intact frame after it.
 
 Entry payloads: ``[lsn, op, topic, key, data, client_name, s, timestamp, expires_at]`` with
 ``op`` one of ``p`` (a publish or delta publish: ``data`` is the stored, merged record), ``d`` (a
@@ -12,7 +12,7 @@ delete), ``x`` (an expiry), ``n`` (a durable command that changed nothing but ca
 ``o`` (with ``[auth]``: ``client_name`` now belongs to the user ``data``; ``topic`` and ``key`` are
 empty). Readers skip ops they do not know, so logs written before ``o`` existed read the same.
 The LSN (log sequence number) is the record version's apply sequence: unique, increasing
-across restarts, and what a bookmark names.
+across restarts (each start claims a new epoch: see bookmarks.py), and what a bookmark names.
 """
 
 from __future__ import annotations
@@ -126,3 +126,121 @@ def scan(buffer: bytes | memoryview, offset: int = 0) -> Scan:
             return Scan(payloads, position, f"unreadable frame at byte {position}")
         position = end
     return Scan(payloads, position, None)
+
+
+# -- reading a log segment that may be damaged ----------------------------------------------
+#
+# ``scan`` above stops at the first bad frame, which is right for a snapshot (an incomplete one is
+# not used). A log segment is read on past damage instead: every frame after a damaged one was
+# acknowledged as persisted too, so losing it with the damaged one would lose acked data.
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """Bytes ``start`` to ``end`` (exclusive) of a segment hold no readable frame."""
+
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class SegmentScan:
+    """What a reader found in a log segment: every intact frame, the damaged stretches between them,
+    and a torn last frame (a write a crash cut short, so never acknowledged)."""
+
+    frames: list[tuple[int, int, Any]]  # (start, end, payload) of each intact frame, in order
+    damaged: list[Damage]
+    torn_at: int | None  # where the torn last frame starts; the segment's good part ends there
+    size: int
+
+    @property
+    def payloads(self) -> list[Any]:
+        return [payload for _, _, payload in self.frames]
+
+
+_OPEN = ord("[")  # every frame's payload is a JSON array (a group commit, or a snapshot frame)
+
+
+def scan_segment(buffer: bytes, last: bool = True) -> SegmentScan:
+    """Every intact frame of ``buffer``, resynchronising after damage. Only the end of the ``last``
+    segment (the one being written when the server stopped) can hold a torn frame."""
+    found = SegmentScan([], [], None, len(buffer))
+    position = 0
+    while position < found.size:
+        read = _frame_at(buffer, position)
+        if read is not None:
+            found.frames.append((position, *read))
+            position = read[0]
+            continue
+        following = _next_frame(buffer, position + 1)
+        if following is None:
+            if last and _torn(buffer, position):
+                found.torn_at = position
+            else:
+                found.damaged.append(Damage(position, found.size))
+            break
+        found.damaged.append(Damage(position, following))
+        position = following
+    return found
+
+
+def _frame_at(buffer: bytes, position: int) -> tuple[int, Any] | None:
+    """The end and payload of an intact frame starting at ``position``, or None."""
+    if len(buffer) - position < HEADER_SIZE:
+        return None
+    length, crc = _HEADER.unpack_from(buffer, position)
+    start = position + HEADER_SIZE
+    end = start + length
+    # Cheap tests first: resynchronisation tries this at many positions inside damaged bytes.
+    if length == 0 or length > MAX_FRAME or end > len(buffer) or buffer[start] != _OPEN:
+        return None
+    payload = memoryview(buffer)[start:end]
+    if zlib.crc32(payload) != crc:
+        return None
+    try:
+        return end, orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _next_frame(buffer: bytes, start: int) -> int | None:
+    """The first position at or after ``start`` where an intact frame begins. The damaged frame's
+    length field is not trusted (it may be the damaged part): every position whose payload would
+    open with ``[`` is tried. Frames cannot hide inside a payload: JSON text has no NUL byte, and
+    every header of a frame under 16 MiB has one."""
+    candidate = buffer.find(b"[", start + HEADER_SIZE)
+    while candidate != -1:
+        if _frame_at(buffer, candidate - HEADER_SIZE) is not None:
+            return candidate - HEADER_SIZE
+        candidate = buffer.find(b"[", candidate + 1)
+    return None
+
+
+def _torn(buffer: bytes, position: int) -> bool:
+    """Whether the bytes from ``position`` to the end are a frame a crash cut short: a header cut
+    short, a frame announced longer than what follows, or zeros (space the file system allotted but
+    the write never filled). A complete frame whose length field alone was damaged is damage: a
+    prefix of what follows its header still has its CRC."""
+    rest = memoryview(buffer)[position:]
+    if len(rest) < HEADER_SIZE or not buffer[position:].strip(b"\0"):
+        return True
+    length, crc = _HEADER.unpack_from(rest)
+    if _ends_before_the_end(buffer, position + HEADER_SIZE, crc):
+        return False
+    starts_well = len(rest) == HEADER_SIZE or rest[HEADER_SIZE] == _OPEN
+    return HEADER_SIZE + length > len(rest) and length <= MAX_FRAME and starts_well
+
+
+def _ends_before_the_end(buffer: bytes, start: int, crc: int) -> bool:
+    """Whether some payload from ``start`` (a JSON array, so ending with ``]``) has the CRC ``crc``:
+    the CRC is computed on, one ``]`` at a time, so the search costs one pass."""
+    view = memoryview(buffer)
+    running, done = 0, start
+    close = buffer.find(b"]", done)
+    while close != -1:
+        running = zlib.crc32(view[done : close + 1], running)
+        if running == crc:
+            return True
+        done = close + 1
+        close = buffer.find(b"]", done)
+    return False

@@ -34,6 +34,9 @@ SLOW_CLOSE_GRACE_S = 30.0
 SLICE_COMMANDS = 500
 SLICE_S = 0.002
 
+CLOSE_INTERNAL_ERROR = 1011  # the writer failed for a reason of the server's own
+MAX_CAUSES = 8  # how far back a failed send's chain of causes is searched for the peer going away
+
 
 class Connection:
     def __init__(
@@ -99,10 +102,44 @@ class Connection:
                     return
         except asyncio.CancelledError:
             raise
-        except Exception as error:  # the peer went away mid-send
-            log.debug("writer of session %s stopped: %r", session.id, error)
+        except Exception as error:
+            await self._writer_failed(error)
         finally:
             self.closed.set()
+
+    async def _writer_failed(self, error: Exception) -> None:
+        """The writer cannot go on. A peer that went away mid-send is ordinary; anything else is a
+        defect, and a socket without its writer would look alive while nothing reaches its client
+        (not even acks or heartbeats): it is closed with 1011 and the defect logged as an error."""
+        session = self.session
+        if self._peer_gone(error):
+            log.debug("writer of session %s stopped, the peer went away: %r", session.id, error)
+            return
+        log.error(
+            "writer of session %s (client %r) failed; closing the socket with %d",
+            session.id,
+            session.client_name,
+            CLOSE_INTERNAL_ERROR,
+            exc_info=error,
+        )
+        session.request_close(CLOSE_INTERNAL_ERROR, "internal error")  # its commands stop too
+        await self.handle.close(CLOSE_INTERNAL_ERROR, "internal error")
+
+    def _peer_gone(self, error: BaseException) -> bool:
+        """Whether a failed send means the peer went away: its transport is closing, or the error
+        is (or was raised for) an ``OSError``, as uvicorn's ``ClientDisconnected`` is and
+        Starlette's ``WebSocketDisconnect`` is raised for. The runtime cannot name their types."""
+        transport = self.handle.transport
+        if transport is not None and transport.is_closing():
+            return True
+        cause: BaseException | None = error
+        for _ in range(MAX_CAUSES):
+            if cause is None:
+                break
+            if isinstance(cause, OSError):
+                return True
+            cause = cause.__cause__ or cause.__context__
+        return False
 
     async def _close(self, code: int, reason: str) -> None:
         if code == 4001:

@@ -6,9 +6,16 @@ I/O thread, in order, so the event loop never waits for the disk. Group commit: 
 engine appended while the previous write was being synced goes out in the next single write and
 single fsync, and only then are the persisted acks it covers sent.
 
-A torn or corrupted frame (a crash in the middle of a write, a damaged disk) ends the log: the
-segment is truncated to the last good frame, any later segment is set aside as ``*.corrupt``,
-a warning names the place, and the server starts with everything before it.
+A torn last frame (a crash in the middle of a write: never acknowledged) is cut off with a
+warning. Any other bad frame is damage to acknowledged data: recovery reads on past it and keeps
+every intact frame after it (core/txlog.py ``scan_segment``), but the server refuses to start
+(``StartupError``, nothing changed on disk) unless ``recover_damaged_log`` says to. Then the
+damaged bytes are kept aside as ``<segment>.damaged-<offset>``, the segment is rewritten with its
+intact frames, every damaged stretch is logged at ERROR level and counted
+(``damaged_frames``, the ``push_log_damaged_frames_total`` metric).
+
+Before the server accepts connections, recovery claims a new LSN epoch in ``epochs.json`` and
+records the LSNs that a crash or damage lost, so bookmarks never repeat (core/bookmarks.py).
 """
 
 from __future__ import annotations
@@ -20,12 +27,15 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core import recovery
+from ..core.bookmarks import EpochHistory, epoch_of
 from ..core.engine import Engine
-from ..core.txlog import Entry, entries_in, scan
+from ..core.errors import StartupError
+from ..core.txlog import Damage, Entry, SegmentScan, entries_in, scan_segment
 
 log = logging.getLogger("server.txlog")
 
@@ -33,11 +43,52 @@ SEGMENT_BYTES = 64 * 1024 * 1024
 # Snapshot once the log tail holds this many entries, or twice the durable records if more:
 # recovery then replays at most about that many, whatever the history.
 SNAPSHOT_MIN_ENTRIES = 100_000
+# Without epochs.json, but with a log written with epochs, runs that crashed before writing
+# anything may have claimed epochs above the log's: jump well past them.
+EPOCH_JUMP_WITHOUT_HISTORY = 1000
+START_ANYWAY = "--recover-damaged-log (or recover_damaged_log = true under [server])"
+
+
+@dataclass(slots=True)
+class _Found:
+    """A damaged stretch of a segment, where it was, and the LSNs around it."""
+
+    segment: Path
+    damage: Damage
+    lsn_before: int  # the last intact change before it
+    lsn_after: int | None = None  # the first intact change after it; None: none in the log
+
+    def describe(self) -> str:
+        return f"{self.segment} bytes {self.damage.start}-{self.damage.end}"
+
+
+@dataclass(slots=True)
+class _Tail:
+    """What recovery read from the log segments after the snapshot."""
+
+    payloads: list[Any] = field(default_factory=list)
+    scans: dict[Path, SegmentScan] = field(default_factory=dict)
+    damaged: list[_Found] = field(default_factory=list)
+    waiting: list[_Found] = field(default_factory=list)  # damage not yet followed by an intact change
+    lsn: int = 0  # the last intact change
 
 
 class LogStore:
-    def __init__(self, data_dir: Path, engine: Engine, retention_s: float, retention_bytes: int) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        engine: Engine,
+        retention_s: float,
+        retention_bytes: int,
+        recover_damaged: bool = False,
+    ) -> None:
         self.engine = engine
+        self.recover_damaged = recover_damaged  # start even when acknowledged frames are damaged
+        self.epoch_file = data_dir / "epochs.json"
+        self._history = EpochHistory()
+        self._history_unknown = False  # epochs.json was damaged: earlier epochs are not known
+        self.damaged_frames = 0  # damaged stretches found in the log (each one frame or more)
+        self._damage_seen: set[tuple[str, int]] = set()
         self.log_dir = data_dir / "txlog"
         self.snapshot_dir = data_dir / "snapshots"
         self.retention_s = retention_s
@@ -49,53 +100,147 @@ class LogStore:
         self._wake = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
         self._last_snapshot_lsn = 0
+        self._tail_base = 0  # durability.appended when the log tail was empty (negative: replayed)
 
     # -- start-up -------------------------------------------------------------------------
 
     def recover(self) -> recovery.Restored:
-        """Rebuild the engine's durable state from disk (before the server accepts connections)."""
+        """Rebuild the engine's durable state from disk and claim a new LSN epoch (before the server
+        accepts connections). Raises ``StartupError``, changing nothing on disk, when acknowledged
+        log frames are damaged and ``recover_damaged`` is off."""
         started = time.perf_counter()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.snapshot_dir.mkdir(parents=True, exist_ok=True)
         snapshot = self._newest_snapshot()
         self._last_snapshot_lsn = snapshot.lsn if snapshot is not None else 0
-        payloads: list[Any] = []
-        segments = self._segments()
-        covered = snapshot.lsn if snapshot is not None else 0
-        for index, segment in enumerate(segments):
-            following = segments[index + 1] if index + 1 < len(segments) else None
-            if following is not None and int(following.stem) - 1 <= covered:
-                continue  # every entry of this segment is in the snapshot
-            found = scan(segment.read_bytes())
-            payloads.extend(entries_in(found.payloads))
-            if found.problem is not None:
-                self._cut(segment, found.good_bytes, found.problem, segments[index + 1 :])
-                break
-        restored = recovery.restore(self.engine, snapshot, payloads)
+        history = self._read_history()
+        tail = self._read_tail(self._last_snapshot_lsn)
+        _report(tail.damaged)
+        if tail.damaged and not self.recover_damaged:
+            raise StartupError(_refusal(tail.damaged))
+        # The lost LSNs are on disk before the damage is repaired: a crash in between finds the
+        # damage again rather than forget which bookmarks it took.
+        self._begin_epoch(history, max(self._last_snapshot_lsn, tail.lsn), tail.damaged)
+        self._repair(tail)
+        restored = recovery.restore(self.engine, snapshot, tail.payloads)
+        self._tail_base = -restored.entries
         self._open_segment(restored.lsn + 1)
         log.info(
-            "recovered %d records of durable topics (snapshot at LSN %d, %d log entries after it) in %.2f s",
+            "recovered %d records of durable topics (snapshot at LSN %d, %d log entries after it) "
+            "in %.2f s; LSN epoch %d",
             restored.records,
             self._last_snapshot_lsn,
             restored.entries,
             time.perf_counter() - started,
+            self._history.epoch,
         )
         return restored
 
-    def _cut(self, segment: Path, good_bytes: int, problem: str, later: list[Path]) -> None:
-        log.warning(
-            "transaction log %s: %s; keeping the %d bytes before it, the server starts with what they hold",
-            segment,
-            problem,
-            good_bytes,
-        )
-        with segment.open("r+b") as handle:
-            handle.truncate(good_bytes)
-            os.fsync(handle.fileno())
-        for path in later:
-            aside = path.with_suffix(".corrupt")
-            path.rename(aside)
-            log.warning("transaction log %s comes after the damage; set aside as %s", path, aside)
+    def _read_tail(self, covered: int) -> _Tail:
+        """Every intact entry of the segments after LSN ``covered``, and where damage is. Read only."""
+        tail = _Tail()
+        segments = self._segments()
+        lsn = 0  # the last intact change read so far
+        for index, segment in enumerate(segments):
+            following = segments[index + 1] if index + 1 < len(segments) else None
+            if following is not None and int(following.stem) - 1 <= covered:
+                continue  # every entry of this segment is in the snapshot
+            found = scan_segment(segment.read_bytes(), last=following is None)
+            tail.scans[segment] = found
+            lsn = max(lsn, int(segment.stem) - 1)  # a segment's name is a lower bound of its LSNs
+            lsn = self._collect(tail, segment, found, lsn)
+        tail.damaged += tail.waiting  # damage with no intact change after it, up to the end
+        tail.lsn = lsn
+        return tail
+
+    @staticmethod
+    def _collect(tail: _Tail, segment: Path, found: SegmentScan, lsn: int) -> int:
+        """Add ``found``'s entries and damage to ``tail`` in file order; the last LSN read."""
+        damage = iter(found.damaged)
+        next_damage = next(damage, None)
+        for start, _, batch in found.frames:
+            while next_damage is not None and next_damage.start < start:
+                tail.waiting.append(_Found(segment, next_damage, lsn))
+                next_damage = next(damage, None)
+            if batch:
+                for waiting in tail.waiting:
+                    waiting.lsn_after = batch[0][0]
+                tail.damaged += tail.waiting
+                tail.waiting = []
+                tail.payloads.extend(batch)
+                lsn = batch[-1][0]
+        while next_damage is not None:
+            tail.waiting.append(_Found(segment, next_damage, lsn))
+            next_damage = next(damage, None)
+        return lsn
+
+    def _repair(self, tail: _Tail) -> None:
+        """Cut a torn tail off; keep damaged bytes aside and rewrite their segment with its intact
+        frames, so the damage is reported once and the log reads clean from now on."""
+        for segment, found in tail.scans.items():
+            if found.damaged:
+                self._set_aside(segment, found)
+            elif found.torn_at is not None:
+                log.warning(
+                    "transaction log %s: torn last frame at byte %d (a write cut short by a crash, "
+                    "never acknowledged); cut off, %d bytes kept",
+                    segment,
+                    found.torn_at,
+                    found.torn_at,
+                )
+                with segment.open("r+b") as handle:
+                    handle.truncate(found.torn_at)
+                    os.fsync(handle.fileno())
+        if tail.damaged:
+            self.damaged_frames += len(tail.damaged)
+            log.error(
+                "TRANSACTION LOG DAMAGED: starting anyway (recover_damaged_log) with every intact frame; "
+                "the changes in %d damaged stretches are lost, so the SOW may lack records or hold "
+                "stale ones; their bytes are kept next to their segments as <segment>.damaged-<offset>",
+                len(tail.damaged),
+            )
+
+    def _set_aside(self, segment: Path, found: SegmentScan) -> None:
+        data = segment.read_bytes()
+        for damage in found.damaged:
+            _write_durably(_aside(segment, damage), data[damage.start : damage.end])
+        intact = b"".join(data[start:end] for start, end, _ in found.frames)
+        _write_durably(segment, intact)
+
+    def _read_history(self) -> EpochHistory:
+        try:
+            data = self.epoch_file.read_bytes()
+        except FileNotFoundError:
+            return EpochHistory()
+        try:
+            return EpochHistory.decode(data)
+        except ValueError as error:
+            if not self.recover_damaged:
+                raise StartupError(
+                    f"{self.epoch_file} is damaged ({error}); nothing was changed on disk; start with "
+                    f"{START_ANYWAY} to start a new epoch well above the log's"
+                ) from None
+            log.error(
+                "LSN EPOCHS DAMAGED: %s (%s); starting an epoch well above the log's", self.epoch_file, error
+            )
+            self._history_unknown = True
+            return EpochHistory()
+
+    def _begin_epoch(self, history: EpochHistory, lsn: int, damaged: list[_Found]) -> None:
+        """Claim the next epoch and record the lost LSNs, on disk, before any LSN is handed out."""
+        if history.epoch < 0 and (self._history_unknown or epoch_of(lsn) > 0):
+            history = EpochHistory(epoch_of(lsn) + EPOCH_JUMP_WITHOUT_HISTORY, history.lost)
+        lost = [(found.lsn_before, found.lsn_after) for found in damaged]
+        self._history = history.restart(lsn, lost)
+        _write_durably(self.epoch_file, self._history.encode())
+        self.engine.lsns.begin_epoch(self._history.epoch, self._history.lost, self._claim_epoch)
+
+    def _claim_epoch(self) -> int:
+        """The LSNs of this epoch are used up: the next one, on disk before its first LSN."""
+        self._history = EpochHistory(self._history.epoch + 1, self._history.lost)
+        _write_durably(self.epoch_file, self._history.encode())
+        log.info("LSN epoch %d used up; now %d", self._history.epoch - 1, self._history.epoch)
+        return self._history.epoch
 
     def _segments(self) -> list[Path]:
         return sorted(self.log_dir.glob("*.log"))
@@ -172,15 +317,17 @@ class LogStore:
     # -- snapshots and retention ----------------------------------------------------------
 
     def _snapshot_due(self) -> bool:
-        tail = self.engine.durability.last_lsn - self._last_snapshot_lsn
+        tail = self.engine.durability.appended - self._tail_base
         records = sum(len(t.records) for t in self.engine.topics.values() if t.config and t.config.durable)
         return tail >= max(SNAPSHOT_MIN_ENTRIES, 2 * records)
 
     async def _snapshot(self) -> None:
         try:
             state = recovery.capture(self.engine)
+            appended = self.engine.durability.appended  # the entries the snapshot holds
             await asyncio.get_running_loop().run_in_executor(self._io, self._write_snapshot, state)
             self._last_snapshot_lsn = state.lsn
+            self._tail_base = appended
         except OSError:
             log.exception("cannot write a snapshot; recovery will replay a longer log")
         finally:
@@ -231,13 +378,30 @@ class LogStore:
         for segment, following in zip(segments, [*segments[1:], None], strict=True):
             if following is not None and int(following.stem) - 1 <= after_lsn:
                 continue  # every entry of this segment is before the bookmark
-            for payload in entries_in(scan(segment.read_bytes()).payloads):
+            for payload in entries_in(self._readable(segment)):
                 entry = Entry.from_payload(payload)
                 if entry.lsn > until_lsn:
                     return entries
                 if entry.lsn > after_lsn and (since is None or entry.timestamp >= since):
                     entries.append(entry)
         return entries
+
+    def _readable(self, segment: Path) -> list[Any]:
+        """The intact frames of ``segment``. Damage here (a segment the snapshot covers, which
+        recovery does not read) is skipped: reported once, counted, and the replay reads on."""
+        found = scan_segment(segment.read_bytes())
+        for damage in found.damaged:
+            if (segment.name, damage.start) not in self._damage_seen:
+                self._damage_seen.add((segment.name, damage.start))
+                self.damaged_frames += 1
+                log.error(
+                    "TRANSACTION LOG DAMAGED: %s bytes %d-%d hold no readable frame; bookmark "
+                    "replays skip the changes in them",
+                    segment,
+                    damage.start,
+                    damage.end,
+                )
+        return found.payloads
 
     # -- shutdown -------------------------------------------------------------------------
 
@@ -256,6 +420,44 @@ class LogStore:
             os.close(self._fd)
             self._fd = None
         self._io.shutdown(wait=True)
+
+
+def _aside(segment: Path, damage: Damage) -> Path:
+    return segment.with_name(f"{segment.name}.damaged-{damage.start}")
+
+
+def _report(damaged: list[_Found]) -> None:
+    for found in damaged:
+        after = "up to the end of the log" if found.lsn_after is None else f"before LSN {found.lsn_after}"
+        log.error(
+            "TRANSACTION LOG DAMAGED: %s (%d bytes) hold no readable frame: acknowledged changes "
+            "after LSN %d and %s are lost",
+            found.describe(),
+            found.damage.end - found.damage.start,
+            found.lsn_before,
+            after,
+        )
+
+
+def _refusal(damaged: list[_Found]) -> str:
+    """The one line the process exits with when acknowledged log frames are damaged."""
+    more = f" and {len(damaged) - 1} more damaged stretches" if len(damaged) > 1 else ""
+    return (
+        f"transaction log damaged: {damaged[0].describe()}{more} hold no readable frame; "
+        f"nothing was changed on disk; start with {START_ANYWAY} to keep the damaged bytes aside "
+        "and start with every intact frame"
+    )
+
+
+def _write_durably(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: a crash leaves the old file or the new one."""
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+    _fsync_dir(path.parent)
 
 
 def _fsync_dir(path: Path) -> None:

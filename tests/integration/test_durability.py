@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
+import subprocess
+import sys
 import time
+import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,9 +16,10 @@ from typing import Any
 import pytest
 
 from server.client import Publisher
+from server.core.txlog import scan_segment
 
 from .client import Client
-from .server_process import ServerProcess, write_config
+from .server_process import ROOT, ServerProcess, write_config
 
 TOPICS = [
     {"name": "orders", "key": ["/id"], "durable": True},
@@ -84,30 +88,112 @@ async def publish_and_persist(url: str, ids: range) -> None:
     await publisher.close()
 
 
-@pytest.mark.parametrize("damage", ["torn", "corrupt"])
-async def test_a_damaged_log_tail_is_detected_and_the_rest_is_kept(
-    config: Path, tmp_path: Path, damage: str
+async def test_a_torn_last_frame_is_cut_off_and_the_server_starts(config: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    server = ServerProcess(config, data)
+    await publish_and_persist(server.url, range(1, 101))
+    server.stop(signal.SIGKILL)
+    segment = sorted((data / "txlog").glob("*.log"))[-1]
+    segment.write_bytes(segment.read_bytes() + b"\x00\x00\x01\x00\xab\xcd\x12\x34[[1")  # a write cut short
+    again = ServerProcess(config, data)
+    try:
+        assert await sow_ids(await Client.connect(again.url)) == list(range(1, 101))
+        assert "torn last frame" in again.output() and "DAMAGED" not in again.output()
+    finally:
+        again.stop()
+
+
+async def test_a_damaged_frame_stops_the_start_until_told_then_only_its_records_are_lost(
+    config: Path, tmp_path: Path
 ) -> None:
     data = tmp_path / "data"
     server = ServerProcess(config, data)
     await publish_and_persist(server.url, range(1, 101))
-    await publish_and_persist(server.url, range(101, 111))  # the last group commit, damaged below
+    await publish_and_persist(server.url, range(101, 111))  # one group commit, damaged below
+    await publish_and_persist(server.url, range(111, 201))
     server.stop(signal.SIGKILL)
     segment = sorted((data / "txlog").glob("*.log"))[-1]
+    frames = scan_segment(segment.read_bytes()).frames
+    start, end = next((s, e) for s, e, batch in frames if batch[0][4]["id"] == 101)
     raw = bytearray(segment.read_bytes())
-    if damage == "torn":
-        raw += b"\x00\x00\x01"  # a frame header cut short by a crash
-        expected = list(range(1, 111))
-    else:
-        raw[-5] ^= 0xFF  # a flipped byte in the last group commit: that commit is lost, not the rest
-        expected = list(range(1, 101))
+    raw[start + 40] ^= 0xFF
+    raw[start + 41] ^= 0xFF
     segment.write_bytes(bytes(raw))
+
+    refused = run_to_exit(config, data)
+    assert refused.returncode == 3
+    reason = refused.stderr.strip().splitlines()[-1]
+    assert reason.startswith("error: transaction log damaged: ")
+    assert f"{segment} bytes {start}-{end}" in reason and "--recover-damaged-log" in reason
+    assert "TRANSACTION LOG DAMAGED" in refused.stderr
+    assert segment.read_bytes() == bytes(raw), "a refused start changes nothing on disk"
+
+    again = ServerProcess(config, data, ["--recover-damaged-log"])
+    try:
+        expected = [n for n in range(1, 201) if not 101 <= n <= 110]
+        assert await sow_ids(await Client.connect(again.url)) == expected
+        assert "TRANSACTION LOG DAMAGED" in again.output()
+        assert (segment.parent / f"{segment.name}.damaged-{start}").read_bytes() == bytes(raw[start:end])
+        metrics = await asyncio.to_thread(read_metrics, again.http)
+        assert "push_log_damaged_frames_total 1.0" in metrics
+    finally:
+        again.stop()
+    third = ServerProcess(config, data)  # the damage was dealt with: no option needed any more
+    third.stop()
+
+
+def run_to_exit(config: Path, data: Path) -> subprocess.CompletedProcess[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "server",
+        "--port",
+        "0",
+        "--config",
+        str(config),
+        "--data-dir",
+        str(data),
+    ]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=30, check=False)
+
+
+def read_metrics(http: str) -> str:
+    with urllib.request.urlopen(f"{http}/metrics", timeout=5) as response:
+        text: str = response.read().decode()
+        return text
+
+
+async def test_bookmarks_handed_out_before_a_crash_are_never_reused(config: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    server = ServerProcess(config, data)
+    writer, watcher = await Client.connect(server.url), await Client.connect(server.url)
+    await watcher.request({"c": "subscribe", "t": "orders", "cid": "w", "bm": "now"})
+    await writer.request(
+        {"c": "publish", "t": "orders", "data": {"id": 1}, "cid": "p1", "a": "persisted"}, "persisted"
+    )
+    await writer.send(*[{"c": "publish", "t": "orders", "data": {"id": n}} for n in range(2, 200)])
+    marks = [int(m["bm"]) for m in await watcher.until(lambda m: m.get("data", {}).get("id") == 199)]
+    durable, last = marks[0], marks[-1]
+    server.stop(signal.SIGKILL)  # whatever of 2-199 was not yet on disk is gone, their bookmarks too
+
     again = ServerProcess(config, data)
     try:
-        assert await sow_ids(await Client.connect(again.url)) == expected
-        output = again.output()
-        assert ("torn" if damage == "torn" else "checksum mismatch") in output
-        assert "the server starts with what they hold" in output
+        writer, watcher = await Client.connect(again.url), await Client.connect(again.url)
+        await watcher.request({"c": "subscribe", "t": "orders", "cid": "w", "bm": "now"})
+        resumed = await Client.connect(again.url)
+        answer = await resumed.request({"c": "subscribe", "t": "orders", "cid": "r", "bm": str(last)})
+        await writer.send(*[{"c": "publish", "t": "orders", "data": {"id": n}} for n in range(1000, 1030)])
+        after = await watcher.until(lambda m: m.get("data", {}).get("id") == 1029)
+        assert min(int(m["bm"]) for m in after) > last, "every new bookmark is above every old one"
+        if answer[-1]["status"] == "failure":  # the last bookmark was lost with the crash: said so
+            assert answer[-1]["reason"].startswith(f"bad message: bookmark {last} is not in the log")
+        else:  # it reached the disk: resuming from it delivers everything after it
+            got = await resumed.until(lambda m: m.get("data", {}).get("id") == 1029)
+            assert [m["data"]["id"] for m in got if m["c"] == "p"] == list(range(1000, 1030))
+        first = await resumed.request({"c": "subscribe", "t": "orders", "cid": "d", "bm": str(durable)})
+        assert first[-1]["status"] == "success"
+        future = await resumed.request({"c": "subscribe", "t": "orders", "cid": "f", "bm": str(1 << 62)})
+        assert future[-1]["reason"].startswith(f"bad message: bookmark {1 << 62} is not in the log")
     finally:
         again.stop()
 

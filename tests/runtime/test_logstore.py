@@ -13,8 +13,8 @@ import pytest
 
 from server.core.config import parse_config
 from server.core.engine import Engine
-from server.core.txlog import entries_in, scan
-from server.runtime import logstore
+from server.core.errors import StartupError
+from server.core.txlog import entries_in, scan, scan_segment
 from server.runtime.logstore import LogStore
 
 
@@ -22,7 +22,7 @@ async def test_a_failed_sync_is_cut_off_retried_and_acknowledged(tmp_path: Path,
     engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}), time.time)
     store = LogStore(tmp_path, engine, 1e9, 1 << 40)
     store.recover()
-    failures = []
+    failures: list[int] = []
     real_sync = os.fdatasync
 
     def failing_once(fd: int) -> None:
@@ -31,7 +31,7 @@ async def test_a_failed_sync_is_cut_off_retried_and_acknowledged(tmp_path: Path,
             raise OSError(28, "No space left on device")
         real_sync(fd)
 
-    monkeypatch.setattr(logstore.os, "fdatasync", failing_once)
+    monkeypatch.setattr(os, "fdatasync", failing_once)  # the module logstore writes through
     store.start()
     session = engine.open_session(lambda: None)
     commands = [
@@ -61,3 +61,160 @@ def test_recovery_of_an_empty_or_torn_store(tmp_path: Path, damage: bytes) -> No
     engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}), time.time)
     restored = LogStore(tmp_path, engine, 1e9, 1 << 40).recover()
     assert restored.records == 0 and restored.lsn == 0
+
+
+# -- damage, torn tails and LSN epochs ----------------------------------------------------------
+
+DURABLE = {"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}
+
+
+def open_store(data_dir: Path, recover_damaged: bool = False) -> tuple[Engine, LogStore]:
+    engine = Engine(parse_config(DURABLE), time.time)
+    store = LogStore(data_dir, engine, 1e9, 1 << 40, recover_damaged)
+    store.recover()
+    return engine, store
+
+
+def publish_frames(engine: Engine, store: LogStore, ids: range) -> list[int]:
+    """Publish ``ids``, one group commit (one frame) each, written as the log writer would; the
+    LSNs handed out."""
+    session = engine.open_session(lambda: None)
+    lsns = []
+    for n in ids:
+        engine.receive(session, orjson.dumps({"c": "publish", "t": "orders", "data": {"id": n}}))
+        taken = engine.durability.take()
+        assert taken is not None
+        store._write(*taken)
+        engine.made_durable(taken[1])
+        lsns.append(taken[1])
+    return lsns
+
+
+def crash(store: LogStore) -> None:
+    """kill -9: the file descriptor goes, nothing else happens (no snapshot)."""
+    assert store._fd is not None
+    os.close(store._fd)
+    store._io.shutdown(wait=True)
+
+
+def ids_of(engine: Engine) -> list[int]:
+    return sorted(version.data["id"] for version in engine.topics["orders"].records.values())
+
+
+def flip_in_frames(segment: Path, *indexes: int) -> list[tuple[int, int]]:
+    """Flip two bytes in the payload of each frame of ``indexes``; where those frames are."""
+    data = bytearray(segment.read_bytes())
+    frames = scan_segment(bytes(data)).frames
+    places = [frames[index][:2] for index in indexes]
+    for start, _ in places:
+        data[start + 12] ^= 0xFF
+        data[start + 13] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    return places
+
+
+def test_a_damaged_log_refuses_to_start_naming_the_place_and_changes_nothing(tmp_path: Path) -> None:
+    engine, store = open_store(tmp_path)
+    publish_frames(engine, store, range(1, 21))
+    crash(store)
+    segment = next((tmp_path / "txlog").glob("*.log"))
+    [(start, end)] = flip_in_frames(segment, 7)
+    before = {path.name: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    with pytest.raises(StartupError) as refused:
+        open_store(tmp_path)
+    message = str(refused.value)
+    assert f"{segment} bytes {start}-{end}" in message and "--recover-damaged-log" in message
+    assert "\n" not in message
+    after = {path.name: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    assert after == before, "nothing on disk changed"
+
+
+def test_starting_anyway_keeps_every_intact_frame_and_the_damaged_bytes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine, store = open_store(tmp_path)
+    publish_frames(engine, store, range(1, 41))
+    crash(store)
+    segment = next((tmp_path / "txlog").glob("*.log"))
+    original = segment.read_bytes()
+    damaged = flip_in_frames(segment, 3, 4, 20)
+    damaged_bytes = segment.read_bytes()
+
+    engine, store = open_store(tmp_path, recover_damaged=True)
+    assert ids_of(engine) == [n for n in range(1, 41) if n not in (4, 5, 21)]
+    assert store.damaged_frames == 2  # frames 4 and 5 are one damaged stretch
+    assert "TRANSACTION LOG DAMAGED" in caplog.text
+    assert {r.levelname for r in caplog.records if "DAMAGED" in r.getMessage()} == {"ERROR"}
+    first, second = damaged[0][0], damaged[2][0]
+    aside = segment.with_name(f"{segment.name}.damaged-{first}")
+    assert aside.read_bytes() == damaged_bytes[first : damaged[1][1]]
+    assert segment.with_name(f"{segment.name}.damaged-{second}").exists()
+    rewritten = scan_segment(segment.read_bytes())
+    assert rewritten.damaged == [] and len(rewritten.frames) == 37
+    assert len(segment.read_bytes()) == len(original) - sum(end - start for start, end in damaged)
+    publish_frames(engine, store, range(41, 43))
+    crash(store)
+
+    engine, store = open_store(tmp_path)  # the damage was dealt with once: a clean start now
+    assert ids_of(engine) == [n for n in range(1, 43) if n not in (4, 5, 21)]
+    assert store.damaged_frames == 0
+
+
+def test_a_torn_last_frame_is_cut_off_with_a_warning_and_no_refusal(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine, store = open_store(tmp_path)
+    publish_frames(engine, store, range(1, 6))
+    crash(store)
+    segment = next((tmp_path / "txlog").glob("*.log"))
+    whole = segment.read_bytes()
+    segment.write_bytes(whole[:-7])  # the last group commit, cut short by a crash
+    engine, store = open_store(tmp_path)
+    assert ids_of(engine) == [1, 2, 3, 4]
+    assert store.damaged_frames == 0
+    assert "torn last frame" in caplog.text and "DAMAGED" not in caplog.text
+    assert scan_segment(segment.read_bytes()).torn_at is None
+
+
+def test_lsns_never_repeat_after_a_crash_and_lost_ones_are_refused_as_bookmarks(tmp_path: Path) -> None:
+    engine, store = open_store(tmp_path)
+    durable = publish_frames(engine, store, range(1, 4))
+    session = engine.open_session(lambda: None)
+    engine.receive(
+        session, orjson.dumps([{"c": "publish", "t": "orders", "data": {"id": n}} for n in (4, 5)])
+    )
+    handed_out = engine.lsns.last  # delivered to subscribers, never written: the crash loses them
+    crash(store)
+
+    engine, store = open_store(tmp_path)
+    assert ids_of(engine) == [1, 2, 3]
+    assert engine.next_apply_seq() > handed_out > durable[-1]
+    watcher = engine.open_session(lambda: None)
+
+    def subscribe(bm: int) -> dict[str, Any]:
+        engine.receive(
+            watcher, orjson.dumps({"c": "subscribe", "t": "orders", "cid": str(bm), "bm": str(bm)})
+        )
+        reply: dict[str, Any] = orjson.loads(watcher.outbox.take_frame(1 << 20) or b"[]")[0]
+        engine.receive(watcher, orjson.dumps({"c": "unsubscribe", "sub_id": str(bm)}))
+        return reply
+
+    assert subscribe(durable[-1])["status"] == "success"
+    refused = subscribe(handed_out)
+    assert refused["status"] == "failure" and "is not in the log" in refused["reason"]
+    assert orjson.loads((tmp_path / "epochs.json").read_bytes())["epoch"] == 2
+    crash(store)
+    engine, store = open_store(tmp_path)  # a restart that wrote nothing: still a new epoch
+    assert orjson.loads((tmp_path / "epochs.json").read_bytes())["epoch"] == 3
+    assert engine.next_apply_seq() > handed_out
+
+
+def test_a_damaged_epoch_history_refuses_to_start(tmp_path: Path) -> None:
+    engine, store = open_store(tmp_path)
+    publish_frames(engine, store, range(1, 3))
+    crash(store)
+    (tmp_path / "epochs.json").write_bytes(b'{"format": 1, "ep')
+    with pytest.raises(StartupError, match=r"epochs\.json is damaged"):
+        open_store(tmp_path)
+    engine, store = open_store(tmp_path, recover_damaged=True)
+    assert orjson.loads((tmp_path / "epochs.json").read_bytes())["epoch"] > 1000

@@ -75,36 +75,55 @@ def _text_fn(op: Callable[[str], Any], scans: bool = True) -> Callable[[list[Any
     return impl
 
 
+def _finite(value: Any) -> int | float | None:
+    """``value`` as a number, NULL when it is none or not finite (a string such as ``'1e400'``
+    reads as infinity): no function computes with infinity or NaN."""
+    number = to_number(value)
+    if type(number) is float and not math.isfinite(number):
+        return None
+    return number
+
+
+def _whole(value: Any) -> int | None:
+    """A position or a count: a finite number truncated toward zero (``2.9`` is 2), else NULL."""
+    number = _finite(value)
+    return None if number is None else int(number)
+
+
 def _substr(args: list[Any], ctx: EvalContext) -> Any:
+    """SUBSTR(text, start[, length]): a start out of range (0, or past either end) is NULL; a
+    length past the end takes the rest, a negative one is NULL."""
     text = to_text(first(args[0]))
-    start = to_number(args[1])
+    start = _whole(args[1])
     if text is None or start is None:
         return None
-    start = int(start)
     if start < 0:
-        start = len(text) + start + 1
-    if start < 1 or start > len(text):
+        start += len(text) + 1  # -1 is the last character
+    if not 1 <= start <= len(text):
         return None
-    if len(args) == 2:
-        result = text[start - 1 :]
-    else:
-        length = to_number(args[2])
+    end = len(text)
+    if len(args) == 3:
+        length = _whole(args[2])
         if length is None or length < 0:
             return None
-        result = text[start - 1 : start - 1 + int(min(length, len(text)))]
+        end = min(end, start - 1 + length)
+    result = text[start - 1 : end]
     spend(len(result))
     return result
 
 
 def _left_right(from_right: bool) -> Callable[[list[Any], EvalContext], Any]:
+    """LEFT and RIGHT(text, count): a count past the length takes the whole text, a negative
+    one is NULL (slicing with ``-count`` made ``RIGHT('abc', 5)`` 'bc')."""
+
     def impl(args: list[Any], ctx: EvalContext) -> Any:
         text = to_text(first(args[0]))
-        count = to_number(args[1])
+        count = _whole(args[1])
         if text is None or count is None or count < 0:
             return None
-        count = int(min(count, len(text)))
+        count = min(count, len(text))
         spend(count)
-        return (text[len(text) - count :] if count else "") if from_right else text[:count]
+        return text[len(text) - count :] if from_right else text[:count]
 
     return impl
 
@@ -188,26 +207,41 @@ def _pattern_of_record(pattern: str) -> Regex | None:
 
 def _number_fn(op: Callable[[Any], Any]) -> Callable[[list[Any], EvalContext], Any]:
     def impl(args: list[Any], ctx: EvalContext) -> Any:
-        number = to_number(args[0])
+        number = _finite(args[0])
         return None if number is None else op(number)
 
     return impl
 
 
 def _round(args: list[Any], ctx: EvalContext) -> Any:
-    number = to_number(args[0])
-    digits = to_number(args[1]) if len(args) > 1 else 0
+    """ROUND(number[, digits]), half away from zero, like SQL; digits are taken within
+    -MAX_ROUND_DIGITS to MAX_ROUND_DIGITS."""
+    number = _finite(args[0])
+    digits = _whole(args[1]) if len(args) > 1 else 0
     if number is None or digits is None:
         return None
     digits = max(-MAX_ROUND_DIGITS, min(MAX_ROUND_DIGITS, digits))
+    if type(number) is int:
+        return _round_integer(number, digits)
     try:
-        scale = 10 ** int(digits)
-        rounded = math.floor(abs(number) * scale + 0.5) / scale  # half away from zero, like SQL
+        scale = 10.0**digits
+        rounded = math.copysign(math.floor(abs(number) * scale + 0.5) / scale, number)
     except (OverflowError, ZeroDivisionError):
         # Past what a double holds: so many digits change nothing, so few leave nothing.
-        return number if digits > 0 else 0 * number
-    rounded = math.copysign(rounded, number)
-    return int(rounded) if isinstance(number, int) or digits <= 0 else rounded
+        return number if digits > 0 else 0
+    if not math.isfinite(rounded):
+        return None  # rounded up past the largest double
+    return int(rounded) if digits <= 0 else rounded
+
+
+def _round_integer(number: int, digits: int) -> int:
+    """An integer rounded exactly: through a double, 10**400 rounded to the hundreds was 0."""
+    if digits >= 0:
+        return number
+    scale: int = 10**-digits
+    whole, rest = divmod(abs(number), scale)
+    rounded = (whole + (2 * rest >= scale)) * scale
+    return rounded if number >= 0 else -rounded
 
 
 def _extreme(sign: int) -> Callable[[list[Any], EvalContext], Any]:

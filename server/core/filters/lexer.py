@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from enum import Enum, auto
@@ -12,6 +13,7 @@ from ..errors import FilterError
 # it in one command that cannot yield: past this a filter is refused rather than stall the loop.
 MAX_FILTER_LENGTH = 16 * 1024
 MAX_NUMBER_DIGITS = 4000  # int() refuses more than 4,300 digits, and a longer literal is no id
+MAX_INDEX_DIGITS = 18  # an array index fits a signed 64-bit integer; no array comes near it
 
 
 class Kind(Enum):
@@ -79,11 +81,7 @@ def tokenize(text: str) -> list[Token]:
         elif char in _DIGITS or (char == "." and pos + 1 < size and text[pos + 1] in _DIGITS):
             match = _NUMBER.match(text, pos)
             assert match is not None
-            literal = match.group(0)
-            if len(literal) > MAX_NUMBER_DIGITS:
-                raise FilterError(f"number longer than {MAX_NUMBER_DIGITS} digits", column)
-            is_float = any(c in literal for c in ".eE")
-            tokens.append(Token(Kind.NUMBER, literal, column, float(literal) if is_float else int(literal)))
+            tokens.append(_number(match.group(0), column))
             pos = match.end()
         elif (match := _WORD.match(text, pos)) is not None:
             tokens.append(Token(Kind.WORD, match.group(0), column))
@@ -121,12 +119,29 @@ def _lex_path(text: str, pos: int, tokens: list[Token]) -> int:
     return pos
 
 
+def _number(literal: str, column: int) -> Token:
+    """A number literal: an integer exactly, anything with a point or an exponent as a double.
+    One too long, or past what a double holds (``1e400`` would be infinity), is refused here
+    rather than fail as it is converted or compare as infinity."""
+    if len(literal) > MAX_NUMBER_DIGITS:
+        raise FilterError(f"number longer than {MAX_NUMBER_DIGITS} digits", column)
+    if not any(c in literal for c in ".eE"):
+        return Token(Kind.NUMBER, literal, column, int(literal))
+    value = float(literal)
+    if math.isinf(value):
+        raise FilterError("number out of range (a double holds at most 1.8e308)", column)
+    return Token(Kind.NUMBER, literal, column, value)
+
+
 def _lex_indexes(text: str, pos: int, steps: tuple[str | int, ...]) -> tuple[int, tuple[str | int, ...]]:
     while True:
         match = _INDEX.match(text, pos)
         if match is None:
             return pos, steps
-        steps = (*steps, int(match.group(1)))
+        digits = match.group(1)
+        if len(digits) > MAX_INDEX_DIGITS:  # int() refuses 4,300 digits: no such array exists
+            raise FilterError(f"array index longer than {MAX_INDEX_DIGITS} digits", pos + 1)
+        steps = (*steps, int(digits))
         pos = match.end()
 
 

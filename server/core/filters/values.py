@@ -55,7 +55,10 @@ def to_text(value: Any) -> str | None:
     if kind is bool:
         return "true" if value else "false"
     if kind is int or kind is float:
-        return repr(value)
+        try:
+            return repr(value)
+        except ValueError:  # an integer past Python's 4,300 digits (a product of two literals)
+            return None
     return None
 
 
@@ -148,9 +151,21 @@ def make_comparison(op: str) -> Callable[[Any, Any], Truth]:
 
 
 def arithmetic(op: str, a: Any, b: Any) -> int | float | None:
+    """``a op b``; NULL when either is not a number, and when the result is no finite number:
+    past the largest double, or a whole number too large to mix with a double (which raised)."""
     x, y = to_number(a), to_number(b)
     if x is None or y is None:
         return None
+    try:
+        result = _operate(op, x, y)
+    except (OverflowError, ValueError):  # int-to-float overflow; fmod of an infinity
+        return None
+    if type(result) is float and not math.isfinite(result):
+        return None
+    return result
+
+
+def _operate(op: str, x: int | float, y: int | float) -> int | float | None:
     if op == "+":
         return x + y
     if op == "-":
