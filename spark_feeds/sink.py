@@ -15,7 +15,7 @@ import os
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, Decimal):
         return float(value)
     if isinstance(value, datetime):
-        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        moment = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
         return moment.isoformat()
     if isinstance(value, date):
         return value.isoformat()

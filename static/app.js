@@ -9,7 +9,8 @@ const SORT_EVERY_MS = 500;
 
 const scheme = location.protocol === "https:" ? "wss" : "ws";
 const url = `${scheme}://${location.host}/ws`;
-const client = new PushClient(url, { heartbeatMs: 5000 });
+// Someone is watching: a dead connection is noticed within 10 s, and retried at least every 5 s.
+const client = new PushClient(url, { heartbeatMs: 5000, maxBackoffMs: 5000 });
 /** @type {Set<Panel>} */
 const panels = new Set();
 
@@ -48,12 +49,23 @@ class Panel {
     });
     this.view.on("error", ({ reason }) => this.refused(reason));
     this.view.on("unsubscribed", ({ reason }) => showError(`${topic}: the server dropped this view (${reason})`));
+    // While the connection is down the rows stay, dimmed: the last values received, maybe old.
+    this.view.on("stale", ({ stale }) => this.element.classList.toggle("stale", stale));
+    this.established = false;
+    this.view.ready.then(() => { this.established = true; }, () => {});
     panels.add(this);
   }
 
+  /** A view the server refuses at once (a bad filter) goes; one it refuses after a reconnect
+   * (the topic or the user's rights changed) stays on screen, stale, with the reason, and in the URL. */
   refused(reason) {
-    showError(reason);
-    this.close();
+    if (!this.established) {
+      showError(reason);
+      this.close();
+      return;
+    }
+    this.element.classList.add("stale", "failed");
+    this.element.querySelector(".view-error").textContent = `refused after reconnecting: ${reason}`;
   }
 
   close() {
@@ -133,7 +145,9 @@ function readUrl() {
   });
 }
 
-async function refreshTopics() {
+/** @param {boolean} [always] also when not connected (at load) */
+async function refreshTopics(always = false) {
+  if (!always && client.state !== "open") return; // the banner says the server is away; asked on return
   try {
     // "omit": with [auth], /topics asks for HTTP Basic credentials; the dashboard has none, and a
     // 401 to a request without credentials does not make the browser prompt for them.
@@ -162,11 +176,39 @@ async function refreshTopics() {
   }
 }
 
-function showState({ state, attempt }) {
+let everOpen = false;
+
+/** The indicator in the bar, and a banner while the connection is down. */
+function showState({ state, attempt, delayMs, reason }) {
   const indicator = document.getElementById("connection");
   indicator.dataset.state = state;
-  indicator.querySelector("span").textContent =
-    state === "reconnecting" ? `reconnecting (attempt ${attempt})` : state === "closed" ? "offline" : state;
+  const banner = document.getElementById("offline");
+  const label = {
+    idle: "idle",
+    connecting: attempt > 1 ? `connecting (attempt ${attempt})` : "connecting",
+    open: "connected",
+    waiting: `reconnecting (attempt ${attempt})`,
+    closed: "offline",
+  }[state];
+  indicator.querySelector("span").textContent = label;
+  if (state === "open") {
+    everOpen = true;
+    banner.hidden = true;
+    refreshTopics();
+    return;
+  }
+  if (!everOpen && state === "connecting" && attempt <= 1) return;
+  banner.hidden = false;
+  banner.dataset.state = state;
+  const what = everOpen ? "Connection to the server lost" : "Cannot reach the server";
+  const next =
+    state === "waiting" ? `attempt ${attempt} in ${(delayMs / 1000).toFixed(1)} s`
+    : state === "connecting" ? `attempt ${attempt} under way`
+    : `not retrying (${reason || "closed"})`;
+  banner.querySelector(".what").textContent = `${what}: ${next}.`;
+  banner.querySelector(".detail").textContent = state === "closed"
+    ? "Reload the page to connect again."
+    : "Rows show the last values received and may be out of date; the views come back by themselves.";
 }
 
 document.getElementById("open-view").addEventListener("submit", (event) => {
@@ -180,8 +222,8 @@ function start() {
   readUrl();
   requestAnimationFrame(frame);
   setInterval(() => panels.forEach((panel) => panel.figures()), 1000);
-  refreshTopics();
-  setInterval(refreshTopics, 5000);
+  refreshTopics(true);
+  setInterval(() => refreshTopics(), 5000);
   // A failed first attempt is retried by the client itself, with backoff, like any reconnect.
   client.connect().catch(() => {});
 }

@@ -1,8 +1,18 @@
 // The only module that touches WebSocket: frames in (text or binary UTF-8 JSON, one message or an
 // array of them), frames out, and how the connection ended.
+//
+// A Transport is one socket, used once: the connection state machine (connection.js) makes a new
+// one for every attempt and drops the old one, so events of a superseded socket can never be
+// mistaken for the current one's.
 
 import { Emitter } from "./emitter.js";
 
+/**
+ * @typedef {{ messages: any[], bytes: number }} FrameEvent
+ * @typedef {{ code: number, reason: string }} CloseEvent
+ */
+
+/** @extends {Emitter<any>} */
 export class Transport extends Emitter {
   /** @param {string} url */
   constructor(url) {
@@ -11,46 +21,66 @@ export class Transport extends Emitter {
     /** @type {WebSocket | null} */
     this.socket = null;
     this.decoder = new TextDecoder();
+    /** True once "close" was emitted: nothing is emitted after it. */
+    this.ended = false;
   }
 
-  /** Open the socket; resolves when it is open, rejects when it fails to open. */
+  /** Open the socket. Emits "open" when it is open, "frame" per frame, then "close" exactly once. */
   open() {
-    return new Promise((resolve, reject) => {
-      const socket = new WebSocket(this.url);
-      socket.binaryType = "arraybuffer";
-      this.socket = socket;
-      let opened = false;
-      socket.onopen = () => {
-        opened = true;
-        resolve(undefined);
-      };
-      socket.onmessage = (event) => {
-        const text = typeof event.data === "string" ? event.data : this.decoder.decode(event.data);
-        let decoded;
-        try {
-          decoded = JSON.parse(text);
-        } catch (error) {
-          this.emit("error", new Error(`a frame that is not JSON: ${text.slice(0, 80)}`));
-          return;
-        }
-        this.emit("frame", { messages: Array.isArray(decoded) ? decoded : [decoded], bytes: text.length });
-      };
-      socket.onclose = (event) => {
-        if (this.socket === socket) this.socket = null;
-        if (!opened) reject(new Error(`cannot connect to ${this.url}`));
-        this.emit("close", { code: event.code, reason: event.reason });
-      };
-    });
+    if (this.socket || this.ended) throw new Error("a Transport opens once");
+    const socket = new WebSocket(this.url);
+    socket.binaryType = "arraybuffer";
+    this.socket = socket;
+    socket.onopen = () => {
+      if (!this.ended) this.emit("open", undefined);
+    };
+    socket.onmessage = (event) => {
+      if (this.ended) return;
+      const text = typeof event.data === "string" ? event.data : this.decoder.decode(event.data);
+      let decoded;
+      try {
+        decoded = JSON.parse(text);
+      } catch {
+        this.emit("error", new Error(`a frame that is not JSON: ${text.slice(0, 80)}`));
+        return;
+      }
+      this.emit("frame", { messages: Array.isArray(decoded) ? decoded : [decoded], bytes: text.length });
+    };
+    socket.onclose = (event) => this._end(event.code, event.reason);
   }
 
-  /** @param {object | object[]} message */
+  /** True while the socket is open and can send. */
+  get isOpen() {
+    return !this.ended && this.socket !== null && this.socket.readyState === WebSocket.OPEN;
+  }
+
+  /** @param {object | object[]} message @returns {boolean} whether it was handed to the socket */
   send(message) {
-    if (!this.socket || this.socket.readyState !== WebSocket.OPEN) return false;
-    this.socket.send(JSON.stringify(message));
+    if (!this.isOpen) return false;
+    /** @type {WebSocket} */ (this.socket).send(JSON.stringify(message));
     return true;
   }
 
-  close(code = 1000) {
-    this.socket?.close(code);
+  /**
+   * Close the socket (also one still connecting) and emit "close" now, without waiting for the
+   * browser's close handshake: the caller is done with this transport.
+   * @param {number} [code] 1000 or 3000-4999
+   * @param {string} [reason]
+   */
+  close(code = 1000, reason = "") {
+    const socket = this.socket;
+    if (socket && socket.readyState !== WebSocket.CLOSED && socket.readyState !== WebSocket.CLOSING) {
+      socket.close(code, reason);
+    }
+    this._end(code, reason);
+  }
+
+  /** @param {number} code @param {string} reason */
+  _end(code, reason) {
+    if (this.ended) return;
+    this.ended = true;
+    const socket = this.socket;
+    if (socket) socket.onopen = socket.onmessage = null;
+    this.emit("close", { code, reason });
   }
 }

@@ -1,5 +1,8 @@
 // A live view of a topic: `records` (SowKey -> current record) kept up to date from snapshots,
 // full records, RFC 6902 patches, merge deltas and OOF notices, with a "change" event per record.
+// Events: "change" (Change), "ready", "error" ({reason}), "unsubscribed" ({reason}) and "stale"
+// ({stale}): true when the connection is lost (records kept, last known values), false once the
+// view is re-established on a new connection (its snapshot in, for the sow_and_* commands).
 
 import { Emitter } from "./emitter.js";
 import { mergeRecord } from "./merge.js";
@@ -10,12 +13,13 @@ import { applyPatch } from "./patch.js";
  * @typedef {{ key: string, record: any, kind: ChangeKind, reason?: string }} Change
  */
 
+/** @extends {Emitter<any>} */
 export class View extends Emitter {
   /**
    * @param {import("./client.js").PushClient} client
    * @param {string} command  the subscribe command that opens the view
    * @param {string} topic
-   * @param {{ filter?: string, options?: string, subId?: string }} settings
+   * @param {{ filter?: string, options?: string, subId: string }} settings
    */
   constructor(client, command, topic, settings) {
     super();
@@ -32,6 +36,11 @@ export class View extends Emitter {
     /** @type {string | null} the server's reason when it refused the view */
     this.error = null;
     this.closed = false;
+    /** True while the connection is down, until the view is re-established on a new one: its
+     * records are the last known values, which may since have changed on the server. */
+    this.stale = false;
+    /** The connection (its `opens` count) this view was last subscribed on; set by the client. */
+    this.openedOn = 0;
     this._collecting = /** @type {Map<string, any> | null} */ (null);
     this._plainKeys = 0;
     this._resetReady();
@@ -65,7 +74,24 @@ export class View extends Emitter {
   }
 
   subscribed() {
-    if (!this.hasSnapshot) this._resolveReady(this);
+    if (!this.hasSnapshot) {
+      this._resolveReady(this);
+      this._fresh();
+    }
+  }
+
+  /** The connection went away: the records are kept, marked stale until the view is back. */
+  disconnected() {
+    this._collecting = null;
+    if (this.stale) return;
+    this.stale = true;
+    this.emit("stale", { stale: true });
+  }
+
+  _fresh() {
+    if (!this.stale) return;
+    this.stale = false;
+    this.emit("stale", { stale: false });
   }
 
   /** @param {any} message @param {number} bytes */
@@ -119,6 +145,7 @@ export class View extends Emitter {
       this.emit("change", { key, record, kind: "snapshot" });
     }
     this._resolveReady(this);
+    this._fresh();
     this.emit("ready", this);
   }
 

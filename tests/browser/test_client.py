@@ -99,12 +99,14 @@ def test_a_server_restart_in_the_middle(page: Page, server: ServerProcess, tmp_p
     )
     port = server.port
     server.stop(signal.SIGTERM)
-    page.evaluate("() => waitFor(() => client.state === 'reconnecting')")
+    page.evaluate("() => waitFor(() => client.state === 'waiting')")
     # Published while the server is down: kept and re-sent after the reconnect, once.
     page.evaluate(
         "() => { window.late = Promise.all([client.publish('ledger', {id: 6, v: 1}), "
         "client.publish('ledger', {id: 1, v: 2})]); }"
     )
+    # A query asked while the server is down is sent once the client is back.
+    page.evaluate("() => { window.asked = client.sow('ledger', { orderby: '/id' }); }")
     time.sleep(0.5)
     restarted = ServerProcess(
         server.process.args[server.process.args.index("--config") + 1], tmp_path / "data", port=port
@@ -114,9 +116,10 @@ def test_a_server_restart_in_the_middle(page: Page, server: ServerProcess, tmp_p
         page.evaluate("async () => { await late; await waitFor(() => view.records.size === 6); }")
         records = page.evaluate("() => [...view.records.values()].sort((a, b) => a.id - b.id)")
         assert records == [{"id": 1, "v": 2}, *({"id": n, "v": 1} for n in range(2, 7))]
+        assert [r["id"] for r in page.evaluate("() => asked")] == [1, 2, 3, 4, 5, 6]
         assert sorted(sow_records(restarted.url, "ledger"), key=lambda r: r["id"]) == records
         states = page.evaluate("() => states")
-        assert states[-1] == "connected" and "reconnecting" in states
+        assert states[-1] == "open" and "waiting" in states
         assert page.errors == []  # type: ignore[attr-defined]
     finally:
         restarted.stop()
