@@ -10,16 +10,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Response, expect
 
-from ..integration.server_process import ServerProcess, write_config
+from ..integration.server_process import ServerProcess, auth_section, write_config
 
 TOPICS: list[dict[str, Any]] = [{"name": "orders", "key": ["/order"]}]
-AUTH = """
-[auth]
-[[auth.user]]
-user_id = "alice"
-password = "secret"
-read = ["*"]
-"""
+AUTH = auth_section({"user_id": "alice", "password": "secret", "read": ["*"]})
 
 
 @pytest.fixture

@@ -31,6 +31,17 @@ def toml_value(value: Any) -> str:
     return str(value)
 
 
+def auth_section(*users: dict[str, Any]) -> str:
+    """An ``[auth]`` section for a test configuration: each user a dict of its keys, with an
+    optional ``filter`` dict of entitlement filters per topic."""
+    lines = ["", "[auth]"]
+    for user in users:
+        lines += ["[[auth.user]]"] + [f"{k} = {toml_value(v)}" for k, v in user.items() if k != "filter"]
+        if user.get("filter"):
+            lines += ["[auth.user.filter]"] + [f"{t} = {toml_value(f)}" for t, f in user["filter"].items()]
+    return "\n".join(lines) + "\n"
+
+
 def write_config(path: Path, server: dict[str, Any], topics: list[dict[str, Any]], extra: str = "") -> Path:
     lines = ["[server]"] + [f"{k} = {toml_value(v)}" for k, v in server.items()]
     for topic in topics:

@@ -6,25 +6,14 @@ from typing import Any
 
 from .client import Client
 from .conftest import StartServer
+from .server_process import auth_section
 
-AUTH = """
-[auth]
-[[auth.user]]
-user_id = "alice"
-password = "a"
-read = ["orders"]
-write = ["orders"]
-[auth.user.filter]
-orders = "/customer = 'Alice'"
-
-[[auth.user]]
-user_id = "bob"
-password = "b"
-read = ["orders"]
-write = ["orders"]
-[auth.user.filter]
-orders = "/customer = 'Bob'"
-"""
+USERS = [
+    {"user_id": name.lower(), "password": name[0].lower(), "read": ["orders"], "write": ["orders"]}
+    | {"filter": {"orders": f"/customer = '{name}'"}}
+    for name in ("Alice", "Bob")
+]
+AUTH = auth_section(*USERS)
 
 
 async def logon(url: str, user_id: str, password: str) -> Client:
@@ -71,7 +60,7 @@ async def test_alice_never_sees_or_touches_bobs_orders(start_server: StartServer
 async def test_a_row_handed_over_leaves_with_reason_entitlement_live_and_on_replay(
     start_server: StartServer,
 ) -> None:
-    config = AUTH + '\n[[auth.user]]\nuser_id = "desk"\npassword = "d"\nread = ["*"]\nwrite = ["*"]\n'
+    config = auth_section(*USERS, {"user_id": "desk", "password": "d", "read": ["*"], "write": ["*"]})
     server = start_server(topics=[{"name": "orders", "key": ["/order"], "durable": True}], extra=config)
     desk, alice = await logon(server.url, "desk", "d"), await logon(server.url, "alice", "a")
     await desk.request({**order(3, "Alice", qty=5, secret="a3"), "cid": "1", "a": "persisted"}, "persisted")

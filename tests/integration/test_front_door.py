@@ -22,24 +22,18 @@ from server.asgi.uvicorn_protocol import MAX_PENDING, REQUEST_HEAD_TIMEOUT_S
 
 from .client import Client
 from .conftest import StartServer
-from .server_process import ServerProcess, write_config
+from .server_process import ServerProcess, auth_section, write_config
 
-AUTH = """
-[auth]
-[[auth.user]]
-user_id = "alice"
-password = "secret"
-read = ["orders"]
-write = ["orders"]
-[auth.user.filter]
-orders = "/customer = 'Alice'"
-
-[[auth.user]]
-user_id = "bob"
-password = "hunter2"
-read = ["*"]
-write = ["*"]
-"""
+AUTH = auth_section(
+    {
+        "user_id": "alice",
+        "password": "secret",
+        "read": ["orders"],
+        "write": ["orders"],
+        "filter": {"orders": "/customer = 'Alice'"},
+    },
+    {"user_id": "bob", "password": "hunter2", "read": ["*"], "write": ["*"]},
+)
 DURABLE: list[dict[str, Any]] = [
     {"name": "orders", "key": ["/order"], "durable": True},
     {"name": "trades", "key": ["/id"]},

@@ -10,6 +10,7 @@ import websockets
 
 from .client import Client
 from .conftest import StartServer
+from .server_process import auth_section
 
 Connect = Callable[..., Any]
 
@@ -75,14 +76,7 @@ async def test_unsubscribe_a_list_and_all(connect: Connect) -> None:
     assert await watcher.silence(0.5) == []
 
 
-AUTH = """
-[auth]
-[[auth.user]]
-user_id = "alice"
-password = "secret"
-read = ["*"]
-write = ["*"]
-"""
+AUTH = auth_section({"user_id": "alice", "password": "secret", "read": ["*"], "write": ["*"]})
 
 
 async def test_bad_logon_is_closed_1008_and_good_logon_works(start_server: StartServer) -> None:
