@@ -5,7 +5,7 @@
     .venv/bin/python bench/fuzz.py --examples 500       # a fixed number of examples per target
     .venv/bin/python bench/fuzz.py --atheris 0.25       # a quarter of the time: atheris on raw bytes
 
-Targets (strategies and properties live in tests/fuzzing.py, shared with tests/core/test_fuzz.py):
+Targets (strategies and properties live in tests/fuzzing/, shared with tests/core/test_fuzz.py):
 frames (Engine.receive with hostile frames, floods, raw bytes and clock ticks), commands
 (decode_header / decode_body), filters (compile_filter and evaluation), orderby, options, select.
 With ``--atheris`` (when the ``atheris`` package is installed) part of the time goes to a
@@ -42,7 +42,7 @@ except ImportError:  # optional: only for --atheris
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # run as a script: the repository root holds tests/fuzzing.py
+    sys.path.insert(0, str(ROOT))  # run as a script: the repository root holds tests/fuzzing/
 
 from tests.fuzzing import SEED_FRAMES, EngineRig, RawFrame, targets  # noqa: E402
 

@@ -1,7 +1,7 @@
 """A short run of the fuzzer (bench/fuzz.py runs the same targets for minutes): the frame decoder,
 the command validator and the filter language keep their properties on hostile input.
 
-The strategies and the properties are in tests/fuzzing.py; each target has its own test so a
+The strategies and the properties are in tests/fuzzing/; each target has its own test so a
 failure names it, and Hypothesis prints the minimal falsifying example.
 """
 
