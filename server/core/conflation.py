@@ -91,24 +91,23 @@ class RecordEntry:
 
     __slots__ = ("count", "dead", "key", "nets", "record", "size", "topic")
 
-    def __init__(self, delivery: Delivery) -> None:
+    def __init__(self, delivery: Delivery, subs: list[Subscription]) -> None:
         assert delivery.record is not None
         self.topic: Topic = delivery.topic
         self.record = delivery.record
         self.key = delivery.record[1]
-        self.nets: dict[Subscription, _Net] = {sub: _Net(delivery) for sub in delivery.subs}
+        self.nets: dict[Subscription, _Net] = {sub: _Net(delivery) for sub in subs}
         self.dead = False  # moved to the end of the queue (mode append): skipped where it was
         self.size = delivery.size  # estimated: the newest messages' sizes
         self.count = 1
 
-    def add(self, delivery: Delivery) -> None:
+    def add(self, delivery: Delivery, subs: list[Subscription]) -> None:
+        """Fold ``delivery`` in for ``subs``, each of which already has a net here (a subscription
+        new to this record starts an entry of its own at the end of the queue: moved to this
+        entry's place, its first message could pass its own subscribe ack or snapshot)."""
         merge_function = self.topic.merge_function
-        for sub in delivery.subs:
-            net = self.nets.get(sub)
-            if net is None:
-                self.nets[sub] = _Net(delivery)
-            else:
-                net.fold(delivery, sub, merge_function)
+        for sub in subs:
+            self.nets[sub].fold(delivery, sub, merge_function)
         lasts = {id(net.last): net.last for net in self.nets.values()}
         self.size = sum(last.size for last in lasts.values())
         self.count = len(lasts)

@@ -68,7 +68,8 @@ class Outbox:
         self.queued_bytes = 0
         self.queued_messages = 0
         self.keyed = False
-        self._index: dict[tuple[str, str], RecordEntry] = {}  # the queued entry of each keyed record
+        # The queued entry that holds each subscription's messages about each keyed record.
+        self._index: dict[tuple[tuple[str, str], Subscription], RecordEntry] = {}
         self.conflation = True  # a session may turn conflation off for itself
 
     def __bool__(self) -> bool:
@@ -110,17 +111,8 @@ class Outbox:
         return self._add(batch, batch.size, count)
 
     def push_delivery(self, delivery: Delivery) -> int:
-        record = delivery.record
-        if record is not None and self._merging(delivery):
-            existing = self._index.get(record)
-            if existing is not None:
-                self._fold(existing, delivery)
-                return self.queued_messages
-            entry = RecordEntry(delivery)
-            if not self._fits(entry.size, entry.count):
-                return 0
-            self._index[record] = entry
-            return self._add(entry, entry.size, entry.count)
+        if delivery.record is not None and self._merging(delivery):
+            return self._keyed(delivery, check_room=True)
         if not self._fits(delivery.size):
             return 0
         return self._add(delivery, delivery.size, 1)
@@ -141,17 +133,41 @@ class Outbox:
         policy = delivery.topic.policy
         return self.conflation and (policy == "always" or (self.keyed and policy == "conflate"))
 
-    def _fold(self, entry: RecordEntry, delivery: Delivery) -> None:
-        """``delivery`` joins its record's queued entry: in its place (mode replace) or with the
+    def _keyed(self, delivery: Delivery, check_room: bool) -> int:
+        """Queue ``delivery`` into record entries: for each subscription already queued for the
+        record, into the entry that holds it; the others start a new entry at the end. 0 (and
+        nothing changed) when that new entry does not fit."""
+        record = delivery.record
+        assert record is not None
+        held: dict[RecordEntry, list[Subscription]] = {}
+        new: list[Subscription] = []
+        for sub in delivery.subs:
+            entry = self._index.get((record, sub))
+            if entry is None:
+                new.append(sub)
+            else:
+                held.setdefault(entry, []).append(sub)
+        if new and check_room and not self._fits(delivery.size):
+            return 0
+        for entry, subs in held.items():
+            self._fold(entry, delivery, subs)
+        if new:
+            entry = RecordEntry(delivery, new)
+            self._index.update(((record, sub), entry) for sub in new)
+            self._add(entry, entry.size, entry.count)
+        return self.queued_messages
+
+    def _fold(self, entry: RecordEntry, delivery: Delivery, subs: list[Subscription]) -> None:
+        """``delivery`` joins a queued entry for ``subs``: in its place (mode replace) or with the
         entry moved to the end (append)."""
         delivery.topic.counters["conflated"] += 1
         self.queued_bytes -= entry.size
         self.queued_messages -= entry.count
-        entry.add(delivery)
+        entry.add(delivery, subs)
         if entry.topic.mode == "append":
             entry = entry.moved()
             self._entries.append(entry)
-            self._index[entry.record] = entry
+            self._index.update(((entry.record, sub), entry) for sub in entry.nets)
         self.queued_bytes += entry.size
         self.queued_messages += entry.count
 
@@ -179,7 +195,7 @@ class Outbox:
                 self._relieve_one(entry, entry.subs, dropped)
             elif isinstance(entry, RecordEntry):
                 if not entry.dead:
-                    self._index[entry.record] = entry
+                    self._index.update(((entry.record, sub), entry) for sub in entry.nets)
                     self._add(entry, entry.size, entry.count)
             elif isinstance(entry, bytes):
                 self._add(entry, len(entry) + 1, 1)
@@ -195,15 +211,8 @@ class Outbox:
             topic.counters["dropped"] += 1
             dropped.update(dict.fromkeys(subs))
             return
-        record = delivery.record
-        if record is not None and self.conflation and topic.policy in CONFLATED_POLICIES:
-            existing = self._index.get(record)
-            if existing is not None:
-                self._fold(existing, delivery)
-                return
-            entry = RecordEntry(delivery)
-            self._index[record] = entry
-            self._add(entry, entry.size, entry.count)
+        if delivery.record is not None and self.conflation and topic.policy in CONFLATED_POLICIES:
+            self._keyed(delivery, check_room=False)
             return
         self._add(delivery, delivery.size, 1)
 
@@ -255,8 +264,9 @@ class Outbox:
                 size += rendered_size
                 self.queued_bytes -= entry.size
                 self.queued_messages -= entry.count
-                if self._index.get(entry.record) is entry:
-                    del self._index[entry.record]
+                for sub in entry.nets:
+                    if self._index.get((entry.record, sub)) is entry:
+                        del self._index[(entry.record, sub)]
             elif isinstance(entry, RunBatch):
                 taken, whole = self._take_run(entry, parts, size, max_frame_bytes)
                 size += taken

@@ -369,3 +369,21 @@ def test_logon_conflation_off_keeps_the_unsubscribe_policy() -> None:
     publisher.send(*[publish("u", n) for n in range(20)])
     assert stalled.session.close_code is None
     assert {"c": "unsubscribed", "sub_id": "s", "reason": "back_pressure"} in stalled.take()
+
+
+@pytest.mark.parametrize("name", ["a", "aa"])
+def test_a_new_subscription_never_gets_a_message_before_its_own_ack(name: str) -> None:
+    """Found by the model-based test: a second subscription's first message was folded into the
+    record's queued entry, ahead of that subscription's processed ack."""
+    h = hub(max_messages=1000)
+    publisher, peer = h.peer(), h.peer()
+    peer.send({"c": "subscribe", "t": name, "sub_id": "first"})
+    publisher.send(publish(name, 1, u=0), publish(name, 1, u=1))
+    peer.session.outbox.push(b'{"c":"marker"}')
+    h.engine.receive(peer.session, b'{"c":"subscribe","t":"%s","sub_id":"second","cid":"s2"}' % name.encode())
+    publisher.send(publish(name, 1, u=2))
+    got = [m for m in peer.take() if m["c"] != "marker"]
+    ack = next(i for i, m in enumerate(got) if m["c"] == "ack" and m["cid"] == "s2")
+    assert all("second" not in m.get("sids", ()) for m in got[:ack])
+    assert any("second" in m.get("sids", ()) for m in got[ack:])
+    assert [m["data"]["u"] for m in got if "first" in m.get("sids", ())][-1] == 2

@@ -1,0 +1,477 @@
+"""Model-based test of the engine (issue 11): every client's view, rebuilt only from the messages
+it received, equals the view of an obviously right model, and messages about a record never go
+back in time.
+
+The machine drives the real engine through the harness with a publisher and three subscribers
+(users with different entitlement filters, some logged on with ``conflation=off``) over one or
+two topics (every socket-queue policy and mode, structural merges), with small queues: random
+frames of publishes, delta publishes (with and without expiry) and deletes; subscriptions of
+every kind with filters, select lists, oof, patch and merge deltas, no_sowkey and subscription
+conflation, several per socket with overlapping filters; ``replace``; unsubscribe; stalls (a
+client stops reading; one that reads takes what is queued whenever the engine tries to write);
+the clock moving on (expiries, conflation intervals).
+
+Checked as messages arrive (engine_model.ClientViews): per-record order, per subscription and
+per socket; messages only for live sids of the right topic; snapshots between group_begin and
+group_end with the right count; ``k`` exactly when not ``no_sowkey``; ``unsubscribed`` only on an
+``unsubscribe`` topic. Checked after every drain (the clock past every conflation interval,
+every client has read everything): each subscription's view equals the model's (with ``oof``;
+without it, records that left cannot be removed by the client, so every record of the model's
+view is held with the model's value); every command with a cid got exactly one processed ack.
+A socket closed with 4001 ends its checks when the policy allows it: an ``off`` topic, a socket
+with ``conflation=off`` on a conflated topic, commands (acks, snapshots) queued since it last
+read everything, or more records and groups than could fit after conflation; otherwise it is a
+failure.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace as dataclass_replace
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+
+from server.core.session import CLOSE_SLOW_CONSUMER
+
+from .engine_model import (
+    DELETE_FILTERS,
+    DELTA,
+    ENTITLEMENTS,
+    FILTERS,
+    KEYS,
+    SELECTS,
+    TOPICS,
+    ClientViews,
+    Model,
+    Sub,
+    UnexpectedClose,
+    ViewMismatch,
+    topic_configs,
+)
+from .harness import Harness, Peer
+
+QUEUE_SIZES = (4, 6, 10, 20)
+MAX_SUBS = 4  # live subscriptions per client
+INTERVAL = 1.0  # conflation=1s
+COMMANDS = ("subscribe", "sow_and_subscribe", "delta_subscribe", "sow_and_delta_subscribe")
+CONFLATED = ("conflate", "always")
+
+
+class Client:
+    """One socket: its peer, what it rebuilt, and whether it reads."""
+
+    def __init__(self, name: str, user: str, peer: Peer, conflation: bool) -> None:
+        self.name = name
+        self.user = user
+        self.peer = peer
+        self.conflation = conflation  # logon option conflation=on/off
+        self.subs: dict[str, Sub] = {}  # every subscription it ever had, by sid (the newest)
+        self.views = ClientViews(name, self.subs.get)
+        self.stalled = False
+        self.closed = False
+        self.commands_since_empty = 0
+        self.written: list[dict[str, Any]] = []  # taken by try_write, not yet read
+        peer.session.try_write = self._try_write
+
+    def _try_write(self) -> None:
+        """The runtime writes what is queued when a push does not fit, if the socket takes it."""
+        if not self.stalled:
+            self.written.extend(self.peer.take())
+
+    def read(self) -> None:
+        messages, self.written = [*self.written, *self.peer.take()], []
+        self.commands_since_empty = 0
+        self.views.receive(messages)
+
+
+# -- what a rule may draw ------------------------------------------------------------------
+
+topic_slot = st.integers(0, 1)
+key = st.sampled_from(KEYS)
+digit = st.integers(0, 9)
+small = st.integers(0, 2)
+publish_op = st.tuples(
+    st.just("publish"),
+    topic_slot,
+    st.fixed_dictionaries(
+        {"id": key, "x": digit, "lvl": digit, "n": st.fixed_dictionaries({"a": small, "b": small})},
+        optional={"s": st.sampled_from(["s1", "s2"])},
+    ),
+    st.sampled_from([None, None, 0, 1, 2, 5]),  # e: absent, never, seconds
+)
+delta_op = st.tuples(
+    st.just("delta_publish"),
+    topic_slot,
+    st.fixed_dictionaries(
+        {"id": key},
+        optional={
+            "x": digit,
+            "lvl": digit,
+            "n": st.fixed_dictionaries({}, optional={"a": small, "b": small}),
+            "s": st.sampled_from(["s1", "s2"]),
+            "v": st.just(True),  # most deltas carry a new version; some change no v
+        },
+    ),
+    st.sampled_from([0, 0, 1, 2, 5]),
+)
+delete_key_op = st.tuples(st.just("delete_key"), topic_slot, key)
+delete_filter_op = st.tuples(st.just("delete_filter"), topic_slot, st.sampled_from(DELETE_FILTERS))
+write_op = st.one_of(publish_op, publish_op, delta_op, delta_op, delete_key_op, delete_filter_op)
+
+
+class EngineMachine(RuleBasedStateMachine):
+    h: Harness
+    publisher: Client
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = Model()
+        self.clients: list[Client] = []  # the subscribers
+        self.sockets: list[Client] = []  # and the publisher
+        self.topics: list[str] = []
+        self.counter = 0  # versions (v), command ids and sub ids
+        self.max_messages = 0
+
+    def next(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    @initialize(
+        topics=st.lists(st.sampled_from(sorted(TOPICS)), min_size=1, max_size=2, unique=True),
+        max_messages=st.sampled_from(QUEUE_SIZES),
+        conflation=st.tuples(st.booleans(), st.booleans(), st.booleans()),
+        stalled=st.tuples(st.booleans(), st.booleans(), st.booleans()),
+    )
+    def start(
+        self,
+        topics: list[str],
+        max_messages: int,
+        conflation: tuple[bool, bool, bool],
+        stalled: tuple[bool, bool, bool],
+    ) -> None:
+        users: list[dict[str, Any]] = [{"user_id": "feed", "password": "pw", "read": ["*"], "write": ["*"]}]
+        for user, entitlement in ENTITLEMENTS.items():
+            entry: dict[str, Any] = {"user_id": user, "password": "pw", "read": ["*"], "write": []}
+            if entitlement.text is not None:
+                entry["filter"] = dict.fromkeys(TOPICS, entitlement.text)
+            users.append(entry)
+        self.h = Harness(
+            topics=topic_configs(), auth={"user": users}, server={"queue_max_messages": max_messages}
+        )
+        self.topics = topics
+        self.max_messages = max_messages
+        self.publisher = self._logon("feed", "feed", True)
+        for (user, _), on, stall in zip(ENTITLEMENTS.items(), conflation, stalled, strict=True):
+            self.clients.append(self._logon(f"c{len(self.clients)}-{user}", user, on))
+            self.clients[-1].stalled = stall
+
+    def _logon(self, name: str, user: str, conflation: bool) -> Client:
+        client = Client(name, user, self.h.peer(), conflation)
+        self.sockets.append(client)
+        command: dict[str, Any] = {"c": "logon", "cid": self.next("l"), "user_id": user, "pw": "pw"}
+        if not conflation:
+            command["o"] = "conflation=off"
+        self._send(client, [command])
+        return client
+
+    # -- driving the engine --------------------------------------------------------------
+
+    def _send(self, client: Client, commands: list[dict[str, Any]], sid: str | None = None) -> None:
+        for command in commands:
+            client.views.sent(command["cid"], command["c"], sid)
+        client.commands_since_empty += 1
+        frame = commands[0] if len(commands) == 1 else commands
+        self.h.engine.receive(client.peer.session, orjson.dumps(frame))
+        self._settle()
+
+    def _settle(self, everyone: bool = False) -> None:
+        """After each step: clients that read (``everyone``: all) take everything; closes are judged."""
+        for client in self.sockets:
+            if client.closed:
+                continue
+            code = client.peer.session.close_code
+            if code is not None:
+                self._closed(client, code)
+                continue
+            if everyone or not client.stalled:
+                client.read()
+            self._note_dropped(client)
+
+    def _note_dropped(self, client: Client) -> None:
+        for sid in client.views.dropped:
+            sub = client.subs[sid]
+            sub.dropped = True
+            if sub in self.model.subs:
+                self.model.unsubscribe(sub)
+        client.views.dropped.clear()
+
+    def _closed(self, client: Client, code: int) -> None:
+        client.views.receive(client.written)  # what was written before the close
+        client.written = []
+        subs = self._subs_of(client)
+        if code != CLOSE_SLOW_CONSUMER:
+            raise UnexpectedClose(f"{client.name} closed with {code}")
+        if self._may_close(client) is None:
+            what = (
+                f"{client.name} (conflation={'on' if client.conflation else 'off'}) closed with 4001 "
+                f"although its queue of {self.max_messages} messages holds every record and group "
+                f"of its subscriptions after conflation: {[(s.sid, s.topic, s.options()) for s in subs]}"
+            )
+            if all(TOPICS[sub.topic]["conflation"] == "unsubscribe" for sub in subs):
+                raise UnexpectedClose(f"{what}; the unsubscribe policy drops subscriptions instead")
+            raise UnexpectedClose(what)
+        client.closed = True
+        self.h.engine.close_session(client.peer.session)
+        for sub in self._subs_of(client):
+            self.model.unsubscribe(sub)
+
+    def _may_close(self, client: Client) -> str | None:
+        """Why a 4001 close is allowed (None: it is not). The queue was empty when the client
+        last read; since then, with no command of its own, it queued only deliveries. After
+        conflation a correct queue holds, on ``conflate``/``always`` topics, at most one message
+        per record and subscription (PROTOCOL 6.3: net effect; we allow two: an OOF and the state
+        after it), and one ``unsubscribed`` per subscription of an ``unsubscribe`` topic."""
+        if client.commands_since_empty:
+            return "its own commands' acks and snapshots are queued"
+        subs = [sub for sub in self._subs_of(client) if not sub.dropped]
+        policies = {TOPICS[sub.topic]["conflation"] for sub in subs}
+        if "off" in policies:
+            return "an off topic"
+        if not client.conflation and policies & set(CONFLATED):
+            return "conflation=off on a conflated topic"
+        bound = 0
+        for topic in {sub.topic for sub in subs}:
+            count = sum(1 for sub in subs if sub.topic == topic)
+            if TOPICS[topic]["conflation"] == "unsubscribe":
+                bound += count
+            else:
+                bound += 2 * len(KEYS) * count
+        return f"up to {bound} messages after conflation" if bound > self.max_messages else None
+
+    def _subs_of(self, client: Client) -> list[Sub]:
+        return [sub for sub in self.model.subs if sub.client == client.name]
+
+    def _client(self, index: int) -> Client | None:
+        client = self.clients[index % len(self.clients)]
+        return None if client.closed else client
+
+    # -- rules ----------------------------------------------------------------------------
+
+    @rule(ops=st.lists(write_op, min_size=1, max_size=3))
+    def write(self, ops: list[tuple[Any, ...]]) -> None:
+        """A frame of a few changes."""
+        self._write(ops)
+
+    @rule(ops=st.lists(write_op, min_size=4, max_size=12))
+    def burst(self, ops: list[tuple[Any, ...]]) -> None:
+        """A frame of many changes: queues fill and conflate."""
+        self._write(ops)
+
+    @rule(
+        slot=topic_slot,
+        record=key,
+        changes=st.lists(st.tuples(digit, digit, st.booleans()), min_size=4, max_size=16),
+    )
+    def hot(self, slot: int, record: int, changes: list[tuple[int, int, bool]]) -> None:
+        """A frame of many changes of one record: it flaps in and out of filters and
+        entitlements, and its queued messages conflate."""
+        ops: list[tuple[Any, ...]] = []
+        for x, lvl, delta in changes:
+            if delta:
+                ops.append(("delta_publish", slot, {"id": record, "x": x, "lvl": lvl, "v": True}, 0))
+            else:
+                data = {"id": record, "x": x, "lvl": lvl, "n": {"a": x % 3, "b": lvl % 3}}
+                ops.append(("publish", slot, data, None))
+        self._write(ops)
+
+    def _write(self, ops: list[tuple[Any, ...]]) -> None:
+        """One frame of publishes, delta publishes and deletes from the publisher."""
+        commands = []
+        now = self.h.clock.now
+        for op in ops:
+            kind, slot = op[0], op[1]
+            topic = self.topics[slot % len(self.topics)]
+            command: dict[str, Any] = {"c": kind, "cid": self.next("w"), "t": topic}
+            if kind in ("publish", "delta_publish"):
+                data = dict(op[2])
+                exists = data["id"] in self.model.sow[topic]
+                if data.pop("v", False) or kind == "publish" or not exists:
+                    data["v"] = self.counter
+                command["data"] = data
+                lifetime = op[3]
+                if lifetime is not None:
+                    command["e"] = lifetime
+                self.model.publish(topic, data, kind == "delta_publish", now + lifetime if lifetime else None)
+            elif kind == "delete_key":
+                command.update(c="sow_delete", data={"id": op[2]})
+                self.model.delete(topic, op[2])
+            else:
+                command.update(c="sow_delete", filter=op[2].text)
+                self.model.delete_where(topic, op[2].matches)
+            commands.append(command)
+        self._send(self.publisher, commands)
+
+    @rule(
+        client=st.integers(0, 2),
+        command=st.sampled_from(COMMANDS),
+        slot=topic_slot,
+        filter_=st.sampled_from(FILTERS),
+        select=st.sampled_from(SELECTS),
+        oof=st.booleans(),
+        merge=st.booleans(),
+        no_sowkey=st.booleans(),
+        send_keys=st.booleans(),
+        conflation=st.booleans(),
+        no_empties=st.booleans(),
+    )
+    def subscribe(
+        self,
+        client: int,
+        command: str,
+        slot: int,
+        filter_: Any,
+        select: Any,
+        oof: bool,
+        merge: bool,
+        no_sowkey: bool,
+        send_keys: bool,
+        conflation: bool,
+        no_empties: bool,
+    ) -> None:
+        chosen = self._client(client)
+        if chosen is None or len(self._subs_of(chosen)) >= MAX_SUBS:
+            return
+        delta = command in DELTA
+        merge = merge and delta
+        no_sowkey = no_sowkey and (merge or not delta)  # a patch names its record by k alone
+        send_keys = send_keys or not merge or no_sowkey  # a merge delta needs k or its keys
+        sub = Sub(
+            client=chosen.name,
+            sid=self.next("s"),
+            topic=self.topics[slot % len(self.topics)],
+            command=command,
+            filter=filter_,
+            entitlement=ENTITLEMENTS[chosen.user],
+            select=select,
+            oof=oof,
+            merge=merge,
+            no_sowkey=no_sowkey,
+            send_keys=send_keys,
+            conflation=conflation,
+            no_empties=no_empties,
+        )
+        chosen.subs[sub.sid] = sub
+        self.model.subscribe(sub)
+        self._send(chosen, [sub.command_for(self.next("q"))], sub.sid)
+
+    @rule(
+        client=st.integers(0, 2),
+        index=st.integers(0, MAX_SUBS - 1),
+        filter_=st.sampled_from(FILTERS),
+        snapshot=st.booleans(),
+    )
+    def replace(self, client: int, index: int, filter_: Any, snapshot: bool) -> None:
+        """The same sub_id with a new filter (and with or without a snapshot), o: replace."""
+        chosen = self._client(client)
+        subs = [] if chosen is None else self._subs_of(chosen)
+        if chosen is None or not subs:
+            return
+        old = subs[index % len(subs)]
+        if old.sid not in chosen.peer.session.subscriptions:
+            return  # dropped for back pressure, and the client has not read it yet
+        delta = old.command in DELTA
+        command = ("sow_and_" if snapshot else "") + ("delta_subscribe" if delta else "subscribe")
+        new = dataclass_replace(old, command=command, filter=filter_, known=set())
+        chosen.subs[new.sid] = new
+        self.model.replace(old, new)
+        self._send(chosen, [new.command_for(self.next("r"), replace=True)], new.sid)
+
+    @rule(client=st.integers(0, 2), index=st.integers(0, MAX_SUBS - 1))
+    def unsubscribe(self, client: int, index: int) -> None:
+        chosen = self._client(client)
+        subs = [] if chosen is None else self._subs_of(chosen)
+        if chosen is None or not subs:
+            return
+        sub = subs[index % len(subs)]
+        self.model.unsubscribe(sub)
+        self._send(chosen, [{"c": "unsubscribe", "cid": self.next("u"), "sub_id": sub.sid}], sub.sid)
+
+    @rule(client=st.integers(0, 2), reads=st.booleans())
+    def reading(self, client: int, reads: bool) -> None:
+        """The client stops reading (its queue fills, conflates, or closes it) or reads again."""
+        self.clients[client].stalled = not reads
+        self._settle()
+
+    @rule(seconds=st.sampled_from([0.5, 1.0, 3.0]))
+    def tick(self, seconds: float) -> None:
+        """Time passes: records expire, conflation intervals end."""
+        self.h.clock.now += seconds
+        self.h.engine.advance(self.h.clock.now)
+        self.model.expire(self.h.clock.now)
+        self._settle()
+
+    @rule(skip=st.integers(0, 2))
+    def drain(self, skip: int) -> None:
+        """Check (one time in three: queues must have time to fill between checks)."""
+        if not skip:
+            self._drain_and_check()
+
+    def teardown(self) -> None:
+        if self.clients:
+            self._drain_and_check()
+            for name, topic in self.h.engine.topics.items():
+                for counter, value in topic.counters.items():
+                    if value:
+                        event(f"{counter} on {name}")
+            for client in self.clients:
+                event(f"closed: {client.closed}")
+
+    # -- the invariants -------------------------------------------------------------------
+
+    def _drain_and_check(self) -> None:
+        """Past every conflation interval, every client reads everything; then each view must be
+        the model's, and every command must have had its one processed ack."""
+        while True:  # an expiry starts an interval of its own: advance until none expires
+            self.h.clock.now += INTERVAL
+            self.h.engine.advance(self.h.clock.now)
+            if not self.model.expire(self.h.clock.now):
+                break
+        self._settle(everyone=True)  # stalled clients read too, and stay stalled afterwards
+        self._settle(everyone=True)  # a dropped subscription's queue emptied: nothing more can arrive
+        for client in self.sockets:
+            if not client.closed:
+                client.views.check_acks()
+        for sub in self.model.subs:
+            client = next(c for c in self.clients if c.name == sub.client)
+            if client.closed or sub.dropped:
+                continue
+            expected = self.model.expected(sub)
+            held = client.views.views.get(sub.sid, {})
+            where = (
+                f"{client.name} sid {sub.sid} ({sub.command} {sub.topic} "
+                f"filter={sub.filter.text!r} o={sub.options()!r})"
+            )
+            if sub.oof:
+                if held != expected:
+                    raise ViewMismatch(f"{where}: view {held} != model {expected}")
+                continue
+            for record_id, record in expected.items():
+                if held.get(record_id) != record:
+                    raise ViewMismatch(f"{where}: holds {held.get(record_id)} of {record_id}, model {record}")
+
+
+EXAMPLES = int(os.environ.get("SOWPUSH_MODEL_EXAMPLES", "150"))
+STEPS = int(os.environ.get("SOWPUSH_MODEL_STEPS", "50"))
+
+EngineMachine.TestCase.settings = settings(
+    max_examples=EXAMPLES,
+    stateful_step_count=STEPS,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.large_base_example],
+)
+TestEngineModel = pytest.mark.slow(EngineMachine.TestCase)
