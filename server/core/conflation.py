@@ -16,9 +16,13 @@ the writer takes it:
 
 So there is at most one queued message per record and view, and messages about one record keep
 their order because they are one entry: in its place (mode ``replace``) or moved to the end
-(``append``). Subscriptions of one socket whose messages come out byte-identical share one
-message (``sids``). Every body comes from the subscriptions' one renderer (``full_body``,
-``composite_body``), so select lists, ``no_sowkey``, ``timestamp`` and bookmarks always apply.
+(``append``). A subscription new to the record starts an entry at the end (its first message
+must not pass its own subscribe ack or snapshot); from then on every change of the record joins
+that newest entry, the nets of older entries handed over to it as they change, so that no socket
+is sent an older state of a record after a newer one. Subscriptions of one socket whose
+messages come out byte-identical share one message (``sids``). Every body comes from the
+subscriptions' one renderer (``full_body``, ``composite_body``), so select lists,
+``no_sowkey``, ``timestamp`` and bookmarks always apply.
 """
 
 from __future__ import annotations
@@ -97,7 +101,7 @@ class RecordEntry:
         self.record = delivery.record
         self.key = delivery.record[1]
         self.nets: dict[Subscription, _Net] = {sub: _Net(delivery) for sub in subs}
-        self.dead = False  # moved to the end of the queue (mode append): skipped where it was
+        self.dead = False  # moved to the end of the queue, or emptied: skipped where it was
         self.size = delivery.size  # estimated: the newest messages' sizes
         self.count = 1
 
@@ -106,8 +110,23 @@ class RecordEntry:
         new to this record starts an entry of its own at the end of the queue: moved to this
         entry's place, its first message could pass its own subscribe ack or snapshot)."""
         merge_function = self.topic.merge_function
+        nets = self.nets
         for sub in subs:
-            self.nets[sub].fold(delivery, sub, merge_function)
+            net = nets.pop(sub)  # to the end: nets stay in the order of their last change,
+            net.fold(delivery, sub, merge_function)  # which is the order they are sent in
+            nets[sub] = net
+        self.recount()
+
+    def hand_over(self, sub: Subscription, newer: RecordEntry) -> None:
+        """Move ``sub``'s net to ``newer``, a later entry for the same record, so that its next
+        change is sent after what ``newer`` holds and never ahead of an older state."""
+        newer.nets[sub] = self.nets.pop(sub)
+        newer.recount()
+        self.recount()
+        if not self.nets:
+            self.dead = True
+
+    def recount(self) -> None:
         lasts = {id(net.last): net.last for net in self.nets.values()}
         self.size = sum(last.size for last in lasts.values())
         self.count = len(lasts)

@@ -70,6 +70,8 @@ class Outbox:
         self.keyed = False
         # The queued entry that holds each subscription's messages about each keyed record.
         self._index: dict[tuple[tuple[str, str], Subscription], RecordEntry] = {}
+        # The newest queued entry of each keyed record: every later change of it goes there.
+        self._latest: dict[tuple[str, str], RecordEntry] = {}
         self.conflation = True  # a session may turn conflation off for itself
 
     def __bool__(self) -> bool:
@@ -135,27 +137,38 @@ class Outbox:
 
     def _keyed(self, delivery: Delivery, check_room: bool) -> int:
         """Queue ``delivery`` into record entries: for each subscription already queued for the
-        record, into the entry that holds it; the others start a new entry at the end. 0 (and
-        nothing changed) when that new entry does not fit."""
+        record, into the record's newest entry (conflation.py); the others start a new entry at
+        the end. 0 (and nothing changed) when that new entry does not fit."""
         record = delivery.record
         assert record is not None
-        held: dict[RecordEntry, list[Subscription]] = {}
+        index = self._index
+        held: list[Subscription] = []
         new: list[Subscription] = []
         for sub in delivery.subs:
-            entry = self._index.get((record, sub))
-            if entry is None:
-                new.append(sub)
-            else:
-                held.setdefault(entry, []).append(sub)
+            (new if (record, sub) not in index else held).append(sub)
         if new and check_room and not self._fits(delivery.size):
             return 0
-        for entry, subs in held.items():
-            self._fold(entry, delivery, subs)
+        if held:
+            latest = self._latest[record]
+            for sub in held:
+                entry = index[(record, sub)]
+                if entry is not latest:
+                    self._hand_over(entry, sub, latest)
+            self._fold(latest, delivery, held)
         if new:
             entry = RecordEntry(delivery, new)
-            self._index.update(((record, sub), entry) for sub in new)
+            index.update(((record, sub), entry) for sub in new)
+            self._latest[record] = entry
             self._add(entry, entry.size, entry.count)
         return self.queued_messages
+
+    def _hand_over(self, entry: RecordEntry, sub: Subscription, latest: RecordEntry) -> None:
+        self.queued_bytes -= entry.size + latest.size
+        self.queued_messages -= entry.count + latest.count
+        entry.hand_over(sub, latest)
+        self._index[(latest.record, sub)] = latest
+        self.queued_bytes += entry.size + latest.size
+        self.queued_messages += entry.count + latest.count
 
     def _fold(self, entry: RecordEntry, delivery: Delivery, subs: list[Subscription]) -> None:
         """``delivery`` joins a queued entry for ``subs``: in its place (mode replace) or with the
@@ -168,6 +181,7 @@ class Outbox:
             entry = entry.moved()
             self._entries.append(entry)
             self._index.update(((entry.record, sub), entry) for sub in entry.nets)
+            self._latest[entry.record] = entry
         self.queued_bytes += entry.size
         self.queued_messages += entry.count
 
@@ -184,6 +198,7 @@ class Outbox:
         old = self._entries
         self._entries = deque()
         self._index = {}
+        self._latest = {}
         self.queued_bytes = self.queued_messages = 0
         self.keyed = True
         dropped: dict[Subscription, None] = {}
@@ -196,6 +211,7 @@ class Outbox:
             elif isinstance(entry, RecordEntry):
                 if not entry.dead:
                     self._index.update(((entry.record, sub), entry) for sub in entry.nets)
+                    self._latest[entry.record] = entry
                     self._add(entry, entry.size, entry.count)
             elif isinstance(entry, bytes):
                 self._add(entry, len(entry) + 1, 1)
@@ -220,6 +236,7 @@ class Outbox:
         """Drop everything queued and refuse every later push."""
         self._entries.clear()
         self._index.clear()
+        self._latest.clear()
         self.queued_bytes = 0
         self.queued_messages = 0
         self.max_messages = 0
@@ -267,6 +284,8 @@ class Outbox:
                 for sub in entry.nets:
                     if self._index.get((entry.record, sub)) is entry:
                         del self._index[(entry.record, sub)]
+                if self._latest.get(entry.record) is entry:
+                    del self._latest[entry.record]
             elif isinstance(entry, RunBatch):
                 taken, whole = self._take_run(entry, parts, size, max_frame_bytes)
                 size += taken
@@ -293,6 +312,7 @@ class Outbox:
         if not entries:
             self.keyed = False
             self._index.clear()
+            self._latest.clear()
         if not parts:
             return None
         return b"[" + b",".join(parts) + b"]"

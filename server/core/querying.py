@@ -183,6 +183,7 @@ def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool)
         topic.deliver(old.session, (old,), record_key, owed)
     topic.replace(old, new)
     old.closed = True
+    old.successor = new
     same_view = old.view_kind == new.view_kind
     wants_oof = old.options.oof or new.options.oof
     # What the client holds: the views the old subscription remembers, or (when it remembered

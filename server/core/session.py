@@ -143,13 +143,22 @@ class Session:
         )
 
     def _drop(self, subscriptions: list[Subscription]) -> None:
-        for subscription in subscriptions:
-            if subscription.dropped:
+        """Drop the sub_ids whose queued messages the unsubscribe policy discarded. The client
+        knows a sub_id, not which subscription object served it: messages of one that was
+        since replaced drop the one that replaced it; one since unsubscribed needs no notice."""
+        current: list[Subscription] = []
+        for queued in subscriptions:
+            subscription = queued
+            while subscription.successor is not None:
+                subscription.dropped = True
+                subscription = subscription.successor
+            if subscription.dropped or subscription.closed:
                 continue
             subscription.dropped = True
             subscription.topic_ref.counters["unsubscribed"] += 1
             self.outbox.push(wire.unsubscribed(subscription.sub_id, "back_pressure"), force=True)
-        self.on_dropped(self, subscriptions)
+            current.append(subscription)
+        self.on_dropped(self, current)
 
     def request_close(self, code: int, reason: str) -> None:
         """Ask the runtime to close this socket; nothing more is queued for it."""

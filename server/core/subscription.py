@@ -94,6 +94,9 @@ class Subscription:
         self.view_kind: tuple[Any, ...] = (self._select_id, options.no_sowkey, options.timestamp, False)
         self.dropped = False  # unsubscribed for back pressure; the engine removes it after the command
         self.closed = False  # unsubscribed: timers that still name it do nothing
+        # The subscription that took over this sub_id by ``replace``: messages still queued for
+        # this one are the sid's, so dropping them drops the sid as it is now.
+        self.successor: Subscription | None = None
         # Subscription conflation: changes waiting for the end of their interval, per key.
         self.interval = options.conflation_s
         self.pending: dict[Any, Pending] = {}

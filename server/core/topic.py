@@ -181,7 +181,14 @@ class Topic:
     def deliver(
         self, session: Session, subs: tuple[Subscription, ...], key: str | None, change: Change
     ) -> None:
-        """Queue one message about record ``key`` for ``subs``, all subscriptions of ``session``."""
+        """Queue one message about record ``key`` for ``subs``, all subscriptions of ``session``.
+
+        Subscriptions dropped for back pressure are left out here, the one place every message
+        about a record passes: queueing an earlier message of the same change can drop them."""
+        if any(sub.dropped for sub in subs):
+            subs = tuple(sub for sub in subs if not sub.dropped)
+            if not subs:
+                return
         kind, encoded, base, view, version = change
         command = OOF if kind == OOF_KIND else P
         if len(subs) == 1:

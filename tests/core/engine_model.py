@@ -326,6 +326,7 @@ class ClientViews:
         self.cids: dict[str, tuple[str, str | None]] = {}  # cid -> (command, sid)
         self.snapshot: dict[str, int] = {}  # query_id -> records received so far
         self.dropped: list[str] = []  # sids dropped for back pressure, in the order told
+        self.kinds: set[str] = set()  # the kinds of message received (for test statistics)
 
     def fail(self, kind: type[Violation], what: str, message: dict[str, Any]) -> NoReturn:
         raise kind(f"client {self.name}: {what}: {message}")
@@ -339,6 +340,12 @@ class ClientViews:
 
     def _receive(self, message: dict[str, Any]) -> None:
         c = message.get("c")
+        if c == "p":
+            self.kinds.add("p " + next((f for f in ("data", "patch", "delta") if f in message), "?"))
+        elif c == "oof":
+            self.kinds.add(f"oof {message.get('reason')}")
+        elif c != "ack":
+            self.kinds.add(str(c))
         if c == "ack":
             self._ack(message)
         elif c == "group_begin":

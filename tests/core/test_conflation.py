@@ -387,3 +387,51 @@ def test_a_new_subscription_never_gets_a_message_before_its_own_ack(name: str) -
     assert all("second" not in m.get("sids", ()) for m in got[:ack])
     assert any("second" in m.get("sids", ()) for m in got[ack:])
     assert [m["data"]["u"] for m in got if "first" in m.get("sids", ())][-1] == 2
+
+
+def test_nothing_follows_unsubscribed_for_a_dropped_subscription() -> None:
+    """Found by the model-based test: two subscriptions owed one change each; queueing the first
+    message dropped both (policy unsubscribe), and the second was queued after its ``unsubscribed``."""
+    h = hub()
+    publisher, stalled = h.peer(), h.peer()
+    stalled.send(
+        {"c": "subscribe", "t": "u", "sub_id": "A", "filter": "/x < 5", "o": "oof"},
+        {"c": "subscribe", "t": "u", "sub_id": "B", "filter": "/x < 5", "o": "oof,no_sowkey"},
+    )
+    publisher.send(*[publish("u", n, x=0) for n in range(10)])
+    publisher.send(publish("u", 1, x=9))  # both lose record 1 when the queue is full
+    got = stalled.take()
+    for sid in ("A", "B"):
+        told = got.index({"c": "unsubscribed", "sub_id": sid, "reason": "back_pressure"})
+        assert all(sid not in m.get("sids", ()) for m in got[told:])
+
+
+def test_a_drop_after_replace_drops_the_sub_id_as_it_is_now() -> None:
+    """Found by the model-based test: the queued messages of a subscription since replaced were
+    dropped, ``unsubscribed`` was sent for its sub_id, and the replacement kept streaming."""
+    h = hub()
+    publisher, stalled = h.peer(), h.peer()
+    stalled.send({"c": "subscribe", "t": "u", "sub_id": "s", "filter": "/x >= 0"})
+    publisher.send(*[publish("u", n, x=n) for n in range(20)])  # the queue is full
+    replace = b'{"c":"subscribe","t":"u","sub_id":"s","filter":"/x >= 1","o":"replace"}'
+    h.engine.receive(stalled.session, replace)  # Peer.send would read the queue
+    publisher.send(publish("u", 20, x=20))  # the replacement's first message
+    assert "s" not in stalled.session.subscriptions
+    publisher.send(publish("u", 1, x=99))
+    got = stalled.take()
+    told = got.index({"c": "unsubscribed", "sub_id": "s", "reason": "back_pressure"})
+    assert all("s" not in m.get("sids", ()) for m in got[told:])
+
+
+@pytest.mark.parametrize("name", ["a", "aa"])
+def test_a_socket_never_gets_an_older_state_of_a_record_after_a_newer_one(name: str) -> None:
+    """Found by the model-based test: a subscription new to a record starts an entry at the end;
+    a later change for an older subscription went into the older entry, ahead of it."""
+    h = hub(max_messages=1000)
+    publisher, peer = h.peer(), h.peer()
+    peer.send({"c": "subscribe", "t": name, "sub_id": "all"})
+    publisher.send(publish(name, 1, x=0, u=0))
+    peer.send({"c": "subscribe", "t": name, "sub_id": "big", "filter": "/x > 3"})
+    publisher.send(publish(name, 1, x=4, u=1), publish(name, 1, x=0, u=2))
+    got = [m["data"]["u"] for m in deliveries(peer)]
+    assert got == sorted(got) and got[-1] == 2 and 1 in got

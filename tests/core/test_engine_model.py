@@ -1,27 +1,30 @@
 """Model-based test of the engine (issue 11): every client's view, rebuilt only from the messages
-it received, equals the view of an obviously right model, and messages about a record never go
-back in time.
+it received, equals the view of an obviously right model (engine_model.py), and messages about
+a record never go back in time.
 
-The machine drives the real engine through the harness with a publisher and three subscribers
-(users with different entitlement filters, some logged on with ``conflation=off``) over one or
-two topics (every socket-queue policy and mode, structural merges), with small queues: random
-frames of publishes, delta publishes (with and without expiry) and deletes; subscriptions of
-every kind with filters, select lists, oof, patch and merge deltas, no_sowkey and subscription
-conflation, several per socket with overlapping filters; ``replace``; unsubscribe; stalls (a
-client stops reading; one that reads takes what is queued whenever the engine tries to write);
-the clock moving on (expiries, conflation intervals).
+The machine drives the real engine through the harness: a publisher and three subscribers
+(users with different entitlement filters, some logged on with ``conflation=off``; a socket
+closed with 4001 connects again) over one or two topics (every socket-queue policy and mode,
+structural merges) with small queues. Rules: frames of publishes, delta publishes (with and
+without expiry) and deletes by key and by filter, and frames of many changes of one hot record;
+subscriptions of every kind with filters, select lists, oof, patch and merge deltas, no_sowkey
+and subscription conflation, several per socket with overlapping filters; ``replace``;
+unsubscribe; stalls (a stalled client does not read; one that reads takes what is queued
+whenever the engine tries to write); the clock moving on (expiries, conflation intervals).
 
 Checked as messages arrive (engine_model.ClientViews): per-record order, per subscription and
-per socket; messages only for live sids of the right topic; snapshots between group_begin and
-group_end with the right count; ``k`` exactly when not ``no_sowkey``; ``unsubscribed`` only on an
+per socket (a version ``v`` in every record); messages only for live sids of the right topic;
+snapshots between group_begin and group_end with the right count; ``k`` exactly when not
+``no_sowkey``; deltas that apply to what the client holds; ``unsubscribed`` only on an
 ``unsubscribe`` topic. Checked after every drain (the clock past every conflation interval,
-every client has read everything): each subscription's view equals the model's (with ``oof``;
-without it, records that left cannot be removed by the client, so every record of the model's
-view is held with the model's value); every command with a cid got exactly one processed ack.
-A socket closed with 4001 ends its checks when the policy allows it: an ``off`` topic, a socket
-with ``conflation=off`` on a conflated topic, commands (acks, snapshots) queued since it last
-read everything, or more records and groups than could fit after conflation; otherwise it is a
-failure.
+every client has read everything; stalled clients stay stalled afterwards): each
+subscription's view equals the model's (with ``oof``; without it a client cannot remove records
+that left, so every record of the model's view must be held with the model's value), and every
+command with a cid got exactly one processed ack. A 4001 close ends a socket's checks when its
+policies allow it (see ``_may_close``); otherwise it is a failure.
+
+``SOWPUSH_MODEL_EXAMPLES`` and ``SOWPUSH_MODEL_STEPS`` scale the run (for a long CI job);
+``pytest --hypothesis-show-statistics`` shows what a run exercised.
 """
 
 from __future__ import annotations
@@ -47,7 +50,9 @@ from .engine_model import (
     SELECTS,
     TOPICS,
     ClientViews,
+    Filter,
     Model,
+    Select,
     Sub,
     UnexpectedClose,
     ViewMismatch,
@@ -191,7 +196,7 @@ class EngineMachine(RuleBasedStateMachine):
 
     def _settle(self, everyone: bool = False) -> None:
         """After each step: clients that read (``everyone``: all) take everything; closes are judged."""
-        for client in self.sockets:
+        for client in list(self.sockets):
             if client.closed:
                 continue
             code = client.peer.session.close_code
@@ -219,16 +224,20 @@ class EngineMachine(RuleBasedStateMachine):
         if self._may_close(client) is None:
             what = (
                 f"{client.name} (conflation={'on' if client.conflation else 'off'}) closed with 4001 "
-                f"although its queue of {self.max_messages} messages holds every record and group "
-                f"of its subscriptions after conflation: {[(s.sid, s.topic, s.options()) for s in subs]}"
+                f"although its queue of {self.max_messages} messages holds what its subscriptions "
+                f"are owed after conflation: {[(s.sid, s.topic, s.options()) for s in subs]}"
             )
             if all(TOPICS[sub.topic]["conflation"] == "unsubscribe" for sub in subs):
                 raise UnexpectedClose(f"{what}; the unsubscribe policy drops subscriptions instead")
             raise UnexpectedClose(what)
         client.closed = True
         self.h.engine.close_session(client.peer.session)
-        for sub in self._subs_of(client):
+        for sub in subs:
             self.model.unsubscribe(sub)
+        # The user connects again (a new socket, nothing subscribed), so the run goes on.
+        index = self.clients.index(client)
+        name = f"{client.name.partition('/')[0]}/{self.next('g')}"
+        self.clients[index] = self._logon(name, client.user, client.conflation)
 
     def _may_close(self, client: Client) -> str | None:
         """Why a 4001 close is allowed (None: it is not). The queue was empty when the client
@@ -257,7 +266,7 @@ class EngineMachine(RuleBasedStateMachine):
         return [sub for sub in self.model.subs if sub.client == client.name]
 
     def _client(self, index: int) -> Client | None:
-        client = self.clients[index % len(self.clients)]
+        client = self.clients[index]
         return None if client.closed else client
 
     # -- rules ----------------------------------------------------------------------------
@@ -334,8 +343,8 @@ class EngineMachine(RuleBasedStateMachine):
         client: int,
         command: str,
         slot: int,
-        filter_: Any,
-        select: Any,
+        filter_: Filter,
+        select: Select,
         oof: bool,
         merge: bool,
         no_sowkey: bool,
@@ -375,7 +384,7 @@ class EngineMachine(RuleBasedStateMachine):
         filter_=st.sampled_from(FILTERS),
         snapshot=st.booleans(),
     )
-    def replace(self, client: int, index: int, filter_: Any, snapshot: bool) -> None:
+    def replace(self, client: int, index: int, filter_: Filter, snapshot: bool) -> None:
         """The same sub_id with a new filter (and with or without a snapshot), o: replace."""
         chosen = self._client(client)
         subs = [] if chosen is None else self._subs_of(chosen)
@@ -424,12 +433,16 @@ class EngineMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         if self.clients:
             self._drain_and_check()
+            # What the run exercised (pytest --hypothesis-show-statistics).
             for name, topic in self.h.engine.topics.items():
                 for counter, value in topic.counters.items():
                     if value:
                         event(f"{counter} on {name}")
-            for client in self.clients:
-                event(f"closed: {client.closed}")
+            for client in self.sockets:
+                for kind in client.views.kinds:
+                    event(f"received {kind}")
+                if client.closed:
+                    event("closed 4001 (allowed)")
 
     # -- the invariants -------------------------------------------------------------------
 
@@ -446,8 +459,9 @@ class EngineMachine(RuleBasedStateMachine):
         for client in self.sockets:
             if not client.closed:
                 client.views.check_acks()
+        clients = {client.name: client for client in self.sockets}
         for sub in self.model.subs:
-            client = next(c for c in self.clients if c.name == sub.client)
+            client = clients[sub.client]
             if client.closed or sub.dropped:
                 continue
             expected = self.model.expected(sub)
@@ -465,13 +479,15 @@ class EngineMachine(RuleBasedStateMachine):
                     raise ViewMismatch(f"{where}: holds {held.get(record_id)} of {record_id}, model {record}")
 
 
-EXAMPLES = int(os.environ.get("SOWPUSH_MODEL_EXAMPLES", "150"))
-STEPS = int(os.environ.get("SOWPUSH_MODEL_STEPS", "50"))
+EXAMPLES = int(os.environ.get("SOWPUSH_MODEL_EXAMPLES", "500"))
+STEPS = int(os.environ.get("SOWPUSH_MODEL_STEPS", "100"))
 
 EngineMachine.TestCase.settings = settings(
     max_examples=EXAMPLES,
     stateful_step_count=STEPS,
     deadline=None,
+    report_multiple_bugs=False,  # one failure at a time, shrunk in minutes rather than many
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.large_base_example],
 )
-TestEngineModel = pytest.mark.slow(EngineMachine.TestCase)
+# About 30-40 s when it passes; a failure adds up to five minutes of shrinking.
+TestEngineModel = pytest.mark.timeout(900)(pytest.mark.slow(EngineMachine.TestCase))
