@@ -102,8 +102,9 @@ class RecordEntry:
         self.key = delivery.record[1]
         self.nets: dict[Subscription, _Net] = {sub: _Net(delivery) for sub in subs}
         self.dead = False  # moved to the end of the queue, or emptied: skipped where it was
-        self.size = delivery.size  # estimated: the newest messages' sizes
-        self.count = 1
+        self.size = 0  # estimated: the newest messages' sizes
+        self.count = 0  # messages: one per distinct newest delivery
+        self.recount()
 
     def add(self, delivery: Delivery, subs: list[Subscription]) -> None:
         """Fold ``delivery`` in for ``subs``, each of which already has a net here (a subscription

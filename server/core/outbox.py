@@ -20,7 +20,7 @@ Deliveries of ``always`` topics are keyed all the time.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .conflation import RecordEntry
@@ -37,15 +37,18 @@ CONFLATED_POLICIES = ("conflate", "always")
 
 class _Stream:
     """A lazy snapshot, and what it still counts against the bounds: ``messages`` records (each
-    ``unit`` bytes), the first to be written."""
+    ``unit`` bytes), the first to be written; ``records`` are the (topic, key) it sends."""
 
-    __slots__ = ("head", "messages", "source", "unit")
+    __slots__ = ("head", "messages", "records", "source", "unit")
 
-    def __init__(self, source: Iterator[bytes], messages: int, unit: int) -> None:
+    def __init__(
+        self, source: Iterator[bytes], messages: int, unit: int, records: Iterable[tuple[str, str]]
+    ) -> None:
         self.source = source
         self.head: bytes | None = None
         self.messages = messages
         self.unit = unit
+        self.records = records
 
     def peek(self) -> bytes | None:
         if self.head is None:
@@ -119,17 +122,34 @@ class Outbox:
             return 0
         return self._add(delivery, delivery.size, 1)
 
-    def push_stream(self, messages: Iterator[bytes], count: int = 0, size: int = 0) -> int:
-        """Queue a lazy snapshot of ``count`` records, about ``size`` bytes once encoded; the number
-        now queued, or 0 when it does not fit. It counts at most half of each bound."""
+    def push_stream(
+        self,
+        messages: Iterator[bytes],
+        count: int = 0,
+        size: int = 0,
+        records: Iterable[tuple[str, str]] = (),
+    ) -> int:
+        """Queue a lazy snapshot of ``count`` records, about ``size`` bytes once encoded, that
+        sends ``records`` (topic, key); the number now queued, or 0 when it does not fit. It
+        counts at most half of each bound."""
         if self.max_messages <= 0:
             return 0  # closed
         counted = min(count, self.max_messages // 2)
         unit = -(-min(size, self.max_bytes // 2) // counted) if counted else 0
         if counted and not self._fits(counted * unit, counted):
             return 0
+        self._passed(records)
         # At least 1: an empty snapshot is queued too (and the writer must wake for it).
-        return max(1, self._add(_Stream(messages, counted, unit), counted * unit, counted))
+        return max(1, self._add(_Stream(messages, counted, unit, records), counted * unit, counted))
+
+    def _passed(self, records: Iterable[tuple[str, str]]) -> None:
+        """A snapshot sending ``records`` is queued: later changes of them must go after it, in
+        new entries, never into one queued ahead of it (that would send the snapshot's older
+        state after the newer one)."""
+        latest = self._latest
+        if latest:
+            for record in records:
+                latest.pop(record, None)
 
     def _merging(self, delivery: Delivery) -> bool:
         policy = delivery.topic.policy
@@ -149,7 +169,10 @@ class Outbox:
         if new and check_room and not self._fits(delivery.size):
             return 0
         if held:
-            latest = self._latest[record]
+            latest = self._latest.get(record)  # None: a snapshot of it was queued since
+            if latest is None:
+                latest = self._latest[record] = RecordEntry(delivery, [])
+                self._entries.append(latest)
             for sub in held:
                 entry = index[(record, sub)]
                 if entry is not latest:
@@ -216,6 +239,7 @@ class Outbox:
             elif isinstance(entry, bytes):
                 self._add(entry, len(entry) + 1, 1)
             else:
+                self._passed(entry.records)
                 self._add(entry, entry.size, entry.messages)
         return list(dropped)
 

@@ -24,7 +24,7 @@ from .filters.functions import EvalContext
 from .outbox import FRAME_BREAK
 from .quota import admit_subscription
 from .records import RecordVersion
-from .snapshots import estimated_size, record_message
+from .snapshots import SnapshotRecords, estimated_size, record_message
 from .subscription import Change, Subscription
 from .topic import Topic
 
@@ -150,7 +150,8 @@ def _snapshot(
     head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
     session.send(wire.group_begin(body.query_id))
     stream = _encode_snapshot(head, versions, views, reader, body)
-    session.send_stream(stream, len(versions), estimated_size(head, versions))
+    records = SnapshotRecords(topic.name, versions)
+    session.send_stream(stream, len(versions), estimated_size(head, versions), records)
     session.send(wire.group_end(body.query_id, len(versions)))
     return matches, len(versions)
 

@@ -8,7 +8,7 @@ does not fit, closes the socket with 4001.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import wire
@@ -98,16 +98,22 @@ class Session:
                 return
             self._deliver(delivery)
 
-    def send_stream(self, stream: Iterator[bytes], count: int = 0, size: int = 0) -> None:
-        """Queue a lazy snapshot of ``count`` records (about ``size`` bytes encoded): it counts
-        against the queue's bounds like any message, and when it does not fit the same rule
-        applies (write, conflate, close with 4001)."""
+    def send_stream(
+        self,
+        stream: Iterator[bytes],
+        count: int = 0,
+        size: int = 0,
+        records: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        """Queue a lazy snapshot of ``count`` records (about ``size`` bytes encoded) that sends
+        ``records`` (topic, key): it counts against the queue's bounds like any message, and when
+        it does not fit the same rule applies (write, conflate, close with 4001)."""
         if self.close_code is None:
             self._end_run()
             outbox = self.outbox
 
             def retry() -> int:
-                return outbox.push_stream(stream, count, size)
+                return outbox.push_stream(stream, count, size, records)
 
             self._settle(retry(), retry, None)
 

@@ -5,7 +5,7 @@ queued, but its records are encoded only when they are written)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import orjson
 
@@ -16,6 +16,22 @@ log = logging.getLogger("server.core")
 
 SIZE_SAMPLE = 8  # records encoded to estimate what a whole snapshot will come to
 UNKNOWN_SIZE = 256  # the estimate of a record that cannot be encoded
+
+
+class SnapshotRecords:
+    """The (topic, key) of each record a snapshot sends, read as often as needed (the outbox
+    reads it when the snapshot is queued and again when the queue is conflated) without a
+    list of them all."""
+
+    __slots__ = ("topic", "versions")
+
+    def __init__(self, topic: str, versions: Sequence[RecordVersion]) -> None:
+        self.topic = topic
+        self.versions = versions
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        topic = self.topic
+        return ((topic, version.key) for version in self.versions)
 
 
 def estimated_size(head: bytes, versions: Sequence[RecordVersion]) -> int:
