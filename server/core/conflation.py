@@ -14,12 +14,14 @@ the writer takes it:
     out and back in)                                 final state; a new record is never a delta)
     stateless (FULL)                                 the last record, or the structural merge
 
-So there is at most one queued message per record and view, and messages about one record keep
-their order because they are one entry: in its place (mode ``replace``) or moved to the end
-(``append``). A subscription new to the record starts an entry at the end (its first message
-must not pass its own subscribe ack or snapshot); from then on every change of the record joins
-that newest entry, the nets of older entries handed over to it as they change, so that no socket
-is sent an older state of a record after a newer one. Subscriptions of one socket whose
+So there is at most one queued message per record and view. A change of a record joins the
+record's newest queued entry, in its place (mode ``replace``), or a new entry at the end (mode
+``append``; and whenever a subscription new to the record is among its receivers, whose first
+message must not pass its own subscribe ack or snapshot; and when a snapshot of the record was
+queued after the newest entry). The nets of the change's receivers move into that entry from
+older ones; the nets of other subscriptions stay where they are (one unsubscribed since must not
+move past its unsubscribe ack). So a socket is never sent an older state of a record after a
+newer one, and each subscription's messages keep their order. Subscriptions of one socket whose
 messages come out byte-identical share one message (``sids``). Every body comes from the
 subscriptions' one renderer (``full_body``, ``composite_body``), so select lists,
 ``no_sowkey``, ``timestamp`` and bookmarks always apply.
@@ -95,26 +97,25 @@ class RecordEntry:
 
     __slots__ = ("count", "dead", "key", "nets", "record", "size", "topic")
 
-    def __init__(self, delivery: Delivery, subs: list[Subscription]) -> None:
-        assert delivery.record is not None
-        self.topic: Topic = delivery.topic
-        self.record = delivery.record
-        self.key = delivery.record[1]
-        self.nets: dict[Subscription, _Net] = {sub: _Net(delivery) for sub in subs}
-        self.dead = False  # moved to the end of the queue, or emptied: skipped where it was
+    def __init__(self, topic: Topic, record: tuple[str, str]) -> None:
+        self.topic = topic
+        self.record = record
+        self.key = record[1]
+        self.nets: dict[Subscription, _Net] = {}
+        self.dead = False  # emptied (its nets moved to a newer entry): skipped where it is
         self.size = 0  # estimated: the newest messages' sizes
         self.count = 0  # messages: one per distinct newest delivery
-        self.recount()
 
-    def add(self, delivery: Delivery, subs: list[Subscription]) -> None:
-        """Fold ``delivery`` in for ``subs``, each of which already has a net here (a subscription
-        new to this record starts an entry of its own at the end of the queue: moved to this
-        entry's place, its first message could pass its own subscribe ack or snapshot)."""
+    def add(self, delivery: Delivery, subs: tuple[Subscription, ...]) -> None:
+        """Fold ``delivery`` in for ``subs`` (a subscription without a net here starts one)."""
         merge_function = self.topic.merge_function
         nets = self.nets
         for sub in subs:
-            net = nets.pop(sub)  # to the end: nets stay in the order of their last change,
-            net.fold(delivery, sub, merge_function)  # which is the order they are sent in
+            net = nets.pop(sub, None)  # to the end: nets stay in the order of their last
+            if net is None:  # change, which is the order they are sent in
+                net = _Net(delivery)
+            else:
+                net.fold(delivery, sub, merge_function)
             nets[sub] = net
         self.recount()
 
@@ -131,14 +132,6 @@ class RecordEntry:
         lasts = {id(net.last): net.last for net in self.nets.values()}
         self.size = sum(last.size for last in lasts.values())
         self.count = len(lasts)
-
-    def moved(self) -> RecordEntry:
-        """The same entry, to be queued at the end (this one is left dead in its place)."""
-        self.dead = True
-        entry = RecordEntry.__new__(RecordEntry)
-        entry.topic, entry.record, entry.key, entry.nets = self.topic, self.record, self.key, self.nets
-        entry.dead, entry.size, entry.count = False, self.size, self.count
-        return entry
 
     def render(self) -> list[bytes]:
         """The entry's messages as head and body parts: one message per distinct body."""

@@ -156,57 +156,43 @@ class Outbox:
         return self.conflation and (policy == "always" or (self.keyed and policy == "conflate"))
 
     def _keyed(self, delivery: Delivery, check_room: bool) -> int:
-        """Queue ``delivery`` into record entries: for each subscription already queued for the
-        record, into the record's newest entry (conflation.py); the others start a new entry at
-        the end. 0 (and nothing changed) when that new entry does not fit."""
+        """Queue ``delivery`` into the record's entry (conflation.py): its newest queued entry
+        when that may take it (mode ``replace``, and no subscription new to the record), else a
+        new entry at the end, to which the subscriptions' nets move from older entries. 0 (and
+        nothing changed) when a message new to the queue does not fit."""
         record = delivery.record
         assert record is not None
         index = self._index
-        held: list[Subscription] = []
-        new: list[Subscription] = []
-        for sub in delivery.subs:
-            (new if (record, sub) not in index else held).append(sub)
+        queued = [(record, sub) in index for sub in delivery.subs]
+        new = not all(queued)
         if new and check_room and not self._fits(delivery.size):
             return 0
-        if held:
-            latest = self._latest.get(record)  # None: a snapshot of it was queued since
-            if latest is None:
-                latest = self._latest[record] = RecordEntry(delivery, [])
-                self._entries.append(latest)
-            for sub in held:
-                entry = index[(record, sub)]
-                if entry is not latest:
-                    self._hand_over(entry, sub, latest)
-            self._fold(latest, delivery, held)
-        if new:
-            entry = RecordEntry(delivery, new)
-            index.update(((record, sub), entry) for sub in new)
-            self._latest[record] = entry
-            self._add(entry, entry.size, entry.count)
+        target = self._latest.get(record)  # None: none queued, or a snapshot of it since
+        if target is None or (
+            target is not self._entries[-1] and (new or delivery.topic.mode == "append")
+        ):
+            target = self._latest[record] = RecordEntry(delivery.topic, record)
+            self._entries.append(target)
+        for sub in delivery.subs:
+            entry = index.get((record, sub))
+            if entry is not target:
+                if entry is not None:
+                    self._hand_over(entry, sub, target)
+                index[(record, sub)] = target
+        if any(queued):
+            delivery.topic.counters["conflated"] += 1
+        before_bytes, before_messages = target.size, target.count
+        target.add(delivery, delivery.subs)
+        self.queued_bytes += target.size - before_bytes
+        self.queued_messages += target.count - before_messages
         return self.queued_messages
 
-    def _hand_over(self, entry: RecordEntry, sub: Subscription, latest: RecordEntry) -> None:
-        self.queued_bytes -= entry.size + latest.size
-        self.queued_messages -= entry.count + latest.count
-        entry.hand_over(sub, latest)
-        self._index[(latest.record, sub)] = latest
-        self.queued_bytes += entry.size + latest.size
-        self.queued_messages += entry.count + latest.count
-
-    def _fold(self, entry: RecordEntry, delivery: Delivery, subs: list[Subscription]) -> None:
-        """``delivery`` joins a queued entry for ``subs``: in its place (mode replace) or with the
-        entry moved to the end (append)."""
-        delivery.topic.counters["conflated"] += 1
-        self.queued_bytes -= entry.size
-        self.queued_messages -= entry.count
-        entry.add(delivery, subs)
-        if entry.topic.mode == "append":
-            entry = entry.moved()
-            self._entries.append(entry)
-            self._index.update(((entry.record, sub), entry) for sub in entry.nets)
-            self._latest[entry.record] = entry
-        self.queued_bytes += entry.size
-        self.queued_messages += entry.count
+    def _hand_over(self, entry: RecordEntry, sub: Subscription, target: RecordEntry) -> None:
+        self.queued_bytes -= entry.size + target.size
+        self.queued_messages -= entry.count + target.count
+        entry.hand_over(sub, target)
+        self.queued_bytes += entry.size + target.size
+        self.queued_messages += entry.count + target.count
 
     # -- relief ---------------------------------------------------------------------------
 

@@ -449,3 +449,21 @@ def test_a_change_conflated_in_place_never_passes_a_snapshot_of_the_record(name:
     publisher.send(*[publish(name, 1, u=u) for u in range(1, updates + 1)])
     states = [m["data"]["u"] for m in peer.take() if m["c"] in ("p", "sow")]
     assert states == sorted(states) and states[-1] == updates
+
+
+@pytest.mark.parametrize("name", ["aa", "a"])
+def test_nothing_for_a_sub_id_follows_its_unsubscribe_ack(name: str) -> None:
+    """Found by the model-based test: in mode append a record's queued entry moved to the end
+    whole, carrying the message of a subscription unsubscribed since past its unsubscribe ack."""
+    h = hub(max_messages=1000)
+    publisher, peer = h.peer(), h.peer()
+    peer.send(
+        {"c": "subscribe", "t": name, "sub_id": "stays"}, {"c": "subscribe", "t": name, "sub_id": "goes"}
+    )
+    publisher.send(publish(name, 1, u=0))
+    h.engine.receive(peer.session, b'{"c":"unsubscribe","sub_id":"goes","cid":"u"}')
+    publisher.send(publish(name, 1, u=1))
+    got = peer.take()
+    ack = next(i for i, m in enumerate(got) if m["c"] == "ack" and m["cid"] == "u")
+    assert all("goes" not in m.get("sids", ()) for m in got[ack:])
+    assert [m["data"]["u"] for m in got if "stays" in m.get("sids", ())][-1] == 1
