@@ -168,9 +168,7 @@ class Outbox:
         if new and check_room and not self._fits(delivery.size):
             return 0
         target = self._latest.get(record)  # None: none queued, or a snapshot of it since
-        if target is None or (
-            target is not self._entries[-1] and (new or delivery.topic.mode == "append")
-        ):
+        if target is None or (target is not self._entries[-1] and (new or delivery.topic.mode == "append")):
             target = self._latest[record] = RecordEntry(delivery.topic, record)
             self._entries.append(target)
         for sub in delivery.subs:
