@@ -135,16 +135,20 @@ class RecordEntry:
 
     def render(self) -> list[bytes]:
         """The entry's messages as head and body parts: one message per distinct body."""
-        groups: dict[tuple[bool, bytes], list[Subscription]] = {}
+        groups: dict[tuple[bool, bytes, bytes | None], list[Subscription]] = {}
         for sub, net in self.nets.items():
             if sub.dropped:
                 continue  # dropped for back pressure, and told so: nothing more is owed to it
             kind, body = net.message(sub, self.key)
-            groups.setdefault((kind == OOF, body), []).append(sub)
+            # A window's position after the last change is in that message's own head.
+            own_head = net.last.head if kind != OOF and sub.positions else None
+            groups.setdefault((kind == OOF, body, own_head), []).append(sub)
         parts: list[bytes] = []
-        for (is_oof, body), subs in groups.items():
+        for (is_oof, body, own_head), subs in groups.items():
             command = OOF_COMMAND if is_oof else P
-            if len(subs) == 1:
+            if own_head is not None:
+                parts.append(own_head)
+            elif len(subs) == 1:
                 parts.append(subs[0].heads[command])
             else:
                 subs.sort(key=lambda sub: sub.order)

@@ -33,6 +33,7 @@ class Options:
     skip_n: int | None = None
     timestamp: bool = False
     replace: bool = False
+    positions: bool = False  # a live window's messages carry the record's position (pos)
 
 
 def split_options(text: str) -> list[str]:
@@ -90,7 +91,7 @@ def _paths(name: str, inside: str) -> list[str]:
     return items
 
 
-_FLAGS = {"oof", "no_empties", "no_sowkey", "timestamp", "replace"}
+_FLAGS = {"oof", "no_empties", "no_sowkey", "timestamp", "replace", "positions"}
 
 
 def parse_logon_options(text: str | None) -> bool:

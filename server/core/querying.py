@@ -21,12 +21,14 @@ from .commands import Header, Query, Unsubscribe
 from .errors import BAD_MESSAGE, INVALID_OPTIONS, INVALID_TOPIC, SUBID_IN_USE, CommandError
 from .filters import Filter, compile_filter, parse_orderby
 from .filters.functions import EvalContext
+from .filters.orderby import OrderBy, sowkey_order
 from .outbox import FRAME_BREAK
 from .quota import admit_subscription
 from .records import RecordVersion
 from .snapshots import SnapshotRecords, estimated_size, record_message
 from .subscription import Change, Subscription
 from .topic import Topic
+from .windows import WindowSpec
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -58,6 +60,7 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
     filters = _filters(body.filter)
     entitlement = session.entitlement(body.topic, engine.clock)
     orderby = parse_orderby(body.orderby) if body.orderby else None
+    window = _window_spec(body, orderby, known)
     ctx = EvalContext(engine.clock, session.user_id, session.client_name)
     subscription = None
     existing = session.subscriptions.get(body.sub_id) if body.subscribe else None
@@ -88,6 +91,8 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
             entitlement,
         )
         subscription.schedule = engine.timers.schedule
+        if window is not None:
+            subscription.hold_window(window)
         if bookmark is not None:
             subscription.bookmark()
             subscription.replaying = not bookmark.live_only
@@ -117,8 +122,25 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
         engine.ack(session, header, "completed", **fields)
 
 
+def _window_spec(body: Query, orderby: OrderBy | None, topic: Topic | None) -> WindowSpec | None:
+    """A live window (PROTOCOL 6.6) when a ``sow_and_*`` subscription of a SOW topic asks for
+    ``top_n``; ``positions`` asks for one."""
+    if body.subscribe and body.snapshot and body.top_n is not None and topic is not None and topic.is_sow:
+        sort_key = orderby.sort_key if orderby is not None else sowkey_order
+        return WindowSpec(body.orderby or "", sort_key, body.skip_n or 0, body.top_n)
+    if body.options.positions:
+        raise CommandError(
+            INVALID_OPTIONS, "positions is for a live window: sow_and_subscribe with top_n on a SOW topic"
+        )
+    return None
+
+
 def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> tuple[int, list[RecordVersion]]:
     """The records the query returns, in order, and how many matched (within the entitlement)."""
+    window = reader.window
+    if window is not None:  # kept in order already
+        records = topic.records
+        return len(window.order), [records[key] for key in window.sowkeys()]
     in_view = reader.matches
     versions = [v for v in topic.records.values() if in_view(v.data)]
     matches = len(versions)
@@ -164,11 +186,13 @@ def _encode_snapshot(
     body: Query,
 ) -> Iterator[bytes]:
     batch = body.batch_size
+    positions = reader.positions  # a window's records carry their 1-based place in it
     for index, version in enumerate(versions):
         if batch and index and index % batch == 0:
             yield FRAME_BREAK
         view = views[index] if views is not None else reader.view_of(version)
-        message = record_message(head, partial(reader.full_body, version.key, version, view, {}))
+        record_head = head + b',"pos":%d' % (index + 1) if positions else head
+        message = record_message(record_head, partial(reader.full_body, version.key, version, view, {}))
         if message is not None:
             yield message
 
@@ -192,14 +216,14 @@ def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool)
     held: dict[str, Any] = (
         dict(old.held)
         if old.held is not None
-        else {v.key: old.view_of(v) for v in topic.records.values() if old.matches(v.data)}
+        else {v.key: old.view_of(v) for v in topic.records.values() if old.in_view(v.key, v.data)}
     )
     for key, view in held.items():
         version = topic.records.get(key)
         if version is None:
             continue
         change: Change | None = None
-        if new.matches(version.data):
+        if new.in_view(key, version.data):
             if same_view:
                 new.remember(key, view)
             elif not snapshot:

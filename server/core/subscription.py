@@ -28,6 +28,7 @@ from .keys import KeySpec
 from .options import Options
 from .paths import set_path
 from .records import RecordVersion, format_timestamp
+from .windows import Window, WindowSpec
 from .wire import body, head, record_body
 
 P = b"p"
@@ -102,6 +103,9 @@ class Subscription:
         self.pending: dict[Any, Pending] = {}
         self.schedule: Callable[[Subscription, float], None] = lambda subscription, due: None
         self.topic_ref: Any = None  # the Topic, set when the subscription is added to it
+        # A live window (PROTOCOL 6.6): what was asked, and the window the topic gave it.
+        self.window_spec: WindowSpec | None = None
+        self.window: Window | None = None
         self.matches = _matcher(filters, ctx, entitlement)
         self.unfiltered = not filters and not entitlement.restricted
         gates = (*filters, entitlement.filter) if entitlement.filter is not None else filters
@@ -119,6 +123,51 @@ class Subscription:
         )
         topic_json = orjson.dumps(topic)
         self.heads = {P: head(P, topic_json, [sub_id]), OOF: head(OOF, topic_json, [sub_id])}
+
+    def hold_window(self, spec: WindowSpec) -> None:
+        """Make this a window subscription (before the topic adds it): its view is the range of
+        ``spec``'s order, and every change is asked what it means (never the shared run)."""
+        self.window_spec = spec
+        self.stateless = False
+
+    @property
+    def positions(self) -> bool:
+        """Whether its messages carry the record's position in the window (option positions)."""
+        return self.window is not None and self.options.positions
+
+    def in_view(self, key: str | None, data: Any) -> bool:
+        """Whether the record is in this subscription's view: it passes the gates and, for a
+        window, is in its range (the window's order has taken the change being fanned out)."""
+        window = self.window
+        if window is None:
+            return self.matches(data)
+        return key is not None and window.holds(key)
+
+    def window_changes(
+        self,
+        key: str | None,
+        old: RecordVersion | None,
+        new: RecordVersion | None,
+        memo: Memo,
+        gone: str,
+        records: dict[str, RecordVersion],
+    ) -> list[tuple[str | None, Change]]:
+        """For a window subscription: the message about the changed record, then those about the
+        records it pushed out of the window or pulled into it (their current state, unchanged)."""
+        assert self.window is not None
+        out: list[tuple[str | None, Change]] = []
+        change = self.on_change(key, old, new, memo, gone)
+        if change is not None:
+            out.append((key, change))
+        entered, left = self.window.crossings()
+        for edge in (*entered, *left):
+            version = records[edge]
+            # A memo of their own: memo bodies are good for one record's change only.
+            edge_memo: Memo = memo.setdefault(("edge", edge), {})
+            change = self.on_change(edge, version, version, edge_memo)
+            if change is not None:
+                out.append((edge, change))
+        return out
 
     def view(self, version: RecordVersion, memo: Memo) -> Any:
         select = self.options.select
@@ -189,7 +238,7 @@ class Subscription:
         if self.interval is not None:
             self._defer(key, old, new, gone)
             return None
-        if new is not None and self.matches(new.data):
+        if new is not None and self.in_view(key, new.data):
             return self._in_view(key, new, memo)
         if self.held is None or key is None:
             return None
@@ -251,7 +300,7 @@ class Subscription:
 
     def _conflated(self, entry: Pending, memo: Memo) -> Change | None:
         key, new = entry.key, entry.latest
-        if new is not None and self.matches(new.data):
+        if new is not None and self.in_view(key, new.data):
             return self._in_view(key, new, memo, frozenset(entry.carried))
         if self.held is None or key is None:
             return None

@@ -20,6 +20,7 @@ from .records import RecordVersion
 from .run import FanOutRun
 from .subindex import SubscriptionIndex
 from .subscription import OOF, Change, Memo, P, Subscription
+from .windows import Window, WindowOrder
 from .wire import head, record_body
 
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ class Topic:
         self._run_keys: list[str | None] = []
         self._run_versions: list[RecordVersion] = []
         self._run_bytes = 0
+        # Live windows' orders, shared by windows with the same gates and order (windows.py).
+        self._orders: dict[tuple[Any, ...], WindowOrder] = {}
 
     @property
     def is_sow(self) -> bool:
@@ -70,6 +73,7 @@ class Topic:
     def add(self, subscription: Subscription) -> None:
         self._end_run()
         subscription.topic_ref = self
+        self._open_window(subscription)
         self._unsort(subscription.session)
         self.subscribers.setdefault(subscription.session, []).append(subscription)
         self._sort(subscription.session)
@@ -85,14 +89,49 @@ class Topic:
         if not subs:
             del self.subscribers[session]
         self._sort(session)
+        self._close_window(subscription)
 
     def replace(self, old: Subscription, new: Subscription) -> None:
         self._end_run()
         new.topic_ref = self
+        self._open_window(new)
         self._unsort(old.session)
         subs = self.subscribers[old.session]
         subs[subs.index(old)] = new
         self._sort(old.session)
+        self._close_window(old)
+
+    def _open_window(self, subscription: Subscription) -> None:
+        """Give a window subscription its window, over the shared order of its gates."""
+        spec = subscription.window_spec
+        if spec is None or not self.is_sow:
+            return
+        gate = subscription.entitlement.filter
+        ctx = subscription.ctx
+        share = (
+            spec.order_text,
+            tuple(f.text for f in subscription.filters),
+            gate.text if gate is not None else None,
+            ctx.user,
+            ctx.client_name,
+        )
+        order = self._orders.get(share)
+        if order is None:
+            order = self._orders[share] = WindowOrder(
+                spec.sort_key, subscription.matches, self.records.values()
+            )
+            order.share = share
+        subscription.window = window = Window(order, spec.skip, spec.top, subscription)
+        order.windows.add(window)
+
+    def _close_window(self, subscription: Subscription) -> None:
+        window = subscription.window
+        if window is None:
+            return
+        order = window.order
+        order.windows.discard(window)
+        if not order.windows:
+            self._orders.pop(order.share, None)
 
     def _unsort(self, session: Session) -> None:
         fast = self._fast.pop(session, None)
@@ -114,9 +153,12 @@ class Topic:
             else:
                 self._fast_filtered.add(sub)
         else:
-            self._general[session] = subs
-            for sub in subs:
-                self._general_index.add(sub)
+            # Windows are found through their orders (fan_out), the others asked here.
+            general = [sub for sub in subs if sub.window is None]
+            if general:
+                self._general[session] = general
+                for sub in general:
+                    self._general_index.add(sub)
 
     def _end_run(self) -> None:
         if self._run.topic is self:
@@ -127,6 +169,10 @@ class Topic:
     ) -> None:
         """Tell every subscriber what the change of ``key`` from ``old`` to ``new`` means for it
         (``new`` is None when the record went away; ``gone`` says why: deleted or expired)."""
+        touched: list[Window] = []
+        if self._orders and key is not None:
+            for order in self._orders.values():  # every order first: then ask the windows
+                touched += order.apply(key, new)
         if new is not None and self._fast:
             self._run.join(self)
             data = new.data
@@ -135,9 +181,11 @@ class Topic:
             self._run_keys.append(key)
             self._run_versions.append(new)
             self._run_bytes += len(shared)
+        memo: Memo = {}
+        for window in touched:
+            self._deliver_window(window.subscription, key, old, new, memo, gone)
         if not self._general:
             return
-        memo: Memo = {}
         if not self._general_index.indexed:
             for session, subs in self._general.items():
                 self._deliver_changes(session, subs, key, old, new, memo, gone)
@@ -178,6 +226,20 @@ class Topic:
         for members, change in groups.values():
             self.deliver(session, tuple(members), key, change)
 
+    def _deliver_window(
+        self,
+        sub: Subscription,
+        key: str | None,
+        old: RecordVersion | None,
+        new: RecordVersion | None,
+        memo: Memo,
+        gone: str,
+    ) -> None:
+        """A window's messages about a change: the changed record's, then the records it pushed
+        across an edge, queued together (so they go in the same frame)."""
+        for record_key, change in sub.window_changes(key, old, new, memo, gone, self.records):
+            self.deliver(sub.session, (sub,), record_key, change)
+
     def deliver(
         self, session: Session, subs: tuple[Subscription, ...], key: str | None, change: Change
     ) -> None:
@@ -192,7 +254,13 @@ class Topic:
         kind, encoded, base, view, version = change
         command = OOF if kind == OOF_KIND else P
         if len(subs) == 1:
-            message_head = subs[0].heads[command]
+            sub = subs[0]
+            message_head = sub.heads[command]
+            if command is P and sub.positions and key is not None:
+                assert sub.window is not None
+                position = sub.window.position(key)
+                if position is not None:
+                    message_head += b',"pos":%d' % position
         else:
             message_head = head(command, self.name_json, [sub.sub_id for sub in subs])
         record = (self.name, key) if key is not None else None

@@ -45,29 +45,56 @@ def _sort_value(value: Any) -> tuple[int, Any]:
     return (2, 0)
 
 
+class _Descending:
+    """A string sorted in descending order inside an ascending sort key."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Descending) -> bool:
+        return other.value < self.value
+
+    def __gt__(self, other: _Descending) -> bool:
+        return other.value > self.value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
 @dataclass(frozen=True, slots=True)
 class OrderBy:
     terms: tuple[OrderTerm, ...]
 
-    def sort(self, items: Sequence[Keyed]) -> list[Keyed]:
-        ordered = sorted(items, key=lambda item: item.key)
-        for term in reversed(self.terms):
-            steps = term.steps
-
-            def key(item: Keyed, steps: tuple[str | int, ...] = steps) -> tuple[int, Any]:
-                value = read_field(item.data, steps)
-                return _sort_value(None if value is MISSING else value)
-
-            if term.descending:
-                # NULLs stay last: sort the non-NULL ones descending and append the rest.
-                present = [item for item in ordered if key(item)[0] < 2]
-                absent = [item for item in ordered if key(item)[0] == 2]
-                ordered = sorted(present, key=key, reverse=True)
-                # reverse=True keeps equal items in their original order in CPython's stable sort.
-                ordered.extend(absent)
+    def sort_key(self, item: Keyed) -> tuple[Any, ...]:
+        """The item's place in this order as one ascending key, unique per SowKey: the one
+        definition of the order, used to sort a snapshot and to keep a live window sorted.
+        Per term a group and a value: ascending, numbers (0) before strings (1); descending,
+        strings (0) before numbers (1), each descending; NULL (2) last either way."""
+        parts: list[Any] = []
+        for term in self.terms:
+            value = read_field(item.data, term.steps)
+            group, plain = _sort_value(None if value is MISSING else value)
+            if not term.descending or group == 2:
+                parts += (group, plain)
+            elif group == 0:
+                parts += (1, -plain)
             else:
-                ordered.sort(key=key)
-        return ordered
+                parts += (0, _Descending(plain))
+        parts.append(item.key)
+        return tuple(parts)
+
+    def sort(self, items: Sequence[Keyed]) -> list[Keyed]:
+        return sorted(items, key=self.sort_key)
+
+
+def sowkey_order(item: Keyed) -> tuple[Any, ...]:
+    """The order without ``orderby``: by SowKey."""
+    return (item.key,)
 
 
 ORDERBY_BYTES_PER_CHAR = 32  # what a parsed order-by holds a character of its text (measured: ~11)

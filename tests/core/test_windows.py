@@ -1,0 +1,366 @@
+"""Live windows (PROTOCOL 6.6): sow_and_subscribe with top_n, skip_n and orderby.
+
+The property test drives windows of every shape (ascending and descending orders over mixed
+types and NULLs, filters, entitlements, skip and top, full and delta subscriptions, oof and
+positions) with random publishes, delta publishes and deletes, and checks after every frame that
+what each subscriber rebuilt from its messages is exactly the window computed from scratch, that
+each ``pos`` is the record's place after the change, and that nothing is sent for a change that
+leaves a window as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonpatch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from server.core.filters.orderby import parse_orderby
+from server.core.records import RecordVersion
+
+from .harness import Harness, Peer, acks
+
+TOPICS = [{"name": "t", "key": ["/id"]}, {"name": "c", "key": ["/id"], "conflation": "always"}]
+AUTH = {
+    "user": [
+        {"user_id": "all", "password": "pw", "read": ["*"], "write": ["*"]},
+        {"user_id": "low", "password": "pw", "read": ["*"], "filter": {"t": "/lvl < 5", "c": "/lvl < 5"}},
+    ]
+}
+
+
+def publish(record_id: int, topic: str = "t", /, **fields: Any) -> dict[str, Any]:
+    return {"c": "publish", "t": topic, "data": {"id": record_id, **fields}}
+
+
+def window(peer: Peer, **fields: Any) -> list[dict[str, Any]]:
+    return peer.send({"c": "sow_and_subscribe", "t": "t", "sub_id": "w", **fields})
+
+
+def test_the_amps_example() -> None:
+    """Records 1, 2, 5, 7, 9; top_n=2, skip_n=1, orderby=/id holds 2 and 5; publishing 4 sends 4
+    and an OOF for 5; deleting 9 sends nothing."""
+    h = Harness(topics=TOPICS)
+    feed, peer = h.peer(), h.peer()
+    feed.send(*[publish(n) for n in (1, 2, 5, 7, 9)])
+    got = window(peer, top_n=2, skip_n=1, orderby="/id", o="oof")
+    assert [m["data"]["id"] for m in got if m["c"] == "sow"] == [2, 5]
+    feed.send(publish(4))
+    assert [(m["c"], m["data"]["id"], m.get("reason")) for m in peer.take()] == [
+        ("p", 4, None),
+        ("oof", 5, "match"),
+    ]
+    feed.send({"c": "sow_delete", "t": "t", "filter": "/id = 9"})
+    assert peer.take() == []
+
+
+def test_a_record_pulled_in_and_positions() -> None:
+    h = Harness(topics=TOPICS)
+    feed, peer = h.peer(), h.peer()
+    feed.send(*[publish(n, price=10 * n) for n in range(1, 6)])
+    got = window(peer, top_n=3, orderby="/price DESC", o="oof,positions")
+    assert [(m["data"]["id"], m["pos"]) for m in got if m["c"] == "sow"] == [(5, 1), (4, 2), (3, 3)]
+    feed.send(publish(4, price=1))  # falls to the bottom: 2 is pulled in at the edge
+    assert [(m["c"], m["data"]["id"], m.get("pos")) for m in peer.take()] == [
+        ("oof", 4, None),
+        ("p", 2, 3),
+    ]
+    feed.send(publish(1, price=100))  # to the top: pushes 2 out
+    assert [(m["c"], m["data"]["id"], m.get("pos")) for m in peer.take()] == [
+        ("p", 1, 1),
+        ("oof", 2, None),
+    ]
+    feed.send(publish(3, price=31))  # stays in place: an update, at its position
+    assert [(m["c"], m["data"]["id"], m.get("pos")) for m in peer.take()] == [("p", 3, 3)]
+
+
+def test_without_oof_leaving_sends_nothing_and_entering_sends_the_record() -> None:
+    h = Harness(topics=TOPICS)
+    feed, peer = h.peer(), h.peer()
+    feed.send(*[publish(n) for n in (1, 2, 3)])
+    window(peer, top_n=2, orderby="/id")
+    feed.send(publish(0))
+    assert [(m["c"], m["data"]["id"]) for m in peer.take()] == [("p", 0)]
+    feed.send({"c": "sow_delete", "t": "t", "filter": "/id = 0"})
+    assert [(m["c"], m["data"]["id"]) for m in peer.take()] == [("p", 2)]
+
+
+def test_windows_with_the_same_gates_and_order_share_one_ordering() -> None:
+    h = Harness(topics=TOPICS)
+    feed, a, b = h.peer(), h.peer(), h.peer()
+    feed.send(*[publish(n, x=n % 3) for n in range(10)])
+    for peer, skip in ((a, 0), (b, 5)):
+        window(peer, top_n=5, skip_n=skip, orderby="/x, /id", filter="/x >= 0")
+    a.send({"c": "sow_and_subscribe", "t": "t", "sub_id": "other", "top_n": 5, "orderby": "/id"})
+    topic = h.engine.topics["t"]
+    assert len(topic._orders) == 2
+    a.send({"c": "unsubscribe", "sub_id": "w"})
+    assert len(topic._orders) == 2
+    b.send({"c": "unsubscribe", "sub_id": "w"})
+    a.send({"c": "unsubscribe", "sub_id": "other"})
+    assert not topic._orders
+
+
+def test_positions_needs_a_window() -> None:
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    got = peer.send({"c": "subscribe", "t": "t", "sub_id": "s", "cid": "1", "o": "positions"})
+    assert got[0]["status"] == "failure" and got[0]["reason"].startswith("invalid options")
+
+
+def test_replace_moves_the_window() -> None:
+    h = Harness(topics=TOPICS)
+    feed, peer = h.peer(), h.peer()
+    feed.send(*[publish(n) for n in range(1, 7)])
+    window(peer, top_n=2, orderby="/id", o="oof")
+    got = peer.send(
+        {
+            "c": "sow_and_subscribe",
+            "t": "t",
+            "sub_id": "w",
+            "top_n": 2,
+            "skip_n": 3,
+            "orderby": "/id",
+            "o": "oof,replace",
+        }
+    )
+    assert [(m["c"], m["data"]["id"]) for m in got if m["c"] in ("oof", "sow")] == [
+        ("oof", 1),
+        ("oof", 2),
+        ("sow", 4),
+        ("sow", 5),
+    ]
+    feed.send(publish(0))
+    assert [(m["c"], m["data"]["id"]) for m in peer.take()] == [("p", 3), ("oof", 5)]
+
+
+# -- the property test --------------------------------------------------------------------
+
+VALUES = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", ""]), st.none(), st.booleans())
+ORDERS = st.sampled_from([None, "/s", "/s DESC", "/s, /id DESC", "/lvl DESC, /s", "/n/a"])
+FILTERS = st.sampled_from([None, "/lvl > 1", "/lvl <= 6"])
+KEYS = Harness(topics=TOPICS).engine.topics["t"].key_spec
+assert KEYS is not None
+
+
+def brute_force(
+    sow: dict[int, dict[str, Any]], order: str | None, filter_: str | None, user: str, skip: int, top: int
+) -> list[int]:
+    def passes(data: dict[str, Any]) -> bool:
+        lvl = data.get("lvl")
+        if user == "low" and not (isinstance(lvl, int) and lvl < 5):
+            return False
+        if filter_ == "/lvl > 1":
+            return isinstance(lvl, int) and lvl > 1
+        if filter_ == "/lvl <= 6":
+            return isinstance(lvl, int) and lvl <= 6
+        return True
+
+    versions = [RecordVersion(KEYS.sow_key(data), data, 0, 0.0) for data in sow.values() if passes(data)]
+    ordered = sorted(versions, key=lambda v: v.key) if order is None else parse_orderby(order).sort(versions)
+    return [v.data["id"] for v in ordered[skip : skip + top]]
+
+
+class Viewer:
+    def __init__(self, h: Harness, topic: str, spec: dict[str, Any]) -> None:
+        self.peer = h.peer()
+        self.positions: list[tuple[int, int]] = []  # (record, pos) received since last asked
+        self.user = spec["user"]
+        assert acks(self.peer.send({"c": "logon", "cid": "l", "user_id": self.user, "pw": "pw"})) == [
+            ("processed", "success")
+        ]
+        self.spec = spec
+        self.view: dict[int, dict[str, Any]] = {}
+        self.keys: dict[str, int] = {}
+        command = "sow_and_delta_subscribe" if spec["delta"] else "sow_and_subscribe"
+        fields: dict[str, Any] = {"top_n": spec["top"], "skip_n": spec["skip"]}
+        if spec["order"] is not None:
+            fields["orderby"] = spec["order"]
+        if spec["filter"] is not None:
+            fields["filter"] = spec["filter"]
+        options = ["oof", "positions"] + (["delta=merge"] if spec["merge"] else [])
+        options += ["conflation=1s"] if spec["interval"] else []
+        got = self.peer.send(
+            {"c": command, "t": topic, "sub_id": "w", "cid": "q", "o": ",".join(options), **fields}
+        )
+        self.receive(got)
+
+    def receive(self, messages: list[dict[str, Any]]) -> None:
+        for m in messages:
+            if m["c"] in ("sow", "p"):
+                assert "pos" in m, f"a window message without its position: {m}"
+            if m["c"] in ("sow", "p") and "data" in m:
+                self.view[m["data"]["id"]] = m["data"]
+                self.keys[m["k"]] = m["data"]["id"]
+                self.check_position(m)
+            elif m["c"] == "p" and "patch" in m:
+                record_id = self.keys[m["k"]]
+                self.view[record_id] = jsonpatch.apply_patch(self.view[record_id], m["patch"])
+                self.check_position(m)
+            elif m["c"] == "p" and "delta" in m:
+                record_id = self.keys[m["k"]]
+                self.view[record_id] = {**self.view[record_id], **m["delta"]}
+                self.check_position(m)
+            elif m["c"] == "oof":
+                self.view.pop(m["data"]["id"], None)
+            elif m["c"] not in ("ack", "group_begin", "group_end"):
+                raise AssertionError(f"unexpected {m}")
+
+    def expected(self, sow: dict[int, dict[str, Any]]) -> list[int]:
+        spec = self.spec
+        return brute_force(sow, spec["order"], spec["filter"], self.user, spec["skip"], spec["top"])
+
+    def check_position(self, m: dict[str, Any]) -> None:
+        self.positions.append((self.keys[m["k"]], m["pos"]))
+
+
+record_st = st.fixed_dictionaries(
+    {"s": VALUES, "lvl": st.integers(0, 9), "n": st.fixed_dictionaries({"a": VALUES})}
+)
+op_st = st.one_of(
+    st.tuples(st.just("publish"), st.integers(0, 7), record_st),
+    st.tuples(st.just("delta"), st.integers(0, 7), st.fixed_dictionaries({"s": VALUES})),
+    st.tuples(st.just("delete"), st.integers(0, 7), st.none()),
+)
+spec_st = st.fixed_dictionaries(
+    {
+        "order": ORDERS,
+        "filter": FILTERS,
+        "skip": st.integers(0, 3),
+        "top": st.integers(0, 4),
+        "delta": st.booleans(),
+        "merge": st.booleans(),
+        "user": st.sampled_from(["all", "low"]),
+        "lazy": st.booleans(),
+        "interval": st.booleans(),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    topic=st.sampled_from(["t", "c"]),
+    initial=st.dictionaries(st.integers(0, 7), record_st, max_size=8),
+    specs=st.lists(spec_st, min_size=1, max_size=3),
+    frames=st.lists(st.lists(op_st, min_size=1, max_size=4), max_size=12),
+)
+def test_every_window_rebuilt_from_its_messages_is_the_window(
+    topic: str,
+    initial: dict[int, dict[str, Any]],
+    specs: list[dict[str, Any]],
+    frames: list[list[tuple[Any, ...]]],
+) -> None:
+    """Topic ``c`` conflates every socket queue (always); a ``lazy`` viewer reads only after
+    each frame, so its queue conflates; an ``interval`` viewer asked for conflation=1s."""
+    h = Harness(topics=TOPICS, auth=AUTH)
+    feed = h.peer()
+    feed.send({"c": "logon", "cid": "l", "user_id": "all", "pw": "pw"})
+    sow: dict[int, dict[str, Any]] = {}
+    if initial:
+        feed.send(*[publish(i, topic, **data) for i, data in initial.items()])
+        sow = {i: {"id": i, **data} for i, data in initial.items()}
+    viewers = [Viewer(h, topic, spec) for spec in specs]
+    for viewer in viewers:
+        check(viewer, sow)
+        viewer.positions = []
+    for frame in frames:
+        for op, record_id, data in frame:
+            if op == "publish":
+                command = publish(record_id, topic, **data)
+            elif op == "delta":
+                command = {"c": "delta_publish", "t": topic, "data": {"id": record_id, **data}}
+            else:
+                command = {"c": "sow_delete", "t": topic, "filter": f"/id = {record_id}"}
+            # One change at a time, so that positions and silence can be checked.
+            before_views = [set(viewer.view) for viewer in viewers]
+            apply(sow, command)
+            feed.send(command)
+            for viewer, before in zip(viewers, before_views, strict=True):
+                if viewer.spec["lazy"] or viewer.spec["interval"]:
+                    continue
+                viewer.positions = []
+                got = viewer.peer.take()
+                viewer.receive(got)
+                expected = viewer.expected(sow)
+                for held_id, pos in viewer.positions:
+                    assert expected.index(held_id) + 1 == pos, (held_id, pos, expected)
+                if record_id not in before and record_id not in expected and before == set(expected):
+                    assert got == [], f"a change outside the window sent {got}"
+                check(viewer, sow)
+        h.clock.now += 2  # past every conflation interval
+        h.engine.advance(h.clock.now)
+        for viewer in viewers:
+            viewer.receive(viewer.peer.take())
+            check(viewer, sow)
+
+
+def apply(sow: dict[int, dict[str, Any]], command: dict[str, Any]) -> None:
+    """The change ``command`` makes to the model SOW."""
+    if command["c"] == "sow_delete":
+        sow.pop(int(command["filter"].rpartition(" ")[2]), None)
+        return
+    data = command["data"]
+    if command["c"] == "publish":
+        sow[data["id"]] = data
+    else:
+        sow[data["id"]] = {**sow.get(data["id"], {}), **data}
+
+
+def check(viewer: Viewer, sow: dict[int, dict[str, Any]]) -> None:
+    expected = viewer.expected(sow)
+    assert viewer.view == {i: sow[i] for i in expected}, (viewer.spec, expected, viewer.view)
+
+
+# -- the order ------------------------------------------------------------------------------
+
+
+def reference_sort(order: str, versions: list[RecordVersion]) -> list[RecordVersion]:
+    """The order as a sort per term, last term first (stable), NULLs last in both directions:
+    the definition ``OrderBy.sort_key`` must agree with."""
+
+    def value(version: RecordVersion, path: str) -> tuple[int, Any]:
+        found: Any = version.data
+        for step in path.strip("/").split("/"):
+            found = found.get(step) if isinstance(found, dict) else None
+        if type(found) is list:
+            found = found[0] if found else None
+        if type(found) is bool:
+            return (0, int(found))
+        if type(found) in (int, float):
+            return (0, found)
+        if type(found) is str and found:
+            return (1, found)
+        return (2, 0)
+
+    ordered = sorted(versions, key=lambda v: v.key)
+    for term in reversed([t.strip() for t in order.split(",")]):
+        path, _, direction = term.partition(" ")
+        if direction == "DESC":
+            present = [v for v in ordered if value(v, path)[0] < 2]
+            absent = [v for v in ordered if value(v, path)[0] == 2]
+            ordered = sorted(present, key=lambda v: value(v, path), reverse=True) + absent
+        else:
+            ordered.sort(key=lambda v: value(v, path))
+    return ordered
+
+
+MIXED = st.one_of(
+    st.integers(-5, 5),
+    st.floats(-5, 5, allow_nan=False),
+    st.text("ab", max_size=2),
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(0, 3), max_size=2),
+    st.just({"x": 1}),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    rows=st.lists(st.fixed_dictionaries({"a": MIXED, "b": MIXED}), max_size=12),
+    order=st.sampled_from(["/a", "/a DESC", "/a, /b", "/a DESC, /b DESC", "/b, /a DESC", "/c DESC"]),
+)
+def test_the_sort_key_is_the_documented_order(rows: list[dict[str, Any]], order: str) -> None:
+    versions = [RecordVersion(f"k{i:02d}", row, i, 0.0) for i, row in enumerate(rows)]
+    assert parse_orderby(order).sort(versions) == reference_sort(order, versions)

@@ -1,0 +1,47 @@
+"""Live windows (PROTOCOL 6.6) over a real socket to a real server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from .client import Client
+
+Connect = Callable[..., Any]
+
+
+async def test_the_amps_window_example_with_positions_and_one_frame_per_change(connect: Connect) -> None:
+    publisher: Client = await connect()
+    watcher: Client = await connect()
+    await publisher.send(*[{"c": "publish", "t": "orders", "data": {"order": n}} for n in (1, 2, 5, 7, 9)])
+    await publisher.request({"c": "sow", "t": "orders", "cid": "sync"})  # the publishes are applied
+    got = await watcher.request(
+        {
+            "c": "sow_and_subscribe",
+            "t": "orders",
+            "cid": "w",
+            "top_n": 2,
+            "skip_n": 1,
+            "orderby": "/order",
+            "o": "oof,positions",
+            "a": "completed",
+        },
+        "completed",
+    )
+    assert [(m["data"]["order"], m["pos"]) for m in got if m["c"] == "sow"] == [(2, 1), (5, 2)]
+    await publisher.send({"c": "publish", "t": "orders", "data": {"order": 4}})
+    frame = orjson.loads(await watcher.ws.recv())  # the change and what it pushed out: one frame
+    assert [(m["c"], m["data"]["order"], m.get("pos"), m.get("reason")) for m in frame] == [
+        ("p", 4, 2, None),
+        ("oof", 5, None, "match"),
+    ]
+    await publisher.send({"c": "sow_delete", "t": "orders", "filter": "/order = 9"})
+    assert await watcher.silence() == []
+    await publisher.send({"c": "sow_delete", "t": "orders", "filter": "/order = 2"})
+    frame = orjson.loads(await watcher.ws.recv())
+    assert [(m["c"], m["data"]["order"], m.get("pos"), m.get("reason")) for m in frame] == [
+        ("oof", 2, None, "deleted"),
+        ("p", 5, 2, None),
+    ]
