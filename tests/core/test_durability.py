@@ -322,3 +322,36 @@ def test_the_expiry_heap_holds_one_entry_per_record_however_often_it_is_publishe
     assert len(h.engine.topics["quotes"].records) == 20 and h.engine.timers.expiry_entries == 20
     tick(h, 10)
     assert h.engine.topics["quotes"].records == {} and h.engine.timers.expiry_entries == 0
+
+
+def test_a_bookmark_replay_with_deltas_and_oof_is_defined() -> None:
+    """AMPS refuses a bookmark with delta_subscribe or oof; here both are defined: a replay is a
+    subscription that starts holding nothing, so its first message about a record is the whole
+    record, then deltas against what it received, and OOFs for records it received that leave."""
+    h = hub()
+    feed = h.peer()
+    feed.send(
+        publish("orders", 1, qty=10),
+        publish("orders", 1, qty=20),
+        publish("orders", 2, qty=5),
+        publish("orders", 1, qty=1),
+    )
+    log = entries_of(h)
+    peer = h.peer()
+    peer.send(
+        {"c": "delta_subscribe", "t": "orders", "sub_id": "d", "bm": "0", "filter": "/qty > 2", "o": "oof"}
+    )
+    replay_all(h, log)
+    got = peer.take()
+    assert [(m["c"], "data" in m, "patch" in m) for m in got] == [
+        ("p", True, False),
+        ("p", False, True),
+        ("p", True, False),
+        ("oof", True, False),
+    ]
+    assert got[1]["patch"] == [{"op": "replace", "path": "/qty", "value": 20}]
+    assert (got[3]["reason"], got[3]["data"]) == ("match", {"id": 1, "qty": 1})
+    assert all("bm" in m for m in got)
+    feed.send(publish("orders", 2, qty=6))
+    live = peer.take()
+    assert [m.get("patch") for m in live] == [[{"op": "replace", "path": "/qty", "value": 6}]]
