@@ -21,6 +21,11 @@ class HubCollector(Collector):
             "push_connections", "Open WebSocket connections", value=len(self.hub.connections)
         )
         yield CounterMetricFamily("push_commands", "Commands processed", value=engine.commands_processed)
+        yield CounterMetricFamily(
+            "push_background_conflations",
+            "Socket queues conflated early, in idle time, past a quarter of their limit",
+            value=engine.background_conflations,
+        )
         records = GaugeMetricFamily("push_sow_records", "Records in each topic's SOW", labels=["topic"])
         subscriptions = GaugeMetricFamily(
             "push_subscriptions", "Live subscriptions per topic", labels=["topic"]

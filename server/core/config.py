@@ -32,6 +32,7 @@ class TopicConfig:
     conflation: str = "conflate"
     conflation_mode: str = "replace"
     conflation_merge: str | None = None
+    conflation_match: str | None = None
 
     @property
     def key_spec(self) -> KeySpec:
@@ -83,6 +84,7 @@ class ServerSettings:
     max_subscriptions: int = 1000  # live subscriptions per socket
     hidden_interval_s: float = 1.0  # delivery interval for a socket whose page is hidden (11.2)
     metrics_token: str | None = None  # with [auth]: the bearer token /metrics asks for
+    background_conflation: bool = True  # conflate queues past a quarter of their limit while idle
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +217,9 @@ def _parse_server(table: dict[str, Any]) -> ServerSettings:
         ),
         hidden_interval_s=hidden_interval_s,
         metrics_token=_typed(table, "metrics_token", str, "server", None) or None,
+        background_conflation=_typed(
+            table, "background_conflation", bool, "server", defaults.background_conflation
+        ),
     )
 
 
@@ -229,7 +234,16 @@ def _duration(table: dict[str, Any], name: str, default: float) -> float:
 
 
 def _parse_topic(table: dict[str, Any], where: str) -> TopicConfig:
-    known = {"name", "key", "durable", "expiration", "conflation", "conflation_mode", "conflation_merge"}
+    known = {
+        "name",
+        "key",
+        "durable",
+        "expiration",
+        "conflation",
+        "conflation_mode",
+        "conflation_merge",
+        "conflation_match",
+    }
     _no_unknown(table, known, where)
     name = _typed(table, "name", str, where, None)
     if not name:
@@ -264,6 +278,9 @@ def _parse_topic(table: dict[str, Any], where: str) -> TopicConfig:
     merge = _typed(table, "conflation_merge", str, where, None)
     if merge is not None:
         _check_importable(merge, f"{where}.conflation_merge")
+    matcher = _typed(table, "conflation_match", str, where, None)
+    if matcher is not None:
+        _check_importable(matcher, f"{where}.conflation_match")
     return TopicConfig(
         name=name,
         key=tuple(key),
@@ -272,6 +289,7 @@ def _parse_topic(table: dict[str, Any], where: str) -> TopicConfig:
         conflation=conflation,
         conflation_mode=mode,
         conflation_merge=merge,
+        conflation_match=matcher,
     )
 
 

@@ -45,35 +45,42 @@ if TYPE_CHECKING:
 log = logging.getLogger("server.conflation")
 
 
-class _Net:
-    """The net effect of the messages queued for one subscription about one record."""
+class Net:
+    """The net effect of the messages queued for one subscription about one record: one message
+    of the socket's queue, in ``entry``."""
 
-    __slots__ = ("base", "fresh", "last", "merged", "version")
+    __slots__ = ("base", "entry", "fresh", "last", "merged", "sub", "version")
 
-    def __init__(self, delivery: Delivery) -> None:
+    def __init__(
+        self, delivery: Delivery, sub: Subscription, entry: RecordEntry, version: RecordVersion | None
+    ) -> None:
+        self.sub = sub
+        self.entry = entry
         self.base: Any = delivery.base if delivery.kind != INSERT else None  # held before the first
         self.fresh = delivery.kind in (INSERT, OOF)  # a final state must then go in full
         self.last = delivery
-        self.version = delivery.version  # what to send: the newest, or the structural merge
-        self.merged = False
+        self.version = version  # what to send: the newest, the older kept, or a merge
+        self.merged = version is not delivery.version
 
-    def fold(self, delivery: Delivery, sub: Subscription, merge_function: Any) -> None:
+    def fold(self, delivery: Delivery, version: RecordVersion | None) -> None:
+        """``delivery`` joins this message; ``version`` is what conflation_merge decided (or the
+        delivery's own)."""
         if delivery.kind in (INSERT, OOF):
             self.fresh = True
-        version = delivery.version
-        if merge_function is not None and OOF not in (delivery.kind, self.last.kind):
-            assert self.version is not None and version is not None
-            merged = _structural(merge_function, self.version, version)
-            # A merged record that its reader may not see is never sent: the newer one goes instead.
-            if sub.entitlement.allows(merged.data):
-                version = merged
         self.version = version
         self.last = delivery
         self.merged = True
 
-    def message(self, sub: Subscription, key: str) -> tuple[str, bytes]:
-        """The one message (kind, body) that takes ``sub`` from what it held to the net state."""
-        last = self.last
+    def absorb(self, removed: Net) -> None:
+        """The subscription's message before this one was taken out of the queue (conflated
+        with a newer one): this one now starts from what the client held before that one."""
+        self.base = removed.base
+        self.fresh = self.fresh or removed.fresh
+        self.merged = True
+
+    def message(self, key: str) -> tuple[str, bytes]:
+        """The one message (kind, body) that takes the subscriber from what it held to the net state."""
+        sub, last = self.sub, self.last
         if not self.merged or last.kind == OOF:
             return last.kind, last.body
         version = self.version
@@ -93,7 +100,8 @@ class _Net:
 
 
 class RecordEntry:
-    """Everything queued on one socket about one record, as one entry of its outbox."""
+    """Messages queued on one socket about one record, as one entry of its outbox: the nets of
+    one or more subscriptions, in the order of their last change (the order they are sent in)."""
 
     __slots__ = ("count", "dead", "key", "nets", "record", "size", "topic")
 
@@ -101,50 +109,42 @@ class RecordEntry:
         self.topic = topic
         self.record = record
         self.key = record[1]
-        self.nets: dict[Subscription, _Net] = {}
-        self.dead = False  # emptied (its nets moved to a newer entry): skipped where it is
+        self.nets: list[Net] = []
+        self.dead = False  # emptied (its nets moved or conflated away): skipped where it is
         self.size = 0  # estimated: the newest messages' sizes
         self.count = 0  # messages: one per distinct newest delivery
 
-    def add(self, delivery: Delivery, subs: tuple[Subscription, ...]) -> None:
-        """Fold ``delivery`` in for ``subs`` (a subscription without a net here starts one)."""
-        merge_function = self.topic.merge_function
-        nets = self.nets
-        for sub in subs:
-            net = nets.pop(sub, None)  # to the end: nets stay in the order of their last
-            if net is None:  # change, which is the order they are sent in
-                net = _Net(delivery)
-            else:
-                net.fold(delivery, sub, merge_function)
-            nets[sub] = net
-        self.recount()
+    def append(self, net: Net) -> None:
+        net.entry = self
+        self.nets.append(net)
+        self.dead = False
 
-    def hand_over(self, sub: Subscription, newer: RecordEntry) -> None:
-        """Move ``sub``'s net to ``newer``, a later entry for the same record, so that its next
-        change is sent after what ``newer`` holds and never ahead of an older state."""
-        newer.nets[sub] = self.nets.pop(sub)
-        newer.recount()
-        self.recount()
+    def remove(self, net: Net) -> None:
+        self.nets.remove(net)
         if not self.nets:
             self.dead = True
 
     def recount(self) -> None:
-        lasts = {id(net.last): net.last for net in self.nets.values()}
+        lasts = {id(net.last): net.last for net in self.nets}
         self.size = sum(last.size for last in lasts.values())
         self.count = len(lasts)
 
     def render(self) -> list[bytes]:
         """The entry's messages as head and body parts: one message per distinct body."""
-        groups: dict[tuple[bool, bytes, bytes | None], list[Subscription]] = {}
-        for sub, net in self.nets.items():
+        groups: dict[tuple[bool, bytes, bytes | None, int], list[Subscription]] = {}
+        for net in self.nets:
+            sub = net.sub
             if sub.dropped:
                 continue  # dropped for back pressure, and told so: nothing more is owed to it
-            kind, body = net.message(sub, self.key)
+            kind, body = net.message(self.key)
             # A window's position after the last change is in that message's own head.
             own_head = net.last.head if kind != OOF and sub.positions else None
-            groups.setdefault((kind == OOF, body, own_head), []).append(sub)
+            group = (kind == OOF, body, own_head, 0)
+            while sub in groups.get(group, ()):  # a second message for it here (keep both)
+                group = (*group[:3], group[3] + 1)
+            groups.setdefault(group, []).append(sub)
         parts: list[bytes] = []
-        for (is_oof, body, own_head), subs in groups.items():
+        for (is_oof, body, own_head, _), subs in groups.items():
             command = OOF_COMMAND if is_oof else P
             if own_head is not None:
                 parts.append(own_head)
@@ -157,10 +157,42 @@ class RecordEntry:
         return parts
 
 
-def _structural(function: Any, older: RecordVersion, newer: RecordVersion) -> RecordVersion:
+def merge_outcome(function: Any, older: RecordVersion, newer: RecordVersion) -> RecordVersion | None:
+    """What a ``conflation_merge`` function decides for a queued record and a newer one: the
+    older kept (it returned ``older``), the newer kept (``newer``), a merged record (anything
+    else), or None: keep both (it returned None), no conflation for this pair."""
     try:
         merged = function(older.data, newer.data)
     except Exception:
         log.exception("conflation_merge of topic record %s failed; keeping the newer record", newer.key)
         return newer
+    if merged is None:
+        return None
+    if merged is older.data:
+        return older
+    if merged is newer.data:
+        return newer
     return RecordVersion(newer.key, merged, newer.seq, newer.timestamp, newer.expires_at)
+
+
+def match(matcher: Any, queued: list[Net], delivery: Delivery) -> Net | None:
+    """Which of a subscription's queued messages about a record (oldest first) the new one
+    conflates with, as a ``conflation_match`` function picks it (None: neither, queue it)."""
+    records = [net.version.data if net.version is not None else None for net in queued]
+    new = delivery.version.data if delivery.version is not None else None
+    try:
+        chosen = matcher(records, new)
+    except Exception:
+        log.exception("conflation_match of topic %s failed; conflating with the newest", delivery.topic.name)
+        return queued[-1]
+    if chosen is None:
+        return None
+    if type(chosen) is not int or not -len(queued) <= chosen < len(queued):
+        log.error(
+            "conflation_match of topic %s returned %r, not an index of the queued messages or None; "
+            "conflating with the newest",
+            delivery.topic.name,
+            chosen,
+        )
+        return queued[-1]
+    return queued[chosen]

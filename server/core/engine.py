@@ -59,8 +59,9 @@ def _sequence_of(raw: Any) -> int | None:
     return seq if type(seq) is int else None
 
 
-def load_merge_function(spec: str | None) -> Callable[[Any, Any], Any] | None:
-    """``module:function`` of a topic's ``conflation_merge`` (validated importable with the configuration)."""
+def load_function(spec: str | None) -> Callable[[Any, Any], Any] | None:
+    """``module:function`` of a topic's ``conflation_merge`` or ``conflation_match`` (validated
+    importable with the configuration)."""
     if spec is None:
         return None
     module_name, _, function_name = spec.partition(":")
@@ -77,9 +78,17 @@ class Engine:
         self.clock = clock
         self.run = FanOutRun()
         self.topics: dict[str, Topic] = {
-            t.name: Topic(t.name, t, self.run, load_merge_function(t.conflation_merge)) for t in config.topics
+            t.name: Topic(
+                t.name, t, self.run, load_function(t.conflation_merge), load_function(t.conflation_match)
+            )
+            for t in config.topics
         }
         self._dropped: list[tuple[Session, list[Subscription]]] = []
+        # Background conflation: sessions whose queues passed a quarter of a bound, in order,
+        # and the runtime's wake-up for them (it conflates them when it has nothing else to do).
+        self.crowded: dict[Session, None] = {}
+        self.on_crowded: Callable[[], None] = lambda: None
+        self.background_conflations = 0
         self.timers = Timers()  # conflation intervals and expiries; the runtime sleeps until next_due
         self.sessions: dict[int, Session] = {}
         self.client_names: dict[str, Session] = {}
@@ -103,6 +112,8 @@ class Engine:
         session = Session(next(self._session_ids), outbox, wake, self.run)
         session.peer = peer
         session.on_dropped = self._note_dropped
+        if settings.background_conflation:
+            session.on_crowded = self._note_crowded
         self.sessions[session.id] = session
         return session
 
@@ -113,6 +124,7 @@ class Engine:
             self.unsubscribe(subscription)
         session.subscriptions.clear()
         self.sessions.pop(session.id, None)
+        self.crowded.pop(session, None)
         if session.client_name is not None and self.client_names.get(session.client_name) is session:
             del self.client_names[session.client_name]
 
@@ -290,6 +302,24 @@ class Engine:
                         del session.subscriptions[subscription.sub_id]
                     self.unsubscribe(subscription)
             self.run.flush()
+
+    def _note_crowded(self, session: Session) -> None:
+        if session.outbox.crowded and session not in self.crowded:
+            self.crowded[session] = None
+            self.on_crowded()
+
+    def conflate_crowded(self, stop: Callable[[], bool]) -> bool:
+        """Background conflation: conflate the queues past a quarter of their bounds, oldest
+        first, until ``stop`` says the time is up; whether some are left. Nothing is dropped
+        (the unsubscribe policy acts only on a full queue) and nothing is written."""
+        crowded = self.crowded
+        while crowded and not stop():
+            session = next(iter(crowded))
+            del crowded[session]
+            if session.close_code is None and session.outbox.crowded:
+                session.outbox.relieve(drop=False)
+                self.background_conflations += 1
+        return bool(crowded)
 
     def _note_dropped(self, session: Session, subscriptions: list[Subscription]) -> None:
         # Not removed here: the topic that queued the message may be iterating its subscribers.

@@ -23,10 +23,11 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .conflation import RecordEntry
-from .delivery import Delivery, RunBatch
+from .conflation import Net, RecordEntry, match, merge_outcome
+from .delivery import OOF, Delivery, RunBatch
 
 if TYPE_CHECKING:
+    from .records import RecordVersion
     from .subscription import Subscription
 
 # A stream may yield this to end the current frame early (the ``bs`` batch size of a query).
@@ -71,8 +72,8 @@ class Outbox:
         self.queued_bytes = 0
         self.queued_messages = 0
         self.keyed = False
-        # The queued entry that holds each subscription's messages about each keyed record.
-        self._index: dict[tuple[tuple[str, str], Subscription], RecordEntry] = {}
+        # Each subscription's queued messages about each keyed record, oldest first.
+        self._index: dict[tuple[tuple[str, str], Subscription], list[Net]] = {}
         # The newest queued entry of each keyed record: every later change of it goes there.
         self._latest: dict[tuple[str, str], RecordEntry] = {}
         self.conflation = True  # a session may turn conflation off for itself
@@ -156,51 +157,101 @@ class Outbox:
         return self.conflation and (policy == "always" or (self.keyed and policy == "conflate"))
 
     def _keyed(self, delivery: Delivery, check_room: bool) -> int:
-        """Queue ``delivery`` into the record's entry (conflation.py): its newest queued entry
-        when that may take it (mode ``replace``, and no subscription new to the record), else a
-        new entry at the end, to which the subscriptions' nets move from older entries. 0 (and
-        nothing changed) when a message new to the queue does not fit."""
+        """Queue ``delivery`` into the record's entries (conflation.py). For each subscription it
+        conflates with one of that subscription's queued messages about the record (the newest;
+        the topic's ``conflation_match`` may pick another, or none), as the topic's
+        ``conflation_merge`` decides (the merge, the older, the newer, or both kept); the
+        messages it conflates with and the new ones go into the record's newest entry when that
+        may take them (mode ``replace``, no subscription new to the record), else into a new
+        entry at the end. 0 (and nothing changed) when a new message does not fit."""
         record = delivery.record
         assert record is not None
+        topic = delivery.topic
         index = self._index
-        queued = [(record, sub) in index for sub in delivery.subs]
-        new = not all(queued)
-        if new and check_room and not self._fits(delivery.size):
+        matcher, merger = topic.match_function, topic.merge_function
+        plans: list[tuple[Subscription, Net | None, RecordVersion | None]] = []
+        adds = fresh = False
+        for sub in delivery.subs:
+            queued = index.get((record, sub))
+            picked = None
+            if not queued:
+                fresh = True  # its first message about the record: after its ack and snapshot
+            elif matcher is None:
+                picked = queued[-1]
+            else:
+                picked = match(matcher, queued, delivery)
+            version = delivery.version
+            if picked is not None and merger is not None and OOF not in (delivery.kind, picked.last.kind):
+                assert picked.version is not None and version is not None
+                decided = merge_outcome(merger, picked.version, version)
+                if decided is None:
+                    picked = None  # keep both
+                elif sub.entitlement.allows(decided.data):
+                    version = decided
+                # else: a merged record its reader may not see is never sent; the newer goes
+            adds = adds or picked is None
+            plans.append((sub, picked, version))
+        if adds and check_room and not self._fits(delivery.size):
             return 0
         target = self._latest.get(record)  # None: none queued, or a snapshot of it since
-        if target is None or (target is not self._entries[-1] and (new or delivery.topic.mode == "append")):
-            target = self._latest[record] = RecordEntry(delivery.topic, record)
+        if target is None or (target is not self._entries[-1] and (fresh or topic.mode == "append")):
+            target = self._latest[record] = RecordEntry(topic, record)
             self._entries.append(target)
-        for sub in delivery.subs:
-            entry = index.get((record, sub))
-            if entry is not target:
-                if entry is not None:
-                    self._hand_over(entry, sub, target)
-                index[(record, sub)] = target
-        if any(queued):
-            delivery.topic.counters["conflated"] += 1
-        before_bytes, before_messages = target.size, target.count
-        target.add(delivery, delivery.subs)
-        self.queued_bytes += target.size - before_bytes
-        self.queued_messages += target.count - before_messages
+        touched = {target}
+        for _, picked, _ in plans:
+            if picked is not None:
+                touched.add(picked.entry)
+        before_bytes = sum(entry.size for entry in touched)
+        before_messages = sum(entry.count for entry in touched)
+        conflated = False
+        for sub, picked, version in plans:
+            queued = index.setdefault((record, sub), [])
+            if picked is not None and picked is queued[-1]:
+                picked.entry.remove(picked)
+                target.append(picked)  # nets stay in the order of their last change
+                picked.fold(delivery, version)
+                conflated = True
+                continue
+            if picked is not None:
+                # An older message of this subscription: it leaves the queue, the next one
+                # starts from what the client held before it, and the conflation of the two
+                # goes after everything else queued for the subscription.
+                following = queued[queued.index(picked) + 1]
+                following.absorb(picked)
+                picked.entry.remove(picked)
+                queued.remove(picked)
+                conflated = True
+            net = Net(delivery, sub, target, version)
+            target.append(net)
+            queued.append(net)
+        if conflated:
+            topic.counters["conflated"] += 1
+        for entry in touched:
+            entry.recount()
+        self.queued_bytes += sum(entry.size for entry in touched) - before_bytes
+        self.queued_messages += sum(entry.count for entry in touched) - before_messages
         return self.queued_messages
-
-    def _hand_over(self, entry: RecordEntry, sub: Subscription, target: RecordEntry) -> None:
-        self.queued_bytes -= entry.size + target.size
-        self.queued_messages -= entry.count + target.count
-        entry.hand_over(sub, target)
-        self.queued_bytes += entry.size + target.size
-        self.queued_messages += entry.count + target.count
 
     # -- relief ---------------------------------------------------------------------------
 
-    def relieve(self) -> list[Subscription]:
+    @property
+    def crowded(self) -> bool:
+        """Past a quarter of a bound and not conflated yet: worth conflating early, while the
+        server has nothing else to do (background conflation)."""
+        return (
+            self.conflation
+            and not self.keyed
+            and (self.queued_messages * 4 > self.max_messages or self.queued_bytes * 4 > self.max_bytes)
+        )
+
+    def relieve(self, drop: bool = True) -> list[Subscription]:
         """Conflate the whole queue by each topic's policy, once.
 
         ``conflate`` and ``always`` topics: one entry per record (its net effect, conflation.py).
         ``unsubscribe`` topics: their queued deliveries are dropped; the subscriptions are
         returned so the session can drop them and say so (whether or not this session turned
         conflation off: dropping a subscription is not conflating). ``off``: left as they are.
+        ``drop`` False (conflating early, the queue not full): nothing is dropped.
         """
         old = self._entries
         self._entries = deque()
@@ -212,12 +263,13 @@ class Outbox:
         for entry in old:
             if isinstance(entry, RunBatch):
                 for delivery in entry.deliveries():
-                    self._relieve_one(delivery, entry.subs, dropped)
+                    self._relieve_one(delivery, entry.subs, dropped if drop else None)
             elif isinstance(entry, Delivery):
-                self._relieve_one(entry, entry.subs, dropped)
+                self._relieve_one(entry, entry.subs, dropped if drop else None)
             elif isinstance(entry, RecordEntry):
                 if not entry.dead:
-                    self._index.update(((entry.record, sub), entry) for sub in entry.nets)
+                    for net in entry.nets:
+                        self._index.setdefault((entry.record, net.sub), []).append(net)
                     self._latest[entry.record] = entry
                     self._add(entry, entry.size, entry.count)
             elif isinstance(entry, bytes):
@@ -228,10 +280,10 @@ class Outbox:
         return list(dropped)
 
     def _relieve_one(
-        self, delivery: Delivery, subs: tuple[Subscription, ...], dropped: dict[Any, None]
+        self, delivery: Delivery, subs: tuple[Subscription, ...], dropped: dict[Any, None] | None
     ) -> None:
         topic = delivery.topic
-        if topic.policy == "unsubscribe":
+        if topic.policy == "unsubscribe" and dropped is not None:
             topic.counters["dropped"] += 1
             dropped.update(dict.fromkeys(subs))
             return
@@ -289,9 +341,12 @@ class Outbox:
                 size += rendered_size
                 self.queued_bytes -= entry.size
                 self.queued_messages -= entry.count
-                for sub in entry.nets:
-                    if self._index.get((entry.record, sub)) is entry:
-                        del self._index[(entry.record, sub)]
+                for net in entry.nets:
+                    queued = self._index.get((entry.record, net.sub))
+                    if queued is not None:
+                        queued.remove(net)  # the oldest: the queue is taken in order
+                        if not queued:
+                            del self._index[(entry.record, net.sub)]
                 if self._latest.get(entry.record) is entry:
                     del self._latest[entry.record]
             elif isinstance(entry, RunBatch):

@@ -29,6 +29,10 @@ CLOSE_NAME_IN_USE = 4002
 CLOSE_POLICY = 1008
 
 
+def _nothing_for(session: Session) -> None:
+    pass
+
+
 def _nothing() -> None:
     return None
 
@@ -52,6 +56,9 @@ class Session:
         self.try_write: Callable[[], None] = _nothing
         # Set by the engine: these subscriptions were dropped for back pressure.
         self.on_dropped: Callable[[Session, list[Subscription]], None] = lambda session, subs: None
+        # Set by the engine: the queue passed a quarter of a bound (background conflation).
+        self.on_crowded: Callable[[Session], None] = _nothing_for
+        self._crowded_at = max(1, outbox.max_messages // 4)
 
     def __repr__(self) -> str:
         return f"Session({self.id}, client_name={self.client_name!r})"
@@ -92,6 +99,8 @@ class Session:
         if queued:
             if queued == len(batch.bodies):
                 self._wake()
+            elif queued > self._crowded_at or self.outbox.queued_bytes * 4 > self.outbox.max_bytes:
+                self.on_crowded(self)
             return
         for delivery in batch.deliveries():
             if self.close_code is not None or batch.subs[0].dropped:
@@ -121,6 +130,8 @@ class Session:
         self, queued: int, retry: Callable[[], int], topic: Topic | None, subs: tuple[Subscription, ...] = ()
     ) -> None:
         if queued > 1:
+            if queued > self._crowded_at or self.outbox.queued_bytes * 4 > self.outbox.max_bytes:
+                self.on_crowded(self)
             return
         if queued == 1:
             self._wake()  # the writer sleeps only when the outbox is empty

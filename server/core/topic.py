@@ -32,7 +32,12 @@ COUNTERS = ("conflated", "dropped", "unsubscribed", "closed_slow")
 
 class Topic:
     def __init__(
-        self, name: str, config: TopicConfig | None, run: FanOutRun, merge_function: Any = None
+        self,
+        name: str,
+        config: TopicConfig | None,
+        run: FanOutRun,
+        merge_function: Any = None,
+        match_function: Any = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -40,6 +45,7 @@ class Topic:
         self.policy = config.conflation if config is not None else "conflate"
         self.mode = config.conflation_mode if config is not None else "replace"
         self.merge_function = merge_function  # conflation_merge, imported by the composition root
+        self.match_function = match_function  # conflation_match, likewise
         self.counters = dict.fromkeys(COUNTERS, 0)
         self.records: dict[str, RecordVersion] = {}
         self.subscribers: dict[Session, list[Subscription]] = {}

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 
 from ..core.bookmarks import ReplayRequest
 from ..core.config import Config
@@ -18,6 +19,12 @@ log = logging.getLogger("server.runtime")
 
 CLOSE_GOING_AWAY = 1001
 REPLAY_BATCH = 1000
+# Background conflation works in slices this long, each after everything else ready has run.
+BACKGROUND_SLICE_S = 0.001
+
+
+def _time_up(deadline: float) -> Callable[[], bool]:
+    return lambda: time.perf_counter() > deadline
 
 
 class Hub:
@@ -35,6 +42,9 @@ class Hub:
         self._replay_task: asyncio.Task[None] | None = None
         self._replays: set[asyncio.Task[None]] = set()
         self.engine.on_replay = self._replay_requested.set
+        self._crowded = asyncio.Event()
+        self._background_task: asyncio.Task[None] | None = None
+        self.engine.on_crowded = self._crowded.set
 
     async def _run_timers(self) -> None:
         """Sleep until the engine's next interval ends (or an earlier one is scheduled), then advance."""
@@ -56,6 +66,25 @@ class Hub:
         if self._timer_task is None:
             self._timer_task = asyncio.create_task(self._run_timers(), name="timers")
             self._replay_task = asyncio.create_task(self._run_replays(), name="replays")
+            self._background_task = asyncio.create_task(
+                self._run_background_conflation(), name="background-conflation"
+            )
+
+    async def _run_background_conflation(self) -> None:
+        """Conflate queues past a quarter of their limit before they reach it, in the loop's idle
+        time: each slice waits until every other ready reader, writer and timer has run."""
+        engine = self.engine
+        while True:
+            await self._crowded.wait()
+            self._crowded.clear()
+            more = True
+            while more:
+                await asyncio.sleep(0)  # behind everything that was ready
+                try:
+                    more = engine.conflate_crowded(_time_up(time.perf_counter() + BACKGROUND_SLICE_S))
+                except Exception:
+                    log.exception("background conflation failed; carrying on")
+                    more = False
 
     async def _run_replays(self) -> None:
         while True:
@@ -107,7 +136,7 @@ class Hub:
     async def shutdown(self) -> None:
         """Close every socket with 1001 before the server stops accepting work."""
         self.shutting_down = True
-        for task in (self._timer_task, self._replay_task, *self._replays):
+        for task in (self._timer_task, self._replay_task, self._background_task, *self._replays):
             if task is not None:
                 task.cancel()
         connections = list(self.connections)

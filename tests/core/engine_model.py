@@ -28,6 +28,17 @@ def newer_wins(older: Record, newer: Record) -> Record:
     return dict(newer)
 
 
+def same_parity(queued: list[Record | None], new: Record | None) -> int | None:
+    """A ``conflation_match`` that keeps one queued message per parity of ``x`` and record: the
+    new message conflates with the newest queued one of its parity, or is queued beside them."""
+    parity = _number(new, "x") if new is not None else None
+    for index in range(len(queued) - 1, -1, -1):
+        old = queued[index]
+        if old is not None and (_number(old, "x") or 0) % 2 == (parity or 0) % 2:
+            return index
+    return None
+
+
 def _number(record: Record, name: str) -> int | None:
     value = record.get(name)
     return value if type(value) is int else None
@@ -127,6 +138,12 @@ TOPICS: dict[str, dict[str, Any]] = {
     "merge": {
         "conflation": "always",
         "conflation_mode": "replace",
+        "conflation_merge": "tests.core.engine_model:newer_wins",
+    },
+    "matched": {
+        "conflation": "always",
+        "conflation_mode": "replace",
+        "conflation_match": "tests.core.engine_model:same_parity",
         "conflation_merge": "tests.core.engine_model:newer_wins",
     },
     "merge_append": {

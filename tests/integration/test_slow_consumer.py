@@ -99,3 +99,34 @@ async def test_a_burst_larger_than_the_queue_reaches_a_healthy_socket(start_serv
     await publisher.send(*[{"c": "publish", "t": "closing", "data": {"id": n}} for n in range(2000)])
     got = [m for m in await reader.silence(1.0) if m["c"] == "p"]
     assert [m["data"]["id"] for m in got] == list(range(2000)), "written, not conflated and not closed"
+
+
+async def test_background_conflation_conflates_a_stalled_queue_before_it_fills(
+    start_server: StartServer,
+) -> None:
+    server = start_server({"queue_max_messages": 2000, "queue_max_bytes": 64_000_000}, TOPICS)
+    publisher = await Client.connect(server.url)
+    stalled = await Client.connect(server.url, max_queue=1)
+    await stalled.request({"c": "subscribe", "t": "conflated", "cid": "s"})
+    pad = "x" * 1000
+    # 6,000 messages of 1 KB: past what the kernel buffers hold and a quarter of the queue (500),
+    # and conflated then, so the queue never fills (which would conflate it at once).
+    for update in range(30):
+        await publisher.send(
+            *[
+                {"c": "publish", "t": "conflated", "data": {"id": n, "u": update, "pad": pad}}
+                for n in range(200)
+            ]
+        )
+    await publisher.request({"c": "flush", "cid": "f"})
+    await asyncio.sleep(1.0)
+    with urllib.request.urlopen(server.http + "/metrics", timeout=5) as response:
+        metrics = response.read().decode()
+    assert "push_background_conflations_total 0.0" not in metrics
+    latest: dict[object, object] = {}
+    for message in await drain_until_quiet(stalled):
+        if message["c"] == "p":
+            data = message["data"]
+            assert isinstance(data, dict)
+            latest[data["id"]] = data["u"]
+    assert latest == dict.fromkeys(range(200), 29)
