@@ -44,6 +44,34 @@ def test_imports_point_inwards(folder: str, forbidden: set[str]) -> None:
     assert violations(folder, forbidden) == []
 
 
+# The server's runtime dependencies are what pyproject.toml lists; these are extras (spark, test).
+NOT_RUNTIME = {"pyspark", "playwright", "jsonpatch", "hypothesis", "pytest", "yaml"}
+
+
+def test_the_server_imports_no_extra() -> None:
+    found = []
+    for path in sorted(SERVER.rglob("*.py")):
+        found += [
+            f"{path.relative_to(SERVER)} imports {name}"
+            for name in imported_modules(path)
+            if name.split(".")[0] in NOT_RUNTIME
+        ]
+    assert found == []
+
+
+# uvicorn's internals live in one adapter module; the composition root only starts uvicorn.
+UVICORN_ALLOWED = {"asgi/uvicorn_protocol.py", "__main__.py"}
+
+
+def test_only_the_adapter_reaches_into_uvicorn() -> None:
+    found = []
+    for path in sorted(SERVER.rglob("*.py")):
+        where = str(path.relative_to(SERVER))
+        if where not in UVICORN_ALLOWED and any(n.split(".")[0] == "uvicorn" for n in imported_modules(path)):
+            found.append(where)
+    assert found == []
+
+
 def test_the_check_sees_relative_imports() -> None:
     # The check itself must be able to fail: runtime really does import core relatively.
     assert any("server.core" in name for name in imported_modules(SERVER / "runtime" / "hub.py"))

@@ -15,7 +15,7 @@ from ..core.access import topic_listing
 from ..runtime.hub import Hub
 from .guards import check_metrics, topics_reader
 from .metrics import render_metrics
-from .middleware import TransportMiddleware
+from .uvicorn_protocol import TransportMiddleware
 from .websocket import websocket_endpoint
 
 ROOT = Path(__file__).resolve().parents[2]

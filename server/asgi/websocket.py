@@ -10,8 +10,7 @@ from starlette.websockets import WebSocket
 
 from ..core.access import origin_allowed
 from ..runtime.hub import Hub
-from ..runtime.transport import SocketHandle
-from .middleware import PROTOCOL_KEY
+from .uvicorn_protocol import PROTOCOL_KEY, SocketHandle
 
 log = logging.getLogger("server.asgi")
 

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 
 from ..core.engine import Engine
 from ..core.session import Session
-from .transport import SocketHandle
+from .ports import SocketPort
 
 log = logging.getLogger("server.runtime")
 
@@ -40,7 +40,7 @@ MAX_CAUSES = 8  # how far back a failed send's chain of causes is searched for t
 
 class Connection:
     def __init__(
-        self, engine: Engine, send: SendFrame, handle: SocketHandle, max_frame_bytes: int, binary: bool
+        self, engine: Engine, send: SendFrame, handle: SocketPort, max_frame_bytes: int, binary: bool
     ) -> None:
         self.engine = engine
         self.send = send
@@ -129,8 +129,7 @@ class Connection:
         """Whether a failed send means the peer went away: its transport is closing, or the error
         is (or was raised for) an ``OSError``, as uvicorn's ``ClientDisconnected`` is and
         Starlette's ``WebSocketDisconnect`` is raised for. The runtime cannot name their types."""
-        transport = self.handle.transport
-        if transport is not None and transport.is_closing():
+        if self.handle.closing():
             return True
         cause: BaseException | None = error
         for _ in range(MAX_CAUSES):

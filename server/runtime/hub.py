@@ -13,7 +13,7 @@ from ..core.config import Config
 from ..core.engine import Clock, Engine
 from .connection import Connection, SendFrame
 from .logstore import LogStore
-from .transport import SocketHandle
+from .ports import SocketPort
 
 log = logging.getLogger("server.runtime")
 
@@ -119,7 +119,7 @@ class Hub:
             )
             engine.abort_replay(request, "replay_failed")
 
-    def connect(self, send: SendFrame, handle: SocketHandle, peer: str | None = None) -> Connection:
+    def connect(self, send: SendFrame, handle: SocketPort, peer: str | None = None) -> Connection:
         """A new socket; ``peer`` is its remote address (failed logons are counted by it)."""
         self.start()
         settings = self.config.server

@@ -14,7 +14,12 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
 
-from server.asgi.uvicorn_protocol import MAX_HEAD_BYTES, GuardedHttpProtocol, guarded_http_protocol
+from server.asgi.uvicorn_protocol import (
+    MAX_HEAD_BYTES,
+    GuardedHttpProtocol,
+    SocketHandle,
+    guarded_http_protocol,
+)
 
 TIMEOUT_S = 0.1
 
@@ -35,6 +40,13 @@ class MemoryTransport(asyncio.Transport):
 
     def close(self) -> None:
         self.closed = True
+
+    def abort(self) -> None:
+        self.closed = True
+        self.aborted = True
+
+    def get_write_buffer_size(self) -> int:
+        return 0
 
     def is_closing(self) -> bool:
         return self.closed
@@ -176,3 +188,31 @@ async def test_a_large_head_under_the_limit_is_served(size: int) -> None:
 
 def test_each_server_has_its_own_table() -> None:
     assert guarded_http_protocol().pending is not guarded_http_protocol().pending
+
+
+async def test_the_socket_handle_works_on_uvicorns_websocket_protocol() -> None:
+    """SocketHandle (the runtime's SocketPort) reaches into uvicorn's sans-I/O WebSocket protocol:
+    ``conn``, ``transport``, ``writable``, ``close_sent`` and ``queue``. If an upgrade moves any of
+    them, this fails here rather than in production as a socket that never closes."""
+    server = Server()
+    protocol, transport = server.connect()
+    protocol.data_received(UPGRADE_HEAD)
+    upgraded = transport.protocol
+    assert isinstance(upgraded, WebSocketsSansIOProtocol)
+    await asyncio.sleep(0.05)  # the app accepts
+    for name in ("conn", "transport", "writable", "close_sent", "queue"):
+        assert hasattr(upgraded, name), f"uvicorn's WebSocket protocol has no {name!r} any more"
+
+    async def unused_close(code: int, reason: str) -> None:
+        raise AssertionError("the handle writes the close frame itself")
+
+    handle = SocketHandle(upgraded, unused_close)
+    assert handle.can_write_now() and not handle.closing()
+    before = len(transport.written)
+    handle.write_now(b'[{"c":"heartbeat"}]', binary=False)
+    assert b'[{"c":"heartbeat"}]' in bytes(transport.written[before:]), "the frame went to the transport"
+    await handle.close(4001, "slow consumer", grace_s=0.05)
+    assert b"slow consumer" in bytes(transport.written[before:]), "the close frame was written"
+    assert upgraded.close_sent
+    await asyncio.sleep(0.1)
+    assert getattr(transport, "aborted", False), "aborted when the closing handshake did not finish"

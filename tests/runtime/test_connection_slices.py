@@ -7,10 +7,10 @@ import asyncio
 
 import orjson
 
+from server.asgi.uvicorn_protocol import SocketHandle
 from server.core.config import parse_config
 from server.core.engine import Engine
 from server.runtime.connection import SLICE_COMMANDS, Connection
-from server.runtime.transport import SocketHandle
 
 
 async def _no_send(frame: bytes) -> None:

@@ -9,10 +9,10 @@ import logging
 
 import pytest
 
+from server.asgi.uvicorn_protocol import SocketHandle
 from server.core.config import parse_config
 from server.core.engine import Engine
 from server.runtime.connection import Connection
-from server.runtime.transport import SocketHandle
 
 CLOSE_INTERNAL_ERROR = 1011
 
