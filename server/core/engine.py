@@ -145,8 +145,8 @@ class Engine:
         interval that has ended, by ``now``."""
         for name, key in self.timers.expiries_due(now, self._lifetime):
             topic = self.topics[name]
-            version = topic.records.pop(key)
-            if topic.config is not None and topic.config.durable:
+            version = topic.sow.remove(key)
+            if topic.durable:
                 self.log(Entry(self.next_apply_seq(), EXPIRE, name, key, None, None, None, now, None))
             topic.fan_out(key, version, None, gone="expired")
         for subscription in self.timers.intervals_due(now):

@@ -19,7 +19,6 @@ from .txlog import DELETE, PUBLISH, SEQUENCE, Entry, encode_entry
 if TYPE_CHECKING:
     from .engine import Engine
     from .session import Session
-    from .topic import Topic
 
 
 def _is_duplicate(engine: Engine, session: Session, seq: int | None) -> bool:
@@ -57,10 +56,6 @@ def _ack_duplicate(engine: Engine, session: Session, header: Header, seq: int) -
         engine.ack(session, header, "processed", reason="duplicate", s=seq)
     if header.wants("persisted"):
         engine.persisted_ack(session, header, engine.durability.last_lsn, seq, reason="duplicate")
-
-
-def _durable(topic: Topic | None) -> bool:
-    return topic is not None and topic.config is not None and topic.config.durable
 
 
 def publish(engine: Engine, session: Session, header: Header, body: Publish) -> None:
@@ -111,10 +106,10 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
     new = RecordVersion(key or "", data, engine.next_apply_seq(), now, expires_at)
     lsn: int | None = None
     if key is not None:
-        topic.records[key] = new
+        topic.sow.put(new)
         if expires_at is not None:
             engine.timers.expire_at(topic.name, key, expires_at)
-        if _durable(topic):
+        if topic.durable:
             lsn = new.seq
             payload = encode_entry(
                 lsn, PUBLISH, topic.name, key, data, session.client_name, seq, now, expires_at
@@ -156,11 +151,11 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
     if entitlement.restricted:
         keys = [key for key in keys if entitlement.allows(topic.records[key].data)]
     engine.received(session, header)
-    durable = _durable(topic)
+    durable = topic.durable
     lsn: int | None = None
     now = engine.clock()
     for position, key in enumerate(keys):
-        old = topic.records.pop(key)
+        old = topic.sow.remove(key)
         if durable:
             lsn = engine.next_apply_seq()
             last = position == len(keys) - 1

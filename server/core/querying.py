@@ -51,7 +51,7 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
         if header.c not in ("subscribe", "delta_subscribe"):
             raise CommandError(BAD_MESSAGE, "bm is for subscribe and delta_subscribe")
         bookmark = parse_bookmark(body.bookmark)
-        durable = known is not None and known.config is not None and known.config.durable
+        durable = known is not None and known.durable
         if not bookmark.live_only and not durable:
             raise CommandError(
                 INVALID_TOPIC, f"{body.topic!r} keeps no transaction log to replay a bookmark from"

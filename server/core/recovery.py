@@ -48,7 +48,7 @@ def capture(engine: Engine) -> Snapshot:
     rows = [
         (name, version)
         for name, topic in engine.topics.items()
-        if topic.config is not None and topic.config.durable
+        if topic.durable
         for version in topic.records.values()
     ]
     return Snapshot(engine.durability.last_lsn, dict(engine.sequences), rows, dict(engine.name_owners))
@@ -95,7 +95,7 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
     sequences: dict[str, int] = {}
     owners: dict[str, str] = {}
     lsn = 0
-    durable = {name: topic for name, topic in engine.topics.items() if topic.config and topic.config.durable}
+    durable = {name: topic for name, topic in engine.topics.items() if topic.durable}
     if snapshot is not None:
         lsn = snapshot.lsn
         sequences.update(snapshot.sequences)
@@ -105,7 +105,7 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
             if topic is None:
                 report.skipped_topics.add(name)
                 continue
-            topic.records[version.key] = version
+            topic.sow.put(version)
             lsn = max(lsn, version.seq)
             report.records += 1
     for payload in entries:
@@ -126,11 +126,9 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
                 report.skipped_topics.add(entry.topic)
             continue
         if entry.op == PUBLISH:
-            topic.records[entry.key] = RecordVersion(
-                entry.key, entry.data, entry.lsn, entry.timestamp, entry.expires_at
-            )
+            topic.sow.put(RecordVersion(entry.key, entry.data, entry.lsn, entry.timestamp, entry.expires_at))
         elif entry.op in (DELETE, EXPIRE):
-            topic.records.pop(entry.key, None)
+            topic.sow.remove(entry.key)
     for topic in durable.values():
         for version in topic.records.values():
             if version.expires_at is not None:

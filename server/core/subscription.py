@@ -12,7 +12,7 @@ with the same view of the same change share the same bytes, whichever socket the
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -150,7 +150,7 @@ class Subscription:
         new: RecordVersion | None,
         memo: Memo,
         gone: str,
-        records: dict[str, RecordVersion],
+        records: Mapping[str, RecordVersion],
     ) -> list[tuple[str | None, Change]]:
         """For a window subscription: the message about the changed record, then those about the
         records it pushed out of the window or pulled into it (their current state, unchanged)."""

@@ -8,6 +8,7 @@ It never waits on a socket: queuing is a synchronous push into the socket's outb
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -18,6 +19,7 @@ from .delivery import Delivery, RunBatch
 from .keys import KeySpec
 from .records import RecordVersion
 from .run import FanOutRun
+from .sow import Sow
 from .subindex import SubscriptionIndex
 from .subscription import OOF, Change, Memo, P, Subscription
 from .windows import Window, WindowOrder
@@ -47,7 +49,7 @@ class Topic:
         self.merge_function = merge_function  # conflation_merge, imported by the composition root
         self.match_function = match_function  # conflation_match, likewise
         self.counters = dict.fromkeys(COUNTERS, 0)
-        self.records: dict[str, RecordVersion] = {}
+        self.sow = Sow()  # the only writer of the records
         self.subscribers: dict[Session, list[Subscription]] = {}
         self.name_json = orjson.dumps(name)
         # Two lanes, each socket in one. The fast lane holds sockets whose only subscription
@@ -67,6 +69,16 @@ class Topic:
         self._run_bytes = 0
         # Live windows' orders, shared by windows with the same gates and order (windows.py).
         self._orders: dict[tuple[Any, ...], WindowOrder] = {}
+
+    @property
+    def records(self) -> Mapping[str, RecordVersion]:
+        """The SOW's records by SowKey, read-only (``sow`` writes them)."""
+        return self.sow.records
+
+    @property
+    def durable(self) -> bool:
+        """Whether its changes go to the transaction log: the one place this is decided."""
+        return self.config is not None and self.config.durable
 
     @property
     def is_sow(self) -> bool:

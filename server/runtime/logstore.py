@@ -318,7 +318,7 @@ class LogStore:
 
     def _snapshot_due(self) -> bool:
         tail = self.engine.durability.appended - self._tail_base
-        records = sum(len(t.records) for t in self.engine.topics.values() if t.config and t.config.durable)
+        records = sum(len(t.records) for t in self.engine.topics.values() if t.durable)
         return tail >= max(SNAPSHOT_MIN_ENTRIES, 2 * records)
 
     async def _snapshot(self) -> None:
