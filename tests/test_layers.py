@@ -72,6 +72,27 @@ def test_only_the_adapter_reaches_into_uvicorn() -> None:
     assert found == []
 
 
+# Inside the core, the fan-out and the queue point one way (session -> topic -> subscription ->
+# queue): they talk to narrow protocols (core/ports.py, delivery.QueuePolicy), never back.
+NOT_BACK = {
+    "core/topic.py": {"server.core.session", "server.core.engine"},
+    "core/run.py": {"server.core.topic", "server.core.session"},
+    "core/subscription.py": {"server.core.topic", "server.core.session", "server.core.engine"},
+    "core/windows.py": {"server.core.topic", "server.core.session", "server.core.subscription"},
+    "core/outbox.py": {"server.core.topic", "server.core.session"},
+    "core/conflation.py": {"server.core.topic", "server.core.session", "server.core.outbox"},
+    "core/delivery.py": {"server.core.topic", "server.core.session", "server.core.outbox"},
+    "core/sow.py": {"server.core.topic", "server.core.session", "server.core.engine"},
+}
+
+
+@pytest.mark.parametrize("module", sorted(NOT_BACK))
+def test_the_fan_out_and_the_queue_point_one_way(module: str) -> None:
+    # Under TYPE_CHECKING too: a type-only import is still a dependency a reader has to follow.
+    names = imported_modules(SERVER / module)
+    assert sorted(n for n in names if n in NOT_BACK[module]) == []
+
+
 def test_the_check_sees_relative_imports() -> None:
     # The check itself must be able to fail: runtime really does import core relatively.
     assert any("server.core" in name for name in imported_modules(SERVER / "runtime" / "hub.py"))

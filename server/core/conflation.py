@@ -39,8 +39,8 @@ from .subscription import P
 from .wire import head
 
 if TYPE_CHECKING:
+    from .delivery import QueuePolicy
     from .subscription import Subscription
-    from .topic import Topic
 
 log = logging.getLogger("server.conflation")
 
@@ -103,10 +103,10 @@ class RecordEntry:
     """Messages queued on one socket about one record, as one entry of its outbox: the nets of
     one or more subscriptions, in the order of their last change (the order they are sent in)."""
 
-    __slots__ = ("count", "dead", "key", "nets", "record", "size", "topic")
+    __slots__ = ("count", "dead", "key", "nets", "policy", "record", "size")
 
-    def __init__(self, topic: Topic, record: tuple[str, str]) -> None:
-        self.topic = topic
+    def __init__(self, policy: QueuePolicy, record: tuple[str, str]) -> None:
+        self.policy = policy
         self.record = record
         self.key = record[1]
         self.nets: list[Net] = []
@@ -152,7 +152,7 @@ class RecordEntry:
                 parts.append(subs[0].heads[command])
             else:
                 subs.sort(key=lambda sub: sub.order)
-                parts.append(head(command, self.topic.name_json, [sub.sub_id for sub in subs]))
+                parts.append(head(command, self.policy.name_json, [sub.sub_id for sub in subs]))
             parts.append(body)
         return parts
 
@@ -183,7 +183,7 @@ def match(matcher: Any, queued: list[Net], delivery: Delivery) -> Net | None:
     try:
         chosen = matcher(records, new)
     except Exception:
-        log.exception("conflation_match of topic %s failed; conflating with the newest", delivery.topic.name)
+        log.exception("conflation_match of topic %s failed; conflating with the newest", delivery.policy.name)
         return queued[-1]
     if chosen is None:
         return None
@@ -191,7 +191,7 @@ def match(matcher: Any, queued: list[Net], delivery: Delivery) -> Net | None:
         log.error(
             "conflation_match of topic %s returned %r, not an index of the queued messages or None; "
             "conflating with the newest",
-            delivery.topic.name,
+            delivery.policy.name,
             chosen,
         )
         return queued[-1]

@@ -7,7 +7,8 @@ with what is needed to fold it into the net effect of several (conflation.py):
   stateless subscription: every message carries the whole record and nothing is remembered);
 - ``base``: what the group held before this message (UPDATE and OOF), ``view``: after it;
 - ``version``: the record version the message was computed from;
-- ``record``: (topic, SowKey), the record it is about (None on a plain topic).
+- ``record``: (topic, SowKey), the record it is about (None on a plain topic);
+- ``policy``: what the socket queue needs of the topic (``QueuePolicy``), never the topic.
 
 Subscriptions share one delivery only when their messages, bases and views are identical, so
 the net effect of a group is the net effect of each of its members.
@@ -20,17 +21,43 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .records import RecordVersion
     from .subscription import Subscription
-    from .topic import Topic
 
 INSERT, UPDATE, OOF, FULL = "insert", "update", "oof", "full"
 
 
-class Delivery:
-    __slots__ = ("base", "body", "head", "kind", "record", "size", "subs", "topic", "version", "view")
+class QueuePolicy:
+    """What a socket queue needs to know of a topic, as one small value every delivery carries:
+    its name (for message heads and log lines), its conflation policy (off, conflate, always,
+    unsubscribe) and mode (replace, append), its merger and matcher, and its counters (shared
+    with the topic, which reports them)."""
+
+    __slots__ = ("conflation", "counters", "match", "merge", "mode", "name", "name_json")
 
     def __init__(
         self,
-        topic: Topic,
+        name: str,
+        name_json: bytes,
+        conflation: str,
+        mode: str,
+        merge: Any,
+        match: Any,
+        counters: dict[str, int],
+    ) -> None:
+        self.name = name
+        self.name_json = name_json
+        self.conflation = conflation
+        self.mode = mode
+        self.merge = merge
+        self.match = match
+        self.counters = counters
+
+
+class Delivery:
+    __slots__ = ("base", "body", "head", "kind", "policy", "record", "size", "subs", "version", "view")
+
+    def __init__(
+        self,
+        policy: QueuePolicy,
         record: tuple[str, str] | None,
         kind: str,
         head: bytes,
@@ -40,7 +67,7 @@ class Delivery:
         view: Any = None,
         version: RecordVersion | None = None,
     ) -> None:
-        self.topic = topic
+        self.policy = policy
         self.record = record
         self.kind = kind
         self.head = head
@@ -56,11 +83,11 @@ class RunBatch:
     """A run of FULL deliveries to one stateless subscription: the socket's head with the run's
     bodies, keys and versions, which are shared by every socket and never modified."""
 
-    __slots__ = ("bodies", "head", "keys", "size", "subs", "topic", "versions")
+    __slots__ = ("bodies", "head", "keys", "policy", "size", "subs", "versions")
 
     def __init__(
         self,
-        topic: Topic,
+        policy: QueuePolicy,
         sub: Subscription,
         head: bytes,
         bodies: list[bytes],
@@ -68,7 +95,7 @@ class RunBatch:
         versions: list[Any],
         size: int,
     ) -> None:
-        self.topic = topic
+        self.policy = policy
         self.subs = (sub,)
         self.head = head
         self.bodies = bodies
@@ -77,11 +104,11 @@ class RunBatch:
         self.size = size
 
     def deliveries(self) -> list[Delivery]:
-        head, topic = self.head, self.topic
+        head, policy = self.head, self.policy
         return [
             Delivery(
-                topic,
-                (topic.name, key) if key is not None else None,
+                policy,
+                (policy.name, key) if key is not None else None,
                 FULL,
                 head,
                 body,

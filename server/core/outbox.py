@@ -110,7 +110,7 @@ class Outbox:
         count = len(batch.bodies)
         if (
             self.keyed
-            or (batch.topic.policy == "always" and self.conflation)
+            or (batch.policy.conflation == "always" and self.conflation)
             or not self._fits(batch.size, count)
         ):
             return 0
@@ -153,7 +153,7 @@ class Outbox:
                 latest.pop(record, None)
 
     def _merging(self, delivery: Delivery) -> bool:
-        policy = delivery.topic.policy
+        policy = delivery.policy.conflation
         return self.conflation and (policy == "always" or (self.keyed and policy == "conflate"))
 
     def _keyed(self, delivery: Delivery, check_room: bool) -> int:
@@ -166,9 +166,9 @@ class Outbox:
         entry at the end. 0 (and nothing changed) when a new message does not fit."""
         record = delivery.record
         assert record is not None
-        topic = delivery.topic
+        policy = delivery.policy
         index = self._index
-        matcher, merger = topic.match_function, topic.merge_function
+        matcher, merger = policy.match, policy.merge
         plans: list[tuple[Subscription, Net | None, RecordVersion | None]] = []
         adds = fresh = False
         for sub in delivery.subs:
@@ -194,8 +194,8 @@ class Outbox:
         if adds and check_room and not self._fits(delivery.size):
             return 0
         target = self._latest.get(record)  # None: none queued, or a snapshot of it since
-        if target is None or (target is not self._entries[-1] and (fresh or topic.mode == "append")):
-            target = self._latest[record] = RecordEntry(topic, record)
+        if target is None or (target is not self._entries[-1] and (fresh or policy.mode == "append")):
+            target = self._latest[record] = RecordEntry(policy, record)
             self._entries.append(target)
         touched = {target}
         for _, picked, _ in plans:
@@ -225,7 +225,7 @@ class Outbox:
             target.append(net)
             queued.append(net)
         if conflated:
-            topic.counters["conflated"] += 1
+            policy.counters["conflated"] += 1
         for entry in touched:
             entry.recount()
         self.queued_bytes += sum(entry.size for entry in touched) - before_bytes
@@ -282,12 +282,12 @@ class Outbox:
     def _relieve_one(
         self, delivery: Delivery, subs: tuple[Subscription, ...], dropped: dict[Any, None] | None
     ) -> None:
-        topic = delivery.topic
-        if topic.policy == "unsubscribe" and dropped is not None:
-            topic.counters["dropped"] += 1
+        policy = delivery.policy
+        if policy.conflation == "unsubscribe" and dropped is not None:
+            policy.counters["dropped"] += 1
             dropped.update(dict.fromkeys(subs))
             return
-        if delivery.record is not None and self.conflation and topic.policy in CONFLATED_POLICIES:
+        if delivery.record is not None and self.conflation and policy.conflation in CONFLATED_POLICIES:
             self._keyed(delivery, check_room=False)
             return
         self._add(delivery, delivery.size, 1)

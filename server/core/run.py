@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .topic import Topic
+    from .ports import PendingRun
 
 
 class FanOutRun:
@@ -27,9 +27,9 @@ class FanOutRun:
     __slots__ = ("topic",)
 
     def __init__(self) -> None:
-        self.topic: Topic | None = None
+        self.topic: PendingRun | None = None
 
-    def join(self, topic: Topic) -> None:
+    def join(self, topic: PendingRun) -> None:
         """``topic`` is about to defer deliveries: end any other topic's run first."""
         if self.topic is not topic:
             self.flush()

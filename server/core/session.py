@@ -20,9 +20,8 @@ from .run import FanOutRun
 
 if TYPE_CHECKING:
     from .config import UserConfig
-    from .delivery import Delivery, RunBatch
+    from .delivery import Delivery, QueuePolicy, RunBatch
     from .subscription import Subscription
-    from .topic import Topic
 
 CLOSE_SLOW_CONSUMER = 4001
 CLOSE_NAME_IN_USE = 4002
@@ -91,7 +90,7 @@ class Session:
     def _deliver(self, delivery: Delivery) -> None:
         outbox = self.outbox
         retry = lambda: outbox.push_delivery(delivery)  # noqa: E731
-        self._settle(outbox.push_delivery(delivery), retry, delivery.topic, delivery.subs)
+        self._settle(outbox.push_delivery(delivery), retry, delivery.policy, delivery.subs)
 
     def deliver_run(self, batch: RunBatch) -> None:
         """Queue a run (called by the topic while it flushes its run: no run to end)."""
@@ -127,7 +126,11 @@ class Session:
             self._settle(retry(), retry, None)
 
     def _settle(
-        self, queued: int, retry: Callable[[], int], topic: Topic | None, subs: tuple[Subscription, ...] = ()
+        self,
+        queued: int,
+        retry: Callable[[], int],
+        policy: QueuePolicy | None,
+        subs: tuple[Subscription, ...] = (),
     ) -> None:
         if queued > 1:
             if queued > self._crowded_at or self.outbox.queued_bytes * 4 > self.outbox.max_bytes:
@@ -150,8 +153,8 @@ class Session:
         if queued:
             self._wake()
             return
-        if topic is not None:
-            topic.counters["closed_slow"] += 1
+        if policy is not None:
+            policy.counters["closed_slow"] += 1
         outbox = self.outbox
         self.request_close(
             CLOSE_SLOW_CONSUMER,

@@ -15,7 +15,7 @@ import orjson
 
 from .config import TopicConfig
 from .delivery import OOF as OOF_KIND
-from .delivery import Delivery, RunBatch
+from .delivery import Delivery, QueuePolicy, RunBatch
 from .keys import KeySpec
 from .records import RecordVersion
 from .run import FanOutRun
@@ -26,7 +26,7 @@ from .windows import Window, WindowOrder
 from .wire import head, record_body
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .ports import Subscriber
 
 
 COUNTERS = ("conflated", "dropped", "unsubscribed", "closed_slow")
@@ -44,22 +44,29 @@ class Topic:
         self.name = name
         self.config = config
         self.key_spec: KeySpec | None = config.key_spec if config is not None else None
-        self.policy = config.conflation if config is not None else "conflate"
-        self.mode = config.conflation_mode if config is not None else "replace"
-        self.merge_function = merge_function  # conflation_merge, imported by the composition root
-        self.match_function = match_function  # conflation_match, likewise
         self.counters = dict.fromkeys(COUNTERS, 0)
         self.sow = Sow()  # the only writer of the records
-        self.subscribers: dict[Session, list[Subscription]] = {}
+        self.subscribers: dict[Subscriber, list[Subscription]] = {}
         self.name_json = orjson.dumps(name)
+        # What its deliveries tell a socket queue (the queue never sees the topic itself); the
+        # merger and matcher are imported by the composition root.
+        self.queue = QueuePolicy(
+            name,
+            self.name_json,
+            config.conflation if config is not None else "conflate",
+            config.conflation_mode if config is not None else "replace",
+            merge_function,
+            match_function,
+            self.counters,
+        )
         # Two lanes, each socket in one. The fast lane holds sockets whose only subscription
         # here is stateless (the common dashboard case): they get the shared body, batched into
         # runs (see run.py), and filtered ones are found through an index of their filters.
         # The general lane asks each subscription what a change means for it.
-        self._fast: dict[Session, Subscription] = {}
-        self._fast_unfiltered: dict[Session, Subscription] = {}
+        self._fast: dict[Subscriber, Subscription] = {}
+        self._fast_unfiltered: dict[Subscriber, Subscription] = {}
         self._fast_filtered = SubscriptionIndex()
-        self._general: dict[Session, list[Subscription]] = {}
+        self._general: dict[Subscriber, list[Subscription]] = {}
         self._general_index = SubscriptionIndex()
         # The pending run of fast-lane deliveries: shared bodies, keys and versions.
         self._run = run
@@ -84,9 +91,9 @@ class Topic:
     def is_sow(self) -> bool:
         return self.key_spec is not None
 
-    def defers_to(self, session: Session) -> bool:
+    def defers_to(self, subscriber: Subscriber) -> bool:
         """Whether deliveries to ``session`` may be waiting in this topic's run."""
-        return session in self._fast
+        return subscriber in self._fast
 
     def add(self, subscription: Subscription) -> None:
         self._end_run()
@@ -151,7 +158,7 @@ class Topic:
         if not order.windows:
             self._orders.pop(order.share, None)
 
-    def _unsort(self, session: Session) -> None:
+    def _unsort(self, session: Subscriber) -> None:
         fast = self._fast.pop(session, None)
         if fast is not None:
             self._fast_unfiltered.pop(session, None)
@@ -159,7 +166,7 @@ class Topic:
         for sub in self._general.pop(session, ()):
             self._general_index.discard(sub)
 
-    def _sort(self, session: Session) -> None:
+    def _sort(self, session: Subscriber) -> None:
         subs = self.subscribers.get(session)
         if not subs:
             return
@@ -211,7 +218,7 @@ class Topic:
         # A subscription that holds the record matched the old version, so candidates for the
         # old and the new version cover every message, OOFs included.
         records = [v.data for v in (new, old) if v is not None]
-        by_session: dict[Session, list[Subscription]] = {}
+        by_session: dict[Subscriber, list[Subscription]] = {}
         for sub in self._general_index.candidates(*records):
             by_session.setdefault(sub.session, []).append(sub)
         for session, subs in by_session.items():
@@ -219,7 +226,7 @@ class Topic:
 
     def _deliver_changes(
         self,
-        session: Session,
+        session: Subscriber,
         subs: list[Subscription],
         key: str | None,
         old: RecordVersion | None,
@@ -259,7 +266,7 @@ class Topic:
             self.deliver(sub.session, (sub,), record_key, change)
 
     def deliver(
-        self, session: Session, subs: tuple[Subscription, ...], key: str | None, change: Change
+        self, session: Subscriber, subs: tuple[Subscription, ...], key: str | None, change: Change
     ) -> None:
         """Queue one message about record ``key`` for ``subs``, all subscriptions of ``session``.
 
@@ -282,7 +289,7 @@ class Topic:
         else:
             message_head = head(command, self.name_json, [sub.sub_id for sub in subs])
         record = (self.name, key) if key is not None else None
-        session.deliver(Delivery(self, record, kind, message_head, encoded, subs, base, view, version))
+        session.deliver(Delivery(self.queue, record, kind, message_head, encoded, subs, base, view, version))
 
     def flush_run(self) -> None:
         """Push the pending run to every fast-lane socket (called by ``FanOutRun``)."""
@@ -295,7 +302,7 @@ class Topic:
             if not sub.dropped:
                 head_p = sub.heads[P]
                 size = body_bytes + count * (len(head_p) + 2)
-                session.deliver_run(RunBatch(self, sub, head_p, bodies, keys, versions, size))
+                session.deliver_run(RunBatch(self.queue, sub, head_p, bodies, keys, versions, size))
         if not len(self._fast_filtered):
             return
         selected: dict[Subscription, list[int]] = {}
@@ -310,6 +317,12 @@ class Topic:
             chosen = [bodies[i] for i in indexes]
             size = sum(len(b) for b in chosen) + len(chosen) * (len(head_p) + 2)
             batch = RunBatch(
-                self, sub, head_p, chosen, [keys[i] for i in indexes], [versions[i] for i in indexes], size
+                self.queue,
+                sub,
+                head_p,
+                chosen,
+                [keys[i] for i in indexes],
+                [versions[i] for i in indexes],
+                size,
             )
             sub.session.deliver_run(batch)
