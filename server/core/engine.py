@@ -19,6 +19,7 @@ import orjson
 from . import inbound, publishing, querying, wire
 from .access import TOO_MANY_ATTEMPTS, LogonThrottle, authenticate
 from .bookmarks import Lsns, ReplayRequest
+from .changes import apply_entry
 from .commands import (
     Body,
     Header,
@@ -145,9 +146,13 @@ class Engine:
         interval that has ended, by ``now``."""
         for name, key in self.timers.expiries_due(now, self._lifetime):
             topic = self.topics[name]
-            version = topic.sow.remove(key)
+            # Decided once, here, and logged as an entry of its own: applying it needs no clock.
+            entry = Entry(
+                self.next_apply_seq() if topic.durable else 0, EXPIRE, name, key, None, None, None, now, None
+            )
+            version, _ = apply_entry(topic.sow, entry)
             if topic.durable:
-                self.log(Entry(self.next_apply_seq(), EXPIRE, name, key, None, None, None, now, None))
+                self.log(entry)
             topic.fan_out(key, version, None, gone="expired")
         for subscription in self.timers.intervals_due(now):
             if subscription.closed or subscription.dropped:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .changes import apply_entry
 from .commands import Header, Publish, SowDelete
 from .errors import BAD_MESSAGE, INVALID_TOPIC, CommandError
 from .filters import compile_filter
 from .merge import merge_record
 from .records import RecordVersion, check_encodable
-from .txlog import DELETE, PUBLISH, SEQUENCE, Entry, encode_entry
+from .txlog import DELETE, PUBLISH, SEQUENCE, Entry
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -103,18 +104,27 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
     # Everything that can refuse the command has run: from here on it is applied.
     if header.acks:
         engine.received(session, header)
-    new = RecordVersion(key or "", data, engine.next_apply_seq(), now, expires_at)
+    entry = Entry(
+        engine.next_apply_seq(),
+        PUBLISH,
+        topic.name,
+        key or "",
+        data,
+        session.client_name,
+        seq,
+        now,
+        expires_at,
+    )
     lsn: int | None = None
     if key is not None:
-        topic.sow.put(new)
+        old, new = apply_entry(topic.sow, entry)
         if expires_at is not None:
             engine.timers.expire_at(topic.name, key, expires_at)
         if topic.durable:
-            lsn = new.seq
-            payload = encode_entry(
-                lsn, PUBLISH, topic.name, key, data, session.client_name, seq, now, expires_at
-            )
-            engine.log_payload(lsn, payload)
+            lsn = entry.lsn
+            engine.log(entry)
+    else:  # a plain topic keeps nothing: the version is only delivered
+        new = RecordVersion("", data, entry.lsn, now, expires_at)
     if header.wants("persisted") and lsn is not None:
         # The persisted ack's waiter also records the sequence as persisted.
         if seq is not None and session.client_name is not None:
@@ -155,12 +165,24 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
     lsn: int | None = None
     now = engine.clock()
     for position, key in enumerate(keys):
-        old = topic.sow.remove(key)
+        last = position == len(keys) - 1
+        seq = body.seq if last else None
+        # A delete to a topic that is not durable is numbered 0: its LSN names nothing.
+        entry = Entry(
+            engine.next_apply_seq() if durable else 0,
+            DELETE,
+            topic.name,
+            key,
+            None,
+            session.client_name,
+            seq,
+            now,
+            None,
+        )
+        old, _ = apply_entry(topic.sow, entry)
         if durable:
-            lsn = engine.next_apply_seq()
-            last = position == len(keys) - 1
-            seq = body.seq if last else None
-            engine.log(Entry(lsn, DELETE, topic.name, key, None, session.client_name, seq, now, None))
+            lsn = entry.lsn
+            engine.log(entry)
         topic.fan_out(key, old, None)
     if durable and lsn is None and body.seq is not None and session.client_name is not None:
         lsn = engine.next_apply_seq()

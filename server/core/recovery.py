@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .changes import apply_entry
 from .records import RecordVersion
 from .txlog import DELETE, EXPIRE, OWNER, PUBLISH, Entry, frame, scan
 
@@ -125,10 +126,7 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
             if entry.op in (PUBLISH, DELETE, EXPIRE):
                 report.skipped_topics.add(entry.topic)
             continue
-        if entry.op == PUBLISH:
-            topic.sow.put(RecordVersion(entry.key, entry.data, entry.lsn, entry.timestamp, entry.expires_at))
-        elif entry.op in (DELETE, EXPIRE):
-            topic.sow.remove(entry.key)
+        apply_entry(topic.sow, entry)
     for topic in durable.values():
         for version in topic.records.values():
             if version.expires_at is not None:
