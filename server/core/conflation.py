@@ -71,6 +71,15 @@ class Net:
         self.last = delivery
         self.merged = True
 
+    def follow(self, prior: Net) -> None:
+        """This message is queued after ``prior``, another of the subscriber's about the record.
+        The fan-out computed it against the newest state it delivered; when ``prior`` sends
+        another state (the older one kept, or a merge), it starts from what ``prior`` sends."""
+        version = prior.version
+        if version is not None and version is not prior.last.version and prior.last.kind != OOF:
+            self.base = self.sub.view_of(version)
+            self.merged = True
+
     def absorb(self, removed: Net) -> None:
         """The subscription's message before this one was taken out of the queue (conflated
         with a newer one): this one now starts from what the client held before that one."""

@@ -222,6 +222,8 @@ class Outbox:
                 queued.remove(picked)
                 conflated = True
             net = Net(delivery, sub, target, version)
+            if queued:
+                net.follow(queued[-1])
             target.append(net)
             queued.append(net)
         if conflated:

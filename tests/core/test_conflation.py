@@ -593,3 +593,25 @@ def test_background_conflation_can_be_turned_off_and_skips_sessions_without_conf
     stalled.send({"c": "logon", "o": "conflation=off"}, {"c": "subscribe", "t": "c", "sub_id": "c"})
     publisher.send(*[publish("c", n % 3, u=n) for n in range(50)])
     assert not h.engine.crowded
+
+
+@pytest.mark.parametrize("first", ["older", "merged"])
+def test_a_message_kept_beside_a_merged_or_older_one_is_relative_to_what_that_one_sends(first: str) -> None:
+    """A delta subscriber's second queued message (keep both) is computed by the fan-out against
+    the newest state it delivered; when the first queued message was turned into the older state
+    or a merge, the second must start from what the first sends, or the client's view ends wrong."""
+    h = outcomes_hub()
+    publisher, peer = h.peer(), h.peer()
+    publisher.send(publish("m", 1, count=0, x=0))
+    held: dict[str, Any] = {}
+    for m in peer.send({"c": "sow_and_delta_subscribe", "t": "m", "sub_id": "s"}):
+        if m["c"] == "sow":
+            held = m["data"]
+    publisher.send(
+        publish("m", 1, count=1, x=1),
+        publish("m", 1, count=2, x=2, **({"keep": "older"} if first == "older" else {})),
+        publish("m", 1, count=3, x=3, keep="both"),
+    )
+    for m in deliveries(peer):
+        held = jsonpatch.apply_patch(held, m["patch"]) if "patch" in m else m["data"]
+    assert held == {"id": 1, "count": 3, "x": 3, "keep": "both"}
