@@ -207,8 +207,9 @@ class Outbox:
         for sub, picked, version in plans:
             queued = index.setdefault((record, sub), [])
             if picked is not None and picked is queued[-1]:
-                picked.entry.remove(picked)
-                target.append(picked)  # nets stay in the order of their last change
+                if version is not picked.version:  # the older kept stays where it is: moved
+                    picked.entry.remove(picked)  # behind a newer state it would go back in time
+                    target.append(picked)  # nets stay in the order of their last change
                 picked.fold(delivery, version)
                 conflated = True
                 continue

@@ -167,7 +167,22 @@ class Subscription:
             change = self.on_change(edge, version, version, edge_memo)
             if change is not None:
                 out.append((edge, change))
-        return out
+        return self._in_position_order(out)
+
+    def _in_position_order(self, out: list[tuple[str | None, Change]]) -> list[tuple[str | None, Change]]:
+        """With ``positions``, the OOFs first, then the rest by the position they carry, so a
+        client that applies them in order (an entry at ``pos`` p moves the rows from p down, an
+        OOF the rows below it up) ends with the window's order."""
+        window = self.window
+        if not self.positions or window is None or len(out) < 2:
+            return out
+
+        def place(item: tuple[str | None, Change]) -> tuple[bool, int]:
+            key, change = item
+            position = window.position(key) if key is not None else None
+            return (change[0] != OOF_KIND, position or 0)
+
+        return sorted(out, key=place)
 
     def view(self, version: RecordVersion, memo: Memo) -> Any:
         select = self.options.select
@@ -278,7 +293,7 @@ class Subscription:
                 change = self._conflated(entry, {})  # a memo is good for one change only
                 if change is not None:
                     out.append((entry.key, change))
-        return out
+        return self._in_position_order(out)
 
     def _in_view(
         self, key: str | None, new: RecordVersion, memo: Memo, carried: frozenset[str] = frozenset()

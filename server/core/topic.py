@@ -206,23 +206,28 @@ class Topic:
             self._run_keys.append(key)
             self._run_versions.append(new)
             self._run_bytes += len(shared)
-        memo: Memo = {}
-        for window in touched:
-            self._deliver_window(window.subscription, key, old, new, memo, gone)
-        if not self._general:
+        if not self._general and not touched:
             return
+        memo: Memo = {}
+        # The windows the change touched, by socket: asked with the socket's other subscriptions,
+        # so that one message names every subscription whose message is the same.
+        windows: dict[Subscriber, list[Subscription]] = {}
+        for window in touched:
+            windows.setdefault(window.subscription.session, []).append(window.subscription)
         if not self._general_index.indexed:
             for session, subs in self._general.items():
-                self._deliver_changes(session, subs, key, old, new, memo, gone)
-            return
-        # A subscription that holds the record matched the old version, so candidates for the
-        # old and the new version cover every message, OOFs included.
-        records = [v.data for v in (new, old) if v is not None]
-        by_session: dict[Subscriber, list[Subscription]] = {}
-        for sub in self._general_index.candidates(*records):
-            by_session.setdefault(sub.session, []).append(sub)
-        for session, subs in by_session.items():
-            self._deliver_changes(session, subs, key, old, new, memo, gone)
+                self._deliver_changes(session, subs, key, old, new, memo, gone, windows.pop(session, ()))
+        else:
+            # A subscription that holds the record matched the old version, so candidates for
+            # the old and the new version cover every message, OOFs included.
+            records = [v.data for v in (new, old) if v is not None]
+            by_session: dict[Subscriber, list[Subscription]] = {}
+            for sub in self._general_index.candidates(*records):
+                by_session.setdefault(sub.session, []).append(sub)
+            for session, subs in by_session.items():
+                self._deliver_changes(session, subs, key, old, new, memo, gone, windows.pop(session, ()))
+        for session, window_subs in windows.items():
+            self._deliver_changes(session, [], key, old, new, memo, gone, window_subs)
 
     def _deliver_changes(
         self,
@@ -233,37 +238,40 @@ class Topic:
         new: RecordVersion | None,
         memo: Memo,
         gone: str,
+        windows: list[Subscription] | tuple[()] = (),
     ) -> None:
-        if len(subs) == 1:
+        """One socket's messages about a change: the changed record's first, then those about
+        the records the change pushed across a window's edge (queued together, so they go in
+        the same frame), then the windows' with ``positions`` in their own order."""
+        if len(subs) == 1 and not windows:
             sub = subs[0]
             change = sub.on_change(key, old, new, memo, gone)
             if change is not None:
                 self.deliver(session, (sub,), key, change)
             return
-        # One message for several subscriptions only when it is the same message over the same
-        # base and view: what conflation later makes of it is then the same for each of them.
-        groups: dict[tuple[str, bytes, int, int], tuple[list[Subscription], Change]] = {}
+        # One message for several subscriptions only when it is the same message about the same
+        # record over the same base and view: what conflation later makes of it is then the
+        # same for each of them.
+        groups: dict[tuple[str | None, str, bytes, int, int], tuple[list[Subscription], Change]] = {}
         for sub in subs:
             change = sub.on_change(key, old, new, memo, gone)
             if change is not None:
                 kind, encoded, base, view, _ = change
-                groups.setdefault((kind, encoded, id(base), id(view)), ([], change))[0].append(sub)
-        for members, change in groups.values():
-            self.deliver(session, tuple(members), key, change)
-
-    def _deliver_window(
-        self,
-        sub: Subscription,
-        key: str | None,
-        old: RecordVersion | None,
-        new: RecordVersion | None,
-        memo: Memo,
-        gone: str,
-    ) -> None:
-        """A window's messages about a change: the changed record's, then the records it pushed
-        across an edge, queued together (so they go in the same frame)."""
-        for record_key, change in sub.window_changes(key, old, new, memo, gone, self.records):
-            self.deliver(sub.session, (sub,), record_key, change)
+                groups.setdefault((key, kind, encoded, id(base), id(view)), ([], change))[0].append(sub)
+        edges: dict[tuple[str | None, str, bytes, int, int], tuple[list[Subscription], Change]] = {}
+        own: list[tuple[Subscription, str | None, Change]] = []
+        for sub in windows:
+            for record_key, change in sub.window_changes(key, old, new, memo, gone, self.records):
+                if sub.positions:  # its head carries its own pos, in its own order
+                    own.append((sub, record_key, change))
+                    continue
+                kind, encoded, base, view, _ = change
+                into = groups if record_key == key else edges
+                into.setdefault((record_key, kind, encoded, id(base), id(view)), ([], change))[0].append(sub)
+        for (record_key, *_), (members, change) in (*groups.items(), *edges.items()):
+            self.deliver(session, tuple(members), record_key, change)
+        for sub, record_key, change in own:
+            self.deliver(session, (sub,), record_key, change)
 
     def deliver(
         self, session: Subscriber, subs: tuple[Subscription, ...], key: str | None, change: Change

@@ -615,3 +615,17 @@ def test_a_message_kept_beside_a_merged_or_older_one_is_relative_to_what_that_on
     for m in deliveries(peer):
         held = jsonpatch.apply_patch(held, m["patch"]) if "patch" in m else m["data"]
     assert held == {"id": 1, "count": 3, "x": 3, "keep": "both"}
+
+
+def test_keep_older_never_sends_an_older_state_after_a_newer_one() -> None:
+    """Found in review: a message kept at its older state moved into the record's newest entry,
+    behind the newer state queued there for another subscription of the same socket."""
+    h = outcomes_hub()
+    publisher, peer = h.peer(), h.peer()
+    peer.send({"c": "subscribe", "t": "m", "sub_id": "t", "filter": "/n >= 2"})
+    peer.send({"c": "subscribe", "t": "m", "sub_id": "s", "o": "oof"})
+    publisher.send(publish("m", 1, n=1, count=0))
+    publisher.send(publish("m", 2, n=0))  # record 1's entry is no longer the last one
+    publisher.send(publish("m", 1, n=2, count=0, keep="older"))
+    states = [m["data"]["n"] for m in peer.take() if m["c"] == "p" and m["data"]["id"] == 1]
+    assert states == sorted(states) == [1, 2]

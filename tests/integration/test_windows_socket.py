@@ -33,9 +33,11 @@ async def test_the_amps_window_example_with_positions_and_one_frame_per_change(c
     assert [(m["data"]["order"], m["pos"]) for m in got if m["c"] == "sow"] == [(2, 1), (5, 2)]
     await publisher.send({"c": "publish", "t": "orders", "data": {"order": 4}})
     frame = orjson.loads(await watcher.ws.recv())  # the change and what it pushed out: one frame
+    # With positions, OOFs first and then the rest by position, so applying them in order
+    # rebuilds the window's order.
     assert [(m["c"], m["data"]["order"], m.get("pos"), m.get("reason")) for m in frame] == [
-        ("p", 4, 2, None),
         ("oof", 5, None, "match"),
+        ("p", 4, 2, None),
     ]
     await publisher.send({"c": "sow_delete", "t": "orders", "filter": "/order = 9"})
     assert await watcher.silence() == []
