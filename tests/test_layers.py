@@ -73,15 +73,26 @@ def test_only_the_adapter_reaches_into_uvicorn() -> None:
 
 
 # Inside the core, the fan-out and the queue point one way (session -> topic -> subscription ->
-# queue): they talk to narrow protocols (core/ports.py, delivery.QueuePolicy), never back.
+# queue): they talk to narrow protocols (core/ports.py: Subscriber, PendingRun, Reader; and
+# delivery.QueuePolicy), never back.
 NOT_BACK = {
     "core/topic.py": {"server.core.session", "server.core.engine"},
     "core/run.py": {"server.core.topic", "server.core.session"},
     "core/subscription.py": {"server.core.topic", "server.core.session", "server.core.engine"},
     "core/windows.py": {"server.core.topic", "server.core.session", "server.core.subscription"},
-    "core/outbox.py": {"server.core.topic", "server.core.session"},
-    "core/conflation.py": {"server.core.topic", "server.core.session", "server.core.outbox"},
-    "core/delivery.py": {"server.core.topic", "server.core.session", "server.core.outbox"},
+    "core/outbox.py": {"server.core.topic", "server.core.session", "server.core.subscription"},
+    "core/conflation.py": {
+        "server.core.topic",
+        "server.core.session",
+        "server.core.outbox",
+        "server.core.subscription",
+    },
+    "core/delivery.py": {
+        "server.core.topic",
+        "server.core.session",
+        "server.core.outbox",
+        "server.core.subscription",
+    },
     "core/sow.py": {"server.core.topic", "server.core.session", "server.core.engine"},
 }
 

@@ -34,13 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 from .delivery import FULL, INSERT, OOF, Delivery
 from .records import RecordVersion
-from .subscription import OOF as OOF_COMMAND
-from .subscription import P
-from .wire import head
+from .wire import OOF as OOF_COMMAND
+from .wire import P, head
 
 if TYPE_CHECKING:
     from .delivery import QueuePolicy
-    from .subscription import Subscription
+    from .ports import Reader
 
 log = logging.getLogger("server.conflation")
 
@@ -52,7 +51,7 @@ class Net:
     __slots__ = ("base", "entry", "fresh", "last", "merged", "sub", "version")
 
     def __init__(
-        self, delivery: Delivery, sub: Subscription, entry: RecordEntry, version: RecordVersion | None
+        self, delivery: Delivery, sub: Reader, entry: RecordEntry, version: RecordVersion | None
     ) -> None:
         self.sub = sub
         self.entry = entry
@@ -140,7 +139,7 @@ class RecordEntry:
 
     def render(self) -> list[bytes]:
         """The entry's messages as head and body parts: one message per distinct body."""
-        groups: dict[tuple[bool, bytes, bytes | None, int], list[Subscription]] = {}
+        groups: dict[tuple[bool, bytes, bytes | None, int], list[Reader]] = {}
         for net in self.nets:
             sub = net.sub
             if sub.dropped:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .ports import Reader
     from .records import RecordVersion
-    from .subscription import Subscription
 
 INSERT, UPDATE, OOF, FULL = "insert", "update", "oof", "full"
 
@@ -62,7 +62,7 @@ class Delivery:
         kind: str,
         head: bytes,
         body: bytes,
-        subs: tuple[Subscription, ...] = (),
+        subs: tuple[Reader, ...] = (),
         base: Any = None,
         view: Any = None,
         version: RecordVersion | None = None,
@@ -88,7 +88,7 @@ class RunBatch:
     def __init__(
         self,
         policy: QueuePolicy,
-        sub: Subscription,
+        sub: Reader,
         head: bytes,
         bodies: list[bytes],
         keys: list[Any],

@@ -27,8 +27,8 @@ from .conflation import Net, RecordEntry, match, merge_outcome
 from .delivery import OOF, Delivery, RunBatch
 
 if TYPE_CHECKING:
+    from .ports import Reader
     from .records import RecordVersion
-    from .subscription import Subscription
 
 # A stream may yield this to end the current frame early (the ``bs`` batch size of a query).
 FRAME_BREAK = b""
@@ -73,7 +73,7 @@ class Outbox:
         self.queued_messages = 0
         self.keyed = False
         # Each subscription's queued messages about each keyed record, oldest first.
-        self._index: dict[tuple[tuple[str, str], Subscription], list[Net]] = {}
+        self._index: dict[tuple[tuple[str, str], Reader], list[Net]] = {}
         # The newest queued entry of each keyed record: every later change of it goes there.
         self._latest: dict[tuple[str, str], RecordEntry] = {}
         self.conflation = True  # a session may turn conflation off for itself
@@ -169,7 +169,7 @@ class Outbox:
         policy = delivery.policy
         index = self._index
         matcher, merger = policy.match, policy.merge
-        plans: list[tuple[Subscription, Net | None, RecordVersion | None]] = []
+        plans: list[tuple[Reader, Net | None, RecordVersion | None]] = []
         adds = fresh = False
         for sub in delivery.subs:
             queued = index.get((record, sub))
@@ -247,7 +247,7 @@ class Outbox:
             and (self.queued_messages * 4 > self.max_messages or self.queued_bytes * 4 > self.max_bytes)
         )
 
-    def relieve(self, drop: bool = True) -> list[Subscription]:
+    def relieve(self, drop: bool = True) -> list[Reader]:
         """Conflate the whole queue by each topic's policy, once.
 
         ``conflate`` and ``always`` topics: one entry per record (its net effect, conflation.py).
@@ -262,7 +262,7 @@ class Outbox:
         self._latest = {}
         self.queued_bytes = self.queued_messages = 0
         self.keyed = True
-        dropped: dict[Subscription, None] = {}
+        dropped: dict[Reader, None] = {}
         for entry in old:
             if isinstance(entry, RunBatch):
                 for delivery in entry.deliveries():
@@ -283,7 +283,7 @@ class Outbox:
         return list(dropped)
 
     def _relieve_one(
-        self, delivery: Delivery, subs: tuple[Subscription, ...], dropped: dict[Any, None] | None
+        self, delivery: Delivery, subs: tuple[Reader, ...], dropped: dict[Any, None] | None
     ) -> None:
         policy = delivery.policy
         if policy.conflation == "unsubscribe" and dropped is not None:

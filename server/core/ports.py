@@ -1,12 +1,15 @@
-"""The narrow interfaces the fan-out talks through, so that the topic never imports the session
-and the pending run never imports the topic (imports point one way: session -> topic)."""
+"""The narrow interfaces the fan-out and the queue talk through, so that imports point one way
+(session -> topic -> subscription -> queue): the topic never imports the session, the pending
+run never imports the topic, and the queue never imports the subscription."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .delivery import Delivery, RunBatch
+    from .entitlement import Entitlement
+    from .records import RecordVersion
 
 
 class Subscriber(Protocol):
@@ -23,3 +26,26 @@ class PendingRun(Protocol):
     def flush_run(self) -> None: ...
 
     def defers_to(self, subscriber: Subscriber) -> bool: ...
+
+
+class Reader(Protocol):
+    """What a socket queue needs of a subscription to render its conflated messages (through
+    the subscription's own renderer) and to leave out one dropped for back pressure."""
+
+    sub_id: Any
+    order: int
+    heads: dict[bytes, bytes]
+    dropped: bool
+    held: dict[str, Any] | None
+    entitlement: Entitlement
+
+    @property
+    def positions(self) -> bool: ...
+
+    def view_of(self, version: RecordVersion) -> Any: ...
+
+    def full_body(
+        self, key: str | None, version: RecordVersion, view: Any, memo: dict[Any, Any]
+    ) -> bytes: ...
+
+    def composite_body(self, key: str, base: Any, version: RecordVersion, view: Any) -> bytes: ...

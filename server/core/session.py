@@ -9,7 +9,7 @@ does not fit, closes the socket with 4001.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import wire
 from .entitlement import Entitlement
@@ -21,6 +21,7 @@ from .run import FanOutRun
 if TYPE_CHECKING:
     from .config import UserConfig
     from .delivery import Delivery, QueuePolicy, RunBatch
+    from .ports import Reader
     from .subscription import Subscription
 
 CLOSE_SLOW_CONSUMER = 4001
@@ -130,7 +131,7 @@ class Session:
         queued: int,
         retry: Callable[[], int],
         policy: QueuePolicy | None,
-        subs: tuple[Subscription, ...] = (),
+        subs: tuple[Reader, ...] = (),
     ) -> None:
         if queued > 1:
             if queued > self._crowded_at or self.outbox.queued_bytes * 4 > self.outbox.max_bytes:
@@ -146,7 +147,8 @@ class Session:
         if not queued:
             dropped = self.outbox.relieve()
             if dropped:
-                self._drop(dropped)
+                # The outbox holds this session's own subscriptions (as Readers).
+                self._drop(cast("list[Subscription]", dropped))
             if subs and subs[0].dropped:
                 return  # the message was for a subscription just dropped for back pressure
             queued = retry()

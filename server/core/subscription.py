@@ -29,10 +29,7 @@ from .options import Options
 from .paths import set_path
 from .records import RecordVersion, format_timestamp
 from .windows import Window, WindowSpec
-from .wire import body, head, record_body
-
-P = b"p"
-OOF = b"oof"
+from .wire import OOF, P, body, head, record_body
 
 Memo = dict[tuple[Any, ...], Any]
 # What a change means for a subscription: (kind, body, base, view, version) -- see delivery.py.

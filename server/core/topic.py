@@ -21,9 +21,9 @@ from .records import RecordVersion
 from .run import FanOutRun
 from .sow import Sow
 from .subindex import SubscriptionIndex
-from .subscription import OOF, Change, Memo, P, Subscription
+from .subscription import Change, Memo, Subscription
 from .windows import Window, WindowOrder
-from .wire import head, record_body
+from .wire import OOF, P, head, record_body
 
 if TYPE_CHECKING:
     from .ports import Subscriber

@@ -41,6 +41,11 @@ def unsubscribed(sub_id: Any, reason: str) -> bytes:
     return orjson.dumps({"c": "unsubscribed", "sub_id": sub_id, "reason": reason})
 
 
+# The commands of the two messages about a record (their heads start ``{"c":"p"`` or ``"oof"``).
+P = b"p"
+OOF = b"oof"
+
+
 def body(fields: dict[str, Any]) -> bytes:
     """The shared tail of a delivery: ``"k":...,"data":...}`` (the object without its opening brace)."""
     return orjson.dumps(fields)[1:]
