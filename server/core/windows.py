@@ -4,13 +4,15 @@ at positions ``skip_n + 1`` to ``skip_n + top_n`` of an order, live.
 A ``WindowOrder`` keeps the records of one topic that pass one set of gates (the subscription's
 filter and the user's entitlement) sorted by one order, in a ``SortedList`` of sort keys: a
 change costs O(log n), never a sort. Windows with the same gates and order share one (the topic
-keeps them by ``share_key``), so a hundred pages of one grid cost one ordering.
+keeps them by ``WindowOrder.share``), so a hundred pages of one grid cost one ordering.
 
-A change moves one record: it leaves its old place and takes a new one, so every other record's
-position moves by at most one, and only the records at the window's edges can cross them. After
-the order has taken the change, ``Window.crossings`` finds them among the few records around the
-edges, each one's position before the change worked out from where the changed record was and
-is (no copy of the window is kept).
+A change moves one record: it leaves its old place and takes a new one, so only the records
+between the two places move, each by one. ``WindowOrder.apply`` finds the windows that reach
+into that span by bisection (an order keeps its windows sorted by where they end), and skips
+the index lookups altogether when the change is past the end of every window. For a touched
+window, ``Window.crossings`` finds the records that crossed its edges among the few around them,
+each one's position before the change worked out from where the changed record was and is (no
+copy of the window is kept).
 """
 
 from __future__ import annotations
