@@ -111,13 +111,24 @@ class LogStore:
         started = time.perf_counter()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.snapshot_dir.mkdir(parents=True, exist_ok=True)
-        snapshot = self._newest_snapshot()
+        snapshot, damaged_snapshots = self._newest_snapshot()
         self._last_snapshot_lsn = snapshot.lsn if snapshot is not None else 0
         history = self._read_history()
         tail = self._read_tail(self._last_snapshot_lsn)
         _report(tail.damaged)
         if tail.damaged and not self.recover_damaged:
             raise StartupError(_refusal(tail.damaged))
+        lost = self._lost_with_snapshot(damaged_snapshots)
+        if lost is not None:
+            if not self.recover_damaged:
+                raise StartupError(
+                    f"{lost}; nothing was changed on disk; start with {START_ANYWAY} to start from "
+                    "the older snapshot and the log that is left"
+                )
+            self.damaged_frames += 1
+            log.error("SNAPSHOT DAMAGED: %s; starting anyway (recover_damaged_log)", lost)
+            for path in damaged_snapshots:
+                path.rename(path.with_name(path.name + ".damaged"))
         # The lost LSNs are on disk before the damage is repaired: a crash in between finds the
         # damage again rather than forget which bookmarks it took.
         self._begin_epoch(history, max(self._last_snapshot_lsn, tail.lsn), tail.damaged)
@@ -245,13 +256,36 @@ class LogStore:
     def _segments(self) -> list[Path]:
         return sorted(self.log_dir.glob("*.log"))
 
-    def _newest_snapshot(self) -> recovery.Snapshot | None:
+    def _newest_snapshot(self) -> tuple[recovery.Snapshot | None, list[Path]]:
+        """The newest intact snapshot, and the newer ones that are damaged."""
+        damaged: list[Path] = []
         for path in sorted(self.snapshot_dir.glob("*.snapshot"), reverse=True):
             snapshot = recovery.decode_snapshot(path.read_bytes())
             if snapshot is not None:
-                return snapshot
+                return snapshot, damaged
             log.warning("snapshot %s is incomplete or damaged; trying an older one", path)
-        return None
+            damaged.append(path)
+        return None, damaged
+
+    def _lost_with_snapshot(self, damaged: list[Path]) -> str | None:
+        """What a damaged snapshot takes with it, when retention has already removed log segments
+        it covered: the changes after the snapshot recovery falls back to (LSN
+        ``_last_snapshot_lsn``) up to the start of the oldest segment left are then nowhere.
+        A segment is named after the LSN following the last one before it, so that start is
+        exact. None: the log still holds everything after the older snapshot."""
+        if not damaged:
+            return None
+        newest = damaged[0]
+        covered = self._last_snapshot_lsn
+        segments = self._segments()
+        first = int(segments[0].stem) if segments else None
+        lost_up_to = int(newest.stem) if first is None else min(int(newest.stem), first - 1)
+        if lost_up_to <= covered:
+            return None
+        return (
+            f"snapshot {newest} is damaged and the log segments it covered are gone: acknowledged "
+            f"changes after LSN {covered} up to LSN {lost_up_to} are lost"
+        )
 
     def _open_segment(self, first_lsn: int) -> None:
         segments = self._segments()

@@ -11,10 +11,12 @@ from typing import Any
 import orjson
 import pytest
 
+from server.core import recovery
 from server.core.config import parse_config
 from server.core.engine import Engine
 from server.core.errors import StartupError
 from server.core.txlog import entries_in, scan, scan_segment
+from server.runtime import logstore
 from server.runtime.logstore import LogStore
 
 
@@ -218,3 +220,52 @@ def test_a_damaged_epoch_history_refuses_to_start(tmp_path: Path) -> None:
         open_store(tmp_path)
     engine, store = open_store(tmp_path, recover_damaged=True)
     assert orjson.loads((tmp_path / "epochs.json").read_bytes())["epoch"] > 1000
+
+
+def trimmed_store(tmp_path: Path, recover_damaged: bool = False) -> tuple[Engine, LogStore]:
+    """A store whose retention removes every segment a snapshot covers at once."""
+    engine = Engine(parse_config(DURABLE), time.time)
+    store = LogStore(tmp_path, engine, 0.0, 0, recover_damaged)
+    store.recover()
+    return engine, store
+
+
+def test_a_damaged_newest_snapshot_whose_log_is_gone_refuses_to_start(
+    tmp_path: Path, monkeypatch: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A damaged newest snapshot used to fall back to the older one with only a WARNING, even
+    when retention had removed the log segments between them: acknowledged changes were lost
+    quietly. Now that is refused like a damaged log frame, and starting anyway says so loudly."""
+    monkeypatch.setattr(logstore, "SEGMENT_BYTES", 100)  # a segment every frame or two
+    engine, store = trimmed_store(tmp_path)
+    publish_frames(engine, store, range(1, 11))
+    store._write_snapshot(recovery.capture(engine))
+    publish_frames(engine, store, range(11, 21))
+    store._write_snapshot(recovery.capture(engine))  # retention: the segments before it go
+    crash(store)
+    _older, newest = sorted((tmp_path / "snapshots").glob("*.snapshot"))
+    newest.write_bytes(newest.read_bytes()[:40])  # torn
+    with pytest.raises(StartupError) as refused:
+        trimmed_store(tmp_path)
+    message = str(refused.value)
+    assert str(newest) in message and "--recover-damaged-log" in message and "\n" not in message
+    engine, store = trimmed_store(tmp_path, recover_damaged=True)
+    assert "SNAPSHOT DAMAGED" in caplog.text
+    assert store.damaged_frames == 1
+    assert not newest.exists() and newest.with_name(newest.name + ".damaged").exists()
+    assert 1 <= len(ids_of(engine)) < 20  # the older snapshot and what the log still held
+    crash(store)
+
+
+def test_a_damaged_newest_snapshot_loses_nothing_while_the_log_still_holds_it(tmp_path: Path) -> None:
+    engine, store = open_store(tmp_path)  # retention keeps everything
+    publish_frames(engine, store, range(1, 11))
+    store._write_snapshot(recovery.capture(engine))
+    publish_frames(engine, store, range(11, 21))
+    store._write_snapshot(recovery.capture(engine))
+    crash(store)
+    newest = sorted((tmp_path / "snapshots").glob("*.snapshot"))[-1]
+    newest.write_bytes(newest.read_bytes()[:40])
+    engine, store = open_store(tmp_path)
+    assert ids_of(engine) == list(range(1, 21))
+    crash(store)
