@@ -108,3 +108,25 @@ def test_nineteen_digit_integers_are_ordinary_integers() -> None:
     peer.send(*[publish(n, ts=1_700_000_000_000_000_000 + n) for n in range(100)])  # nanoseconds
     assert len(stored(h)) == 100
     assert all(type(v.data["ts"]) is int for v in h.engine.topics["orders"].records.values())
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "9" * 400])
+def test_a_number_past_the_largest_double_refuses_its_command_not_the_frame(number: str) -> None:
+    """orjson does not read a number past the largest double at all, so such a number failed the
+    whole frame as not JSON; now only the command holding it is refused."""
+    h = Harness()
+    peer = h.peer()
+    frame = (
+        f'[{{"c":"publish","t":"orders","cid":1,"data":{{"order":1,"v":{number}}}}},'
+        '{"c":"publish","t":"orders","cid":2,"data":{"order":2,"v":1}}]'
+    )
+    acks = send_raw(peer, frame)
+    assert [(a["cid"], a["status"]) for a in acks] == [(1, "failure"), (2, "success")]
+    assert acks[0]["reason"].startswith("bad message: ")
+    assert stored(h) == [2]
+
+
+def test_a_frame_past_the_largest_double_that_is_not_json_anyway_is_not_json() -> None:
+    h = Harness()
+    acks = send_raw(h.peer(), '[{"c":"publish","cid":1,"data":{"v":1e400}}, NaN')
+    assert [(a.get("cid"), a["reason"].split(" (")[0]) for a in acks] == [(None, "bad message: not JSON")]
