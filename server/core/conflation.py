@@ -165,6 +165,28 @@ class RecordEntry:
         return parts
 
 
+def conflate_with(
+    queued: list[Net] | None, delivery: Delivery, sub: Reader
+) -> tuple[Net | None, RecordVersion | None]:
+    """Which of ``sub``'s queued messages about the record ``delivery`` conflates with (the
+    newest; the topic's matcher may pick another, or none: None) and the version it then sends,
+    as the topic's merger decides (a merge, the older, the newer; keeping both is None)."""
+    version = delivery.version
+    if not queued:
+        return None, version
+    policy = delivery.policy
+    picked = queued[-1] if policy.match is None else match(policy.match, queued, delivery)
+    if picked is None or policy.merge is None or OOF in (delivery.kind, picked.last.kind):
+        return picked, version
+    assert picked.version is not None and version is not None
+    decided = merge_outcome(policy.merge, picked.version, version)
+    if decided is None:
+        return None, version  # keep both
+    if not sub.entitlement.allows(decided.data):
+        return picked, version  # a merged record its reader may not see is never sent
+    return picked, decided
+
+
 def merge_outcome(function: Any, older: RecordVersion, newer: RecordVersion) -> RecordVersion | None:
     """What a ``conflation_merge`` function decides for a queued record and a newer one: the
     older kept (it returned ``older``), the newer kept (``newer``), a merged record (anything

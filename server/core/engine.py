@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from . import inbound, publishing, querying, wire
-from .access import TOO_MANY_ATTEMPTS, LogonThrottle, authenticate
+from . import inbound, logons, publishing, querying, wire
+from .access import LogonThrottle
 from .bookmarks import Lsns, ReplayRequest
 from .changes import apply_entry
 from .commands import (
@@ -38,19 +38,17 @@ from .durability import Durability
 from .errors import (
     BAD_MESSAGE,
     LOGON_REQUIRED,
-    NAME_IN_USE,
     NOT_ENTITLED,
     CommandError,
 )
-from .options import parse_logon_options
 from .outbox import Outbox
 from .records import RecordVersion
 from .run import FanOutRun
-from .session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
+from .session import Session
 from .subscription import Subscription
 from .timers import Timers
 from .topic import Topic
-from .txlog import DELETE, EXPIRE, OWNER, PUBLISH, Entry
+from .txlog import DELETE, EXPIRE, PUBLISH, Entry
 
 log = logging.getLogger("server.engine")
 
@@ -350,7 +348,7 @@ class Engine:
 
     def dispatch(self, session: Session, header: Header, body: Body) -> None:
         if isinstance(body, Logon):
-            self.logon(session, header, body)
+            logons.logon(self, session, header, body)
             return
         if self.config.users is not None and not session.logged_on:
             raise CommandError(LOGON_REQUIRED, "send logon first")
@@ -387,91 +385,7 @@ class Engine:
         fields = {} if seq is None else {"s": seq}  # lets a publisher tell which publish failed
         session.send(wire.ack("processed", cid, "failure", error.reason, **fields))
 
-    # -- logon and entitlements -------------------------------------------------------------
-
-    def logon(self, session: Session, header: Header, body: Logon) -> None:
-        conflation = parse_logon_options(body.options)
-        if session.logged_on and (body.user_id, body.client_name) != (session.user_id, session.client_name):
-            # A socket's identity is fixed: its subscriptions were entitled for it (PROTOCOL 6.2).
-            raise CommandError(
-                BAD_MESSAGE,
-                f"this connection is logged on as user {session.user_id!r}, client name "
-                f"{session.client_name!r}; open a new connection to log on as another",
-            )
-        users = self.config.users
-        try:
-            user = None
-            if users is not None:
-                throttle, now = self.logon_throttle, self.clock()
-                user = authenticate(users, throttle, body.user_id, body.password, session.peer, now)
-            if body.client_name is not None:
-                self._check_client_name(session, body.client_name, body.user_id)
-        except CommandError as error:
-            self._refuse_logon(session, header, body, error)
-            return
-        if body.client_name is not None:
-            self._take_client_name(session, body.client_name, body.user_id)
-        elif session.client_name is not None:
-            self._release_client_name(session)
-        session.user = user
-        session.client_name = body.client_name
-        session.user_id = body.user_id
-        session.logged_on = True
-        session.outbox.conflation = conflation
-        self.received(session, header)
-        fields: dict[str, Any] = {}
-        if body.client_name is not None:
-            fields["s"] = self.durability.persisted_sequences.get(body.client_name, 0)
-        self.processed(session, header, **fields)
-
-    def _refuse_logon(self, session: Session, header: Header, body: Logon, error: CommandError) -> None:
-        """A refused identity (PROTOCOL 5, 6.7): the failure ack, then the socket closes with 1008."""
-        if error.detail != TOO_MANY_ATTEMPTS:  # the block itself was logged once, by access.py
-            log.warning(
-                "logon refused (%s) for user %r, client name %.100r, from %s, session %s; closing it (1008)",
-                error.reason,
-                body.user_id,
-                body.client_name,
-                session.peer,
-                session.id,
-            )
-        self.fail(session, header.cid, error)
-        session.request_close(CLOSE_POLICY, error.code)
-
-    def _check_client_name(self, session: Session, name: str, user_id: str | None) -> None:
-        """``name in use`` when ``name`` belongs to another user: with ``[auth]``, the configured user
-        that first used it, connected or not; without, only the user id of a connected holder."""
-        users = self.config.users
-        owner = self.name_owners.get(name)
-        if users is not None and owner is not None and owner != user_id and owner in users:
-            raise CommandError(NAME_IN_USE, f"client name {name!r} belongs to another user")
-        holder = self.client_names.get(name)
-        if holder is not None and holder is not session and holder.user_id != user_id:
-            raise CommandError(NAME_IN_USE, f"client name {name!r} is in use by another user")
-
-    def _take_client_name(self, session: Session, name: str, user_id: str | None) -> None:
-        """Give ``name`` to ``session`` (checked first): an older socket of the same user holding it is
-        closed with 4002; with ``[auth]`` the name is the user's from now on."""
-        if self.config.users is not None and user_id is not None and self.name_owners.get(name) != user_id:
-            self._record_owner(name, user_id)
-        holder = self.client_names.get(name)
-        if holder is not None and holder is not session:
-            holder.request_close(CLOSE_NAME_IN_USE, "client name in use")
-            self.close_session(holder)
-        if session.client_name != name:
-            self._release_client_name(session)
-        self.client_names[name] = session
-
-    def _release_client_name(self, session: Session) -> None:
-        if session.client_name is not None and self.client_names.get(session.client_name) is session:
-            del self.client_names[session.client_name]
-
-    def _record_owner(self, name: str, user_id: str) -> None:
-        self.name_owners[name] = user_id
-        if any(topic.durable for topic in self.config.topics):
-            # Logged like a sequence, and before any sequence of the name: whatever a restart
-            # remembers of the name's publishes, it remembers whose name it is.
-            self.log(Entry(self.next_apply_seq(), OWNER, "", "", user_id, name, None, self.clock(), None))
+    # -- entitlements --------------------------------------------------------------------
 
     def check_read(self, session: Session, topic: str) -> None:
         if session.user is not None and not session.user.may_read(topic):

@@ -23,8 +23,9 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .conflation import Net, RecordEntry, match, merge_outcome
-from .delivery import OOF, Delivery, RunBatch
+from .conflation import Net, RecordEntry, conflate_with
+from .delivery import Delivery, RunBatch
+from .snapshots import SnapshotStream
 
 if TYPE_CHECKING:
     from .ports import Reader
@@ -36,32 +37,7 @@ FRAME_BREAK = b""
 CONFLATED_POLICIES = ("conflate", "always")
 
 
-class _Stream:
-    """A lazy snapshot, and what it still counts against the bounds: ``messages`` records (each
-    ``unit`` bytes), the first to be written; ``records`` are the (topic, key) it sends."""
-
-    __slots__ = ("head", "messages", "records", "source", "unit")
-
-    def __init__(
-        self, source: Iterator[bytes], messages: int, unit: int, records: Iterable[tuple[str, str]]
-    ) -> None:
-        self.source = source
-        self.head: bytes | None = None
-        self.messages = messages
-        self.unit = unit
-        self.records = records
-
-    def peek(self) -> bytes | None:
-        if self.head is None:
-            self.head = next(self.source, None)
-        return self.head
-
-    @property
-    def size(self) -> int:
-        return self.messages * self.unit
-
-
-Entry = bytes | RunBatch | Delivery | RecordEntry | _Stream
+Entry = bytes | RunBatch | Delivery | RecordEntry | SnapshotStream
 
 
 class Outbox:
@@ -141,7 +117,7 @@ class Outbox:
             return 0
         self._passed(records)
         # At least 1: an empty snapshot is queued too (and the writer must wake for it).
-        return max(1, self._add(_Stream(messages, counted, unit, records), counted * unit, counted))
+        return max(1, self._add(SnapshotStream(messages, counted, unit, records), counted * unit, counted))
 
     def _passed(self, records: Iterable[tuple[str, str]]) -> None:
         """A snapshot sending ``records`` is queued: later changes of them must go after it, in
@@ -168,27 +144,12 @@ class Outbox:
         assert record is not None
         policy = delivery.policy
         index = self._index
-        matcher, merger = policy.match, policy.merge
         plans: list[tuple[Reader, Net | None, RecordVersion | None]] = []
         adds = fresh = False
         for sub in delivery.subs:
             queued = index.get((record, sub))
-            picked = None
-            if not queued:
-                fresh = True  # its first message about the record: after its ack and snapshot
-            elif matcher is None:
-                picked = queued[-1]
-            else:
-                picked = match(matcher, queued, delivery)
-            version = delivery.version
-            if picked is not None and merger is not None and OOF not in (delivery.kind, picked.last.kind):
-                assert picked.version is not None and version is not None
-                decided = merge_outcome(merger, picked.version, version)
-                if decided is None:
-                    picked = None  # keep both
-                elif sub.entitlement.allows(decided.data):
-                    version = decided
-                # else: a merged record its reader may not see is never sent; the newer goes
+            fresh = fresh or not queued  # its first message about the record: after its ack
+            picked, version = conflate_with(queued, delivery, sub)
             adds = adds or picked is None
             plans.append((sub, picked, version))
         if adds and check_room and not self._fits(delivery.size):
@@ -383,7 +344,7 @@ class Outbox:
             return None
         return b"[" + b",".join(parts) + b"]"
 
-    def _written(self, stream: _Stream, records: int) -> None:
+    def _written(self, stream: SnapshotStream, records: int) -> None:
         """``records`` of ``stream`` are written (or will never be): they count no more."""
         stream.messages -= records
         self.queued_messages -= records

@@ -1,11 +1,12 @@
-"""Snapshot messages (``sow`` records) as the writer drains them, and what a queued snapshot counts
-against its socket's queue before they exist (outbox.py counts a snapshot from the moment it is
+"""Snapshot messages (``sow`` records) as the writer drains them (``SnapshotStream``, the
+outbox's entry for a queued snapshot), and what a queued snapshot counts against its socket's
+queue before they exist (outbox.py counts a snapshot from the moment it is
 queued, but its records are encoded only when they are written)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import orjson
 
@@ -16,6 +17,31 @@ log = logging.getLogger("server.core")
 
 SIZE_SAMPLE = 8  # records encoded to estimate what a whole snapshot will come to
 UNKNOWN_SIZE = 256  # the estimate of a record that cannot be encoded
+
+
+class SnapshotStream:
+    """A lazy snapshot, and what it still counts against the bounds: ``messages`` records (each
+    ``unit`` bytes), the first to be written; ``records`` are the (topic, key) it sends."""
+
+    __slots__ = ("head", "messages", "records", "source", "unit")
+
+    def __init__(
+        self, source: Iterator[bytes], messages: int, unit: int, records: Iterable[tuple[str, str]]
+    ) -> None:
+        self.source = source
+        self.head: bytes | None = None
+        self.messages = messages
+        self.unit = unit
+        self.records = records
+
+    def peek(self) -> bytes | None:
+        if self.head is None:
+            self.head = next(self.source, None)
+        return self.head
+
+    @property
+    def size(self) -> int:
+        return self.messages * self.unit
 
 
 class SnapshotRecords:

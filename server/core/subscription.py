@@ -12,7 +12,7 @@ with the same view of the same change share the same bytes, whichever socket the
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -28,6 +28,7 @@ from .keys import KeySpec
 from .options import Options
 from .paths import set_path
 from .records import RecordVersion, format_timestamp
+from .window_messages import in_position_order
 from .windows import Window, WindowSpec
 from .wire import OOF, P, body, head, record_body
 
@@ -140,47 +141,6 @@ class Subscription:
             return self.matches(data)
         return key is not None and window.holds(key)
 
-    def window_changes(
-        self,
-        key: str | None,
-        old: RecordVersion | None,
-        new: RecordVersion | None,
-        memo: Memo,
-        gone: str,
-        records: Mapping[str, RecordVersion],
-    ) -> list[tuple[str | None, Change]]:
-        """For a window subscription: the message about the changed record, then those about the
-        records it pushed out of the window or pulled into it (their current state, unchanged)."""
-        assert self.window is not None
-        out: list[tuple[str | None, Change]] = []
-        change = self.on_change(key, old, new, memo, gone)
-        if change is not None:
-            out.append((key, change))
-        entered, left = self.window.crossings()
-        for edge in (*entered, *left):
-            version = records[edge]
-            # A memo of their own: memo bodies are good for one record's change only.
-            edge_memo: Memo = memo.setdefault(("edge", edge), {})
-            change = self.on_change(edge, version, version, edge_memo)
-            if change is not None:
-                out.append((edge, change))
-        return self._in_position_order(out)
-
-    def _in_position_order(self, out: list[tuple[str | None, Change]]) -> list[tuple[str | None, Change]]:
-        """With ``positions``, the OOFs first, then the rest by the position they carry, so a
-        client that applies them in order (an entry at ``pos`` p moves the rows from p down, an
-        OOF the rows below it up) ends with the window's order."""
-        window = self.window
-        if not self.positions or window is None or len(out) < 2:
-            return out
-
-        def place(item: tuple[str | None, Change]) -> tuple[bool, int]:
-            key, change = item
-            position = window.position(key) if key is not None else None
-            return (change[0] != OOF_KIND, position or 0)
-
-        return sorted(out, key=place)
-
     def view(self, version: RecordVersion, memo: Memo) -> Any:
         select = self.options.select
         if select is None:
@@ -290,7 +250,7 @@ class Subscription:
                 change = self._conflated(entry, {})  # a memo is good for one change only
                 if change is not None:
                     out.append((entry.key, change))
-        return self._in_position_order(out)
+        return in_position_order(self, out)
 
     def _in_view(
         self, key: str | None, new: RecordVersion, memo: Memo, carried: frozenset[str] = frozenset()

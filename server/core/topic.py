@@ -22,6 +22,7 @@ from .run import FanOutRun
 from .sow import Sow
 from .subindex import SubscriptionIndex
 from .subscription import Change, Memo, Subscription
+from .window_messages import window_changes
 from .windows import Window, WindowOrder
 from .wire import OOF, P, head, record_body
 
@@ -261,7 +262,7 @@ class Topic:
         edges: dict[tuple[str | None, str, bytes, int, int], tuple[list[Subscription], Change]] = {}
         own: list[tuple[Subscription, str | None, Change]] = []
         for sub in windows:
-            for record_key, change in sub.window_changes(key, old, new, memo, gone, self.records):
+            for record_key, change in window_changes(sub, key, old, new, memo, gone, self.records):
                 if sub.positions:  # its head carries its own pos, in its own order
                     own.append((sub, record_key, change))
                     continue

@@ -27,7 +27,6 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,16 @@ from ..core.bookmarks import EpochHistory, epoch_of
 from ..core.engine import Engine
 from ..core.errors import StartupError
 from ..core.txlog import Damage, Entry, SegmentScan, entries_in, scan_segment
+from .logdamage import (
+    START_ANYWAY,
+    Found,
+    Tail,
+    lost_with_snapshot,
+    newest_snapshot,
+    read_tail,
+    refusal,
+    report,
+)
 
 log = logging.getLogger("server.txlog")
 
@@ -46,31 +55,6 @@ SNAPSHOT_MIN_ENTRIES = 100_000
 # Without epochs.json, but with a log written with epochs, runs that crashed before writing
 # anything may have claimed epochs above the log's: jump well past them.
 EPOCH_JUMP_WITHOUT_HISTORY = 1000
-START_ANYWAY = "--recover-damaged-log (or recover_damaged_log = true under [server])"
-
-
-@dataclass(slots=True)
-class _Found:
-    """A damaged stretch of a segment, where it was, and the LSNs around it."""
-
-    segment: Path
-    damage: Damage
-    lsn_before: int  # the last intact change before it
-    lsn_after: int | None = None  # the first intact change after it; None: none in the log
-
-    def describe(self) -> str:
-        return f"{self.segment} bytes {self.damage.start}-{self.damage.end}"
-
-
-@dataclass(slots=True)
-class _Tail:
-    """What recovery read from the log segments after the snapshot."""
-
-    payloads: list[Any] = field(default_factory=list)
-    scans: dict[Path, SegmentScan] = field(default_factory=dict)
-    damaged: list[_Found] = field(default_factory=list)
-    waiting: list[_Found] = field(default_factory=list)  # damage not yet followed by an intact change
-    lsn: int = 0  # the last intact change
 
 
 class LogStore:
@@ -111,14 +95,14 @@ class LogStore:
         started = time.perf_counter()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.snapshot_dir.mkdir(parents=True, exist_ok=True)
-        snapshot, damaged_snapshots = self._newest_snapshot()
+        snapshot, damaged_snapshots = newest_snapshot(self.snapshot_dir)
         self._last_snapshot_lsn = snapshot.lsn if snapshot is not None else 0
         history = self._read_history()
-        tail = self._read_tail(self._last_snapshot_lsn)
-        _report(tail.damaged)
+        tail = read_tail(self._segments(), self._last_snapshot_lsn)
+        report(tail.damaged)
         if tail.damaged and not self.recover_damaged:
-            raise StartupError(_refusal(tail.damaged))
-        lost = self._lost_with_snapshot(damaged_snapshots)
+            raise StartupError(refusal(tail.damaged))
+        lost = lost_with_snapshot(damaged_snapshots, self._last_snapshot_lsn, self._segments())
         if lost is not None:
             if not self.recover_damaged:
                 raise StartupError(
@@ -147,45 +131,7 @@ class LogStore:
         )
         return restored
 
-    def _read_tail(self, covered: int) -> _Tail:
-        """Every intact entry of the segments after LSN ``covered``, and where damage is. Read only."""
-        tail = _Tail()
-        segments = self._segments()
-        lsn = 0  # the last intact change read so far
-        for index, segment in enumerate(segments):
-            following = segments[index + 1] if index + 1 < len(segments) else None
-            if following is not None and int(following.stem) - 1 <= covered:
-                continue  # every entry of this segment is in the snapshot
-            found = scan_segment(segment.read_bytes(), last=following is None)
-            tail.scans[segment] = found
-            lsn = max(lsn, int(segment.stem) - 1)  # a segment's name is a lower bound of its LSNs
-            lsn = self._collect(tail, segment, found, lsn)
-        tail.damaged += tail.waiting  # damage with no intact change after it, up to the end
-        tail.lsn = lsn
-        return tail
-
-    @staticmethod
-    def _collect(tail: _Tail, segment: Path, found: SegmentScan, lsn: int) -> int:
-        """Add ``found``'s entries and damage to ``tail`` in file order; the last LSN read."""
-        damage = iter(found.damaged)
-        next_damage = next(damage, None)
-        for start, _, batch in found.frames:
-            while next_damage is not None and next_damage.start < start:
-                tail.waiting.append(_Found(segment, next_damage, lsn))
-                next_damage = next(damage, None)
-            if batch:
-                for waiting in tail.waiting:
-                    waiting.lsn_after = batch[0][0]
-                tail.damaged += tail.waiting
-                tail.waiting = []
-                tail.payloads.extend(batch)
-                lsn = batch[-1][0]
-        while next_damage is not None:
-            tail.waiting.append(_Found(segment, next_damage, lsn))
-            next_damage = next(damage, None)
-        return lsn
-
-    def _repair(self, tail: _Tail) -> None:
+    def _repair(self, tail: Tail) -> None:
         """Cut a torn tail off; keep damaged bytes aside and rewrite their segment with its intact
         frames, so the damage is reported once and the log reads clean from now on."""
         for segment, found in tail.scans.items():
@@ -237,7 +183,7 @@ class LogStore:
             self._history_unknown = True
             return EpochHistory()
 
-    def _begin_epoch(self, history: EpochHistory, lsn: int, damaged: list[_Found]) -> None:
+    def _begin_epoch(self, history: EpochHistory, lsn: int, damaged: list[Found]) -> None:
         """Claim the next epoch and record the lost LSNs, on disk, before any LSN is handed out."""
         if history.epoch < 0 and (self._history_unknown or epoch_of(lsn) > 0):
             history = EpochHistory(epoch_of(lsn) + EPOCH_JUMP_WITHOUT_HISTORY, history.lost)
@@ -255,37 +201,6 @@ class LogStore:
 
     def _segments(self) -> list[Path]:
         return sorted(self.log_dir.glob("*.log"))
-
-    def _newest_snapshot(self) -> tuple[recovery.Snapshot | None, list[Path]]:
-        """The newest intact snapshot, and the newer ones that are damaged."""
-        damaged: list[Path] = []
-        for path in sorted(self.snapshot_dir.glob("*.snapshot"), reverse=True):
-            snapshot = recovery.decode_snapshot(path.read_bytes())
-            if snapshot is not None:
-                return snapshot, damaged
-            log.warning("snapshot %s is incomplete or damaged; trying an older one", path)
-            damaged.append(path)
-        return None, damaged
-
-    def _lost_with_snapshot(self, damaged: list[Path]) -> str | None:
-        """What a damaged snapshot takes with it, when retention has already removed log segments
-        it covered: the changes after the snapshot recovery falls back to (LSN
-        ``_last_snapshot_lsn``) up to the start of the oldest segment left are then nowhere.
-        A segment is named after the LSN following the last one before it, so that start is
-        exact. None: the log still holds everything after the older snapshot."""
-        if not damaged:
-            return None
-        newest = damaged[0]
-        covered = self._last_snapshot_lsn
-        segments = self._segments()
-        first = int(segments[0].stem) if segments else None
-        lost_up_to = int(newest.stem) if first is None else min(int(newest.stem), first - 1)
-        if lost_up_to <= covered:
-            return None
-        return (
-            f"snapshot {newest} is damaged and the log segments it covered are gone: acknowledged "
-            f"changes after LSN {covered} up to LSN {lost_up_to} are lost"
-        )
 
     def _open_segment(self, first_lsn: int) -> None:
         segments = self._segments()
@@ -458,29 +373,6 @@ class LogStore:
 
 def _aside(segment: Path, damage: Damage) -> Path:
     return segment.with_name(f"{segment.name}.damaged-{damage.start}")
-
-
-def _report(damaged: list[_Found]) -> None:
-    for found in damaged:
-        after = "up to the end of the log" if found.lsn_after is None else f"before LSN {found.lsn_after}"
-        log.error(
-            "TRANSACTION LOG DAMAGED: %s (%d bytes) hold no readable frame: acknowledged changes "
-            "after LSN %d and %s are lost",
-            found.describe(),
-            found.damage.end - found.damage.start,
-            found.lsn_before,
-            after,
-        )
-
-
-def _refusal(damaged: list[_Found]) -> str:
-    """The one line the process exits with when acknowledged log frames are damaged."""
-    more = f" and {len(damaged) - 1} more damaged stretches" if len(damaged) > 1 else ""
-    return (
-        f"transaction log damaged: {damaged[0].describe()}{more} hold no readable frame; "
-        f"nothing was changed on disk; start with {START_ANYWAY} to keep the damaged bytes aside "
-        "and start with every intact frame"
-    )
 
 
 def _write_durably(path: Path, data: bytes) -> None:

@@ -55,16 +55,14 @@ from .engine_model import (
     KEYS,
     SELECTS,
     TOPICS,
-    ClientViews,
     Filter,
     Model,
     Select,
     Sub,
-    UnexpectedClose,
-    ViewMismatch,
     topic_configs,
 )
 from .harness import Harness, Peer
+from .model_views import ClientViews, UnexpectedClose, ViewMismatch
 
 QUEUE_SIZES = (4, 6, 10, 20)
 MAX_SUBS = 4  # live subscriptions per client

@@ -1,0 +1,113 @@
+"""``logon``: who a socket is (PROTOCOL 4, 6.4, 6.7), and the client names that belong to users.
+
+A socket's identity is fixed by its first logon. A client name has one connection in the server;
+with ``[auth]`` it belongs to the user that first used it, across restarts (logged as an entry of
+its own, before any of the name's sequences).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .access import TOO_MANY_ATTEMPTS, authenticate
+from .commands import Header, Logon
+from .errors import BAD_MESSAGE, NAME_IN_USE, CommandError
+from .options import parse_logon_options
+from .session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
+from .txlog import OWNER, Entry
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+log = logging.getLogger("server.engine")
+
+
+def logon(engine: Engine, session: Session, header: Header, body: Logon) -> None:
+    conflation = parse_logon_options(body.options)
+    if session.logged_on and (body.user_id, body.client_name) != (session.user_id, session.client_name):
+        # A socket's identity is fixed: its subscriptions were entitled for it (PROTOCOL 6.2).
+        raise CommandError(
+            BAD_MESSAGE,
+            f"this connection is logged on as user {session.user_id!r}, client name "
+            f"{session.client_name!r}; open a new connection to log on as another",
+        )
+    users = engine.config.users
+    try:
+        user = None
+        if users is not None:
+            throttle, now = engine.logon_throttle, engine.clock()
+            user = authenticate(users, throttle, body.user_id, body.password, session.peer, now)
+        if body.client_name is not None:
+            _check_client_name(engine, session, body.client_name, body.user_id)
+    except CommandError as error:
+        _refuse_logon(engine, session, header, body, error)
+        return
+    if body.client_name is not None:
+        _take_client_name(engine, session, body.client_name, body.user_id)
+    elif session.client_name is not None:
+        _release_client_name(engine, session)
+    session.user = user
+    session.client_name = body.client_name
+    session.user_id = body.user_id
+    session.logged_on = True
+    session.outbox.conflation = conflation
+    engine.received(session, header)
+    fields: dict[str, Any] = {}
+    if body.client_name is not None:
+        fields["s"] = engine.durability.persisted_sequences.get(body.client_name, 0)
+    engine.processed(session, header, **fields)
+
+
+def _refuse_logon(engine: Engine, session: Session, header: Header, body: Logon, error: CommandError) -> None:
+    """A refused identity (PROTOCOL 5, 6.7): the failure ack, then the socket closes with 1008."""
+    if error.detail != TOO_MANY_ATTEMPTS:  # the block itself was logged once, by access.py
+        log.warning(
+            "logon refused (%s) for user %r, client name %.100r, from %s, session %s; closing it (1008)",
+            error.reason,
+            body.user_id,
+            body.client_name,
+            session.peer,
+            session.id,
+        )
+    engine.fail(session, header.cid, error)
+    session.request_close(CLOSE_POLICY, error.code)
+
+
+def _check_client_name(engine: Engine, session: Session, name: str, user_id: str | None) -> None:
+    """``name in use`` when ``name`` belongs to another user: with ``[auth]``, the configured user
+    that first used it, connected or not; without, only the user id of a connected holder."""
+    users = engine.config.users
+    owner = engine.name_owners.get(name)
+    if users is not None and owner is not None and owner != user_id and owner in users:
+        raise CommandError(NAME_IN_USE, f"client name {name!r} belongs to another user")
+    holder = engine.client_names.get(name)
+    if holder is not None and holder is not session and holder.user_id != user_id:
+        raise CommandError(NAME_IN_USE, f"client name {name!r} is in use by another user")
+
+
+def _take_client_name(engine: Engine, session: Session, name: str, user_id: str | None) -> None:
+    """Give ``name`` to ``session`` (checked first): an older socket of the same user holding it is
+    closed with 4002; with ``[auth]`` the name is the user's from now on."""
+    if engine.config.users is not None and user_id is not None and engine.name_owners.get(name) != user_id:
+        _record_owner(engine, name, user_id)
+    holder = engine.client_names.get(name)
+    if holder is not None and holder is not session:
+        holder.request_close(CLOSE_NAME_IN_USE, "client name in use")
+        engine.close_session(holder)
+    if session.client_name != name:
+        _release_client_name(engine, session)
+    engine.client_names[name] = session
+
+
+def _release_client_name(engine: Engine, session: Session) -> None:
+    if session.client_name is not None and engine.client_names.get(session.client_name) is session:
+        del engine.client_names[session.client_name]
+
+
+def _record_owner(engine: Engine, name: str, user_id: str) -> None:
+    engine.name_owners[name] = user_id
+    if any(topic.durable for topic in engine.config.topics):
+        # Logged like a sequence, and before any sequence of the name: whatever a restart
+        # remembers of the name's publishes, it remembers whose name it is.
+        engine.log(Entry(engine.next_apply_seq(), OWNER, "", "", user_id, name, None, engine.clock(), None))
