@@ -26,6 +26,8 @@ import pytest
 import websockets
 from websockets.sync.client import connect as sync_connect
 
+from tests.fuzzing.engine_rig import REASONS  # the protocol's reason words, written once
+
 from .client import Client
 from .conftest import StartServer
 from .hostile import (
@@ -42,20 +44,6 @@ from .server_process import ServerProcess
 
 LATENCY_S = 1.5  # what a publish may take to reach the victim while an attack runs
 GROWTH_MB = 150  # how much the server may grow during an attack
-REASONS = (
-    "bad filter",
-    "invalid topic",
-    "invalid options",
-    "invalid order by",
-    "not entitled",
-    "auth failure",
-    "logon required",
-    "subid in use",
-    "no topic",
-    "bad message",
-    "unavailable",
-    "name in use",
-)
 TOPICS: list[dict[str, Any]] = [
     {"name": "orders", "key": ["/order"]},
     {"name": PROBE_TOPIC, "key": ["/id"]},
