@@ -281,7 +281,10 @@ class Topic:
 
         Subscriptions dropped for back pressure are left out here, the one place every message
         about a record passes: queueing an earlier message of the same change can drop them."""
-        if any(sub.dropped for sub in subs):
+        if len(subs) == 1:  # the common case, without a generator per message
+            if subs[0].dropped:
+                return
+        elif any(sub.dropped for sub in subs):
             subs = tuple(sub for sub in subs if not sub.dropped)
             if not subs:
                 return
