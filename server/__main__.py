@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import secrets
 import socket
 import sys
 import tomllib
@@ -23,6 +25,7 @@ from .core.config import Config, load_config, parse_config
 from .core.errors import ConfigError, StartupError
 from .runtime.hub import Hub
 from .runtime.logstore import LogStore
+from .runtime.redis_log import RedisLog
 
 log = logging.getLogger("server")
 
@@ -87,11 +90,19 @@ class PushServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
+def node_name(port: int) -> str:
+    """A name no other node of the cluster has, now or after a restart of this one."""
+    return f"{socket.gethostname()}-{port}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
 def build_server(config: Config) -> PushServer:
     settings = config.server
     hub = Hub(config)
     store = None
-    if any(topic.durable for topic in config.topics):
+    if config.cluster is not None:
+        # The shared log in Redis is the cluster's transaction log: no log on the node's disk.
+        hub.cluster = RedisLog(hub.engine, config.cluster, node_name(settings.port))
+    elif any(topic.durable for topic in config.topics):
         data_dir = Path(settings.data_dir)
         store = LogStore(
             data_dir,

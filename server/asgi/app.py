@@ -35,6 +35,9 @@ async def favicon(request: Request) -> Response:
 
 
 async def healthz(request: Request) -> Response:
+    hub: Hub = request.app.state.hub
+    if not hub.ready:  # a cluster node loading its state, or cut off from Redis (PROTOCOL 10)
+        return PlainTextResponse("unavailable", status_code=503)
     return PlainTextResponse("ok")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from starlette.responses import PlainTextResponse
 from starlette.websockets import WebSocket
 
 from ..core.access import origin_allowed
@@ -19,6 +20,10 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     hub: Hub = websocket.app.state.hub
     if hub.shutting_down:
         await websocket.close(1001)
+        return
+    if hub.cluster is not None and not hub.cluster.ready:
+        # A cluster node that has not loaded the state yet accepts no socket (PROTOCOL 10).
+        await websocket.send_denial_response(PlainTextResponse("loading state", status_code=503))
         return
     if not _origin_ok(websocket, hub.config.server.allowed_origins):
         await websocket.close(1008)  # before accept: uvicorn answers the handshake with HTTP 403

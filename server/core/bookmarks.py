@@ -173,11 +173,12 @@ class Lsns:
         return None
 
 
-def check_bookmark(bookmark: Bookmark, lsns: Lsns) -> None:
-    """Refuse a bookmark that names no change the log holds (or held, before retention)."""
+def check_bookmark(bookmark: Bookmark, not_in_log: Callable[[int], str | None]) -> None:
+    """Refuse a bookmark that names no change the log holds (or held, before retention);
+    ``not_in_log`` says why an LSN is not in it (``Lsns.not_in_log``, or a cluster's)."""
     if bookmark.live_only or bookmark.since is not None or bookmark.after_lsn == 0:
         return
-    why = lsns.not_in_log(bookmark.after_lsn)
+    why = not_in_log(bookmark.after_lsn)
     if why is not None:
         raise CommandError(
             BAD_MESSAGE,

@@ -1,10 +1,11 @@
 """Applying one change to a topic's SOW: the one step every path takes.
 
-A live publish, delete or expiry, and recovery reading the transaction log back, each build a
-log ``Entry`` and apply it here. Applying uses nothing but the entry (its LSN is the record
-version's sequence, its timestamp the version's time and its expiry the one the entry carries):
-no clock, no randomness, no node identity, so the same ordered entries give the same SOW
-wherever they are applied. That is what a shared ordered log needs of every node.
+A live publish, delete or expiry, recovery reading the transaction log back, and a cluster node
+reading the shared log, each build a log ``Entry`` and apply it here. Applying uses nothing but
+the entry and the SOW it applies to (its LSN is the record version's sequence, its timestamp the
+version's time and its expiry the one the entry carries): no clock, no randomness, no node
+identity, so the same ordered entries give the same SOW wherever they are applied. That is what
+a shared ordered log needs.
 """
 
 from __future__ import annotations
@@ -18,9 +19,16 @@ Change = tuple[RecordVersion | None, RecordVersion | None]  # (what was there, w
 
 def apply_entry(sow: Sow, entry: Entry) -> Change:
     """Apply ``entry`` to ``sow``; the version it replaced or removed, and the new one."""
-    if entry.op == PUBLISH:
+    op = entry.op
+    if op == PUBLISH:
         new = RecordVersion(entry.key, entry.data, entry.lsn, entry.timestamp, entry.expires_at)
         return sow.put(new), new
-    if entry.op in (DELETE, EXPIRE):
+    if op == DELETE:
+        return sow.remove(entry.key), None
+    if op == EXPIRE:
+        version = entry.data  # the version that expires (a cluster's entry), or None: whatever is there
+        current = sow.records.get(entry.key)
+        if current is None or (version is not None and current.seq != version):
+            return None, None  # expired already, or replaced since: a later lifetime
         return sow.remove(entry.key), None
     return None, None  # an entry that changes no record (a sequence, a client name's owner)

@@ -88,10 +88,21 @@ class ServerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ClusterSettings:
+    """``[cluster]`` (PROTOCOL 10): the Redis every node of the cluster shares."""
+
+    redis_url: str
+    name: str = "sowpush"  # prefix of every Redis key the cluster writes
+    retention_s: float = 3600.0  # stream entries kept this long (bookmarks, nodes that were away)
+    snapshot_interval_s: float = 60.0  # how often a node writes the SOW snapshots new nodes start from
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     server: ServerSettings = field(default_factory=ServerSettings)
     topics: tuple[TopicConfig, ...] = ()
     users: dict[str, UserConfig] | None = None  # None: no [auth] section
+    cluster: ClusterSettings | None = None  # None: a single server, no Redis
 
     def with_overrides(self, host: str | None, port: int | None, data_dir: str | None) -> Config:
         changes: dict[str, Any] = {}
@@ -117,7 +128,7 @@ def load_config(path: str | Path) -> Config:
 
 
 def parse_config(document: dict[str, Any]) -> Config:
-    _no_unknown(document, {"server", "topic", "auth"}, "")
+    _no_unknown(document, {"server", "topic", "auth", "cluster"}, "")
     server = _parse_server(_table(document.get("server", {}), "server"))
     topics_raw = document.get("topic", [])
     if not isinstance(topics_raw, list):
@@ -133,7 +144,27 @@ def parse_config(document: dict[str, Any]) -> Config:
     users = None
     if "auth" in document:
         users = _parse_auth(_table(document["auth"], "auth"))
-    return Config(server, topics, users)
+    cluster = None
+    if "cluster" in document:
+        cluster = _parse_cluster(_table(document["cluster"], "cluster"))
+    return Config(server, topics, users, cluster)
+
+
+def _parse_cluster(table: dict[str, Any]) -> ClusterSettings:
+    _no_unknown(table, {"redis_url", "name", "retention", "snapshot_interval"}, "cluster")
+    url = _typed(table, "redis_url", str, "cluster", None)
+    if not url or not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"cluster.redis_url: expected a URL like redis://127.0.0.1:6379/0, got {url!r}")
+    name = _typed(table, "name", str, "cluster", "sowpush")
+    if not name or any(c in name for c in "{}: "):
+        raise ConfigError(f"cluster.name: expected a word without braces, colons or spaces, got {name!r}")
+    defaults = ClusterSettings(url)
+    return ClusterSettings(
+        url,
+        name,
+        _duration(table, "retention", defaults.retention_s, "cluster"),
+        _duration(table, "snapshot_interval", defaults.snapshot_interval_s, "cluster"),
+    )
 
 
 def _table(value: Any, where: str) -> dict[str, Any]:
@@ -223,14 +254,14 @@ def _parse_server(table: dict[str, Any]) -> ServerSettings:
     )
 
 
-def _duration(table: dict[str, Any], name: str, default: float) -> float:
-    text = _typed(table, name, str, "server", None)
+def _duration(table: dict[str, Any], name: str, default: float, where: str = "server") -> float:
+    text = _typed(table, name, str, where, None)
     if text is None:
         return default
     try:
         return parse_duration(text)
     except ValueError as error:
-        raise ConfigError(f"server.{name}: {error}") from None
+        raise ConfigError(f"{where}.{name}: {error}") from None
 
 
 def _parse_topic(table: dict[str, Any], where: str) -> TopicConfig:

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from . import inbound, logons, publishing, querying, wire
+from . import inbound, logons, publishing, querying, replica, wire
 from .access import LogonThrottle
 from .bookmarks import Lsns, ReplayRequest
 from .changes import apply_entry
@@ -45,6 +45,7 @@ from .outbox import Outbox
 from .records import RecordVersion
 from .run import FanOutRun
 from .session import Session
+from .shared_log import SharedLog
 from .subscription import Subscription
 from .timers import Timers
 from .topic import Topic
@@ -101,6 +102,7 @@ class Engine:
         self._session_ids = itertools.count(1)
         self.lsns = Lsns()  # the apply sequence: LSNs, and so bookmarks (bookmarks.py)
         self.commands_processed = 0
+        self.shared: SharedLog | None = None  # with [cluster]: changes go through the shared log
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -143,6 +145,9 @@ class Engine:
         """Expire the records whose lifetime has ended, and deliver every subscription-conflation
         interval that has ended, by ``now``."""
         for name, key in self.timers.expiries_due(now, self._lifetime):
+            if self.shared is not None:
+                replica.expire(self, name, key, now)  # applied when the log brings it back
+                continue
             topic = self.topics[name]
             # Decided once, here, and logged as an entry of its own: applying it needs no clock.
             entry = Entry(
@@ -174,6 +179,20 @@ class Engine:
         topic.remove(subscription)
         if topic.config is None and not topic.subscribers:
             del self.topics[topic.name]  # a plain topic lives only while someone listens
+
+    def log_position(self, topic: str) -> int:
+        """The LSN up to which the changes of ``topic`` are in the log (a bookmark replay reads up
+        to here, and live messages follow)."""
+        if self.shared is not None:
+            return self.shared.position(topic)
+        return self.durability.last_lsn
+
+    def not_in_log(self, topic: str) -> Callable[[int], str | None]:
+        """Why an LSN of ``topic`` names no change the log holds, or None."""
+        shared = self.shared
+        if shared is not None:
+            return lambda lsn: shared.not_in_log(topic, lsn)
+        return self.lsns.not_in_log
 
     def next_apply_seq(self) -> int:
         return self.lsns.next()

@@ -22,6 +22,7 @@ SUBID_IN_USE = "subid in use"
 NO_TOPIC = "no topic"
 BAD_MESSAGE = "bad message"
 NAME_IN_USE = "name in use"
+UNAVAILABLE = "unavailable"  # a cluster node cannot reach the shared log (PROTOCOL 10)
 
 
 class ServerError(Exception):

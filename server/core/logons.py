@@ -55,7 +55,9 @@ def logon(engine: Engine, session: Session, header: Header, body: Logon) -> None
     engine.received(session, header)
     fields: dict[str, Any] = {}
     if body.client_name is not None:
-        fields["s"] = engine.durability.persisted_sequences.get(body.client_name, 0)
+        persisted = engine.durability.persisted_sequences  # in a cluster: what Redis holds
+        sequences = persisted if engine.shared is None else engine.sequences
+        fields["s"] = sequences.get(body.client_name, 0)
     engine.processed(session, header, **fields)
 
 

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from .changes import apply_entry
 from .commands import Header, Publish, SowDelete
-from .errors import BAD_MESSAGE, INVALID_TOPIC, CommandError
+from .errors import BAD_MESSAGE, INVALID_TOPIC, UNAVAILABLE, CommandError
 from .filters import compile_filter
 from .merge import merge_record
 from .records import RecordVersion, check_encodable
+from .shared_log import ABSENT, PLAIN_STREAM, Proposal, SharedLog, stream_id
 from .txlog import DELETE, PUBLISH, SEQUENCE, Entry
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def _accept_sequence(engine: Engine, session: Session, seq: int | None, lsn: int
         engine.durability.wait(lsn, None, None, name, seq)
 
 
-def _ack(
+def ack_applied(
     engine: Engine, session: Session, header: Header, seq: int | None, lsn: int | None, **fields: Any
 ) -> None:
     """processed, persisted (now, or once the log is on disk up to ``lsn``), stats."""
@@ -51,7 +52,7 @@ def _ack(
         engine.ack(session, header, "stats", **fields)
 
 
-def _ack_duplicate(engine: Engine, session: Session, header: Header, seq: int) -> None:
+def ack_duplicate(engine: Engine, session: Session, header: Header, seq: int) -> None:
     engine.received(session, header)
     if header.wants_processed:
         engine.ack(session, header, "processed", reason="duplicate", s=seq)
@@ -59,15 +60,36 @@ def _ack_duplicate(engine: Engine, session: Session, header: Header, seq: int) -
         engine.persisted_ack(session, header, engine.durability.last_lsn, seq, reason="duplicate")
 
 
-def publish(engine: Engine, session: Session, header: Header, body: Publish) -> None:
+def _shared_log(engine: Engine) -> SharedLog | None:
+    """The cluster's shared log, when this server is a node of one; refuses the change when the
+    node cannot reach it (PROTOCOL 10: nothing half-applied)."""
+    shared = engine.shared
+    if shared is not None and not shared.available:
+        raise CommandError(UNAVAILABLE, "this node cannot reach the cluster's shared log; try again")
+    return shared
+
+
+def publish(engine: Engine, session: Session, header: Header, body: Publish, retries: int = 0) -> None:
+    """Publish or delta publish (``retries``: how often a cluster decided it again, on a newer
+    version of the record that another node wrote meanwhile)."""
     if session.user is not None:
         engine.check_write(session, body.topic)
     topic = engine.topics.get(body.topic)
     seq = body.seq
     if seq is not None and _is_duplicate(engine, session, seq):
-        _ack_duplicate(engine, session, header, seq)
+        ack_duplicate(engine, session, header, seq)
         return
+    shared = _shared_log(engine)
     entitlement = session.entitlement(body.topic, engine.clock)
+    if shared is not None and (topic is None or topic.key_spec is None):
+        check_encodable(body.data)  # another node's subscribers may listen: through the log
+        entitlement.check_write(None, body.data)
+        if header.acks and not retries:
+            engine.received(session, header)
+        name = session.client_name
+        entry = Entry(0, PUBLISH, body.topic, "", body.data, name, seq, engine.clock(), None)
+        shared.propose(Proposal(PLAIN_STREAM, [entry], [None], session, header, body, name, seq))
+        return
     if topic is None:
         # A plain topic nobody subscribes to: nothing to store and no one to tell; but the same
         # publish is refused or accepted whether or not someone listens.
@@ -77,7 +99,7 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
             engine.received(session, header)
         _accept_sequence(engine, session, seq, engine.durability.last_lsn)
         if header.acks or header.cid is not None:
-            _ack(engine, session, header, seq, None)
+            ack_applied(engine, session, header, seq, None)
         return
     now = engine.clock()
     key_spec = topic.key_spec
@@ -102,8 +124,19 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
         if lifetime:
             expires_at = now + lifetime
     # Everything that can refuse the command has run: from here on it is applied.
-    if header.acks:
+    if header.acks and not retries:
         engine.received(session, header)
+    if shared is not None and key is not None:
+        # Decided against ``old``: a delta merged into it, or a write entitlement checked on it,
+        # holds only while the cluster's record is still that version (else it is decided again).
+        expect = None
+        if body.delta or entitlement.restricted:
+            expect = ABSENT if old is None else stream_id(old.seq)
+        entry = Entry(0, PUBLISH, topic.name, key, data, session.client_name, seq, now, expires_at)
+        proposal = Proposal(topic.name, [entry], [expect], session, header, body, session.client_name, seq)
+        proposal.retries = retries
+        shared.propose(proposal)
+        return
     entry = Entry(
         engine.next_apply_seq(),
         PUBLISH,
@@ -133,7 +166,7 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish) -> 
         _accept_sequence(engine, session, seq, lsn if lsn is not None else engine.durability.last_lsn)
     topic.fan_out(key, old, new)
     if header.acks or header.cid is not None:
-        _ack(engine, session, header, seq, lsn)
+        ack_applied(engine, session, header, seq, lsn)
 
 
 def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete) -> None:
@@ -143,8 +176,9 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
     if _is_duplicate(engine, session, body.seq):
         assert body.seq is not None
-        _ack_duplicate(engine, session, header, body.seq)
+        ack_duplicate(engine, session, header, body.seq)
         return
+    shared = _shared_log(engine)
     entitlement = session.entitlement(body.topic, engine.clock)
     if body.filter is not None:
         match = compile_filter(body.filter)
@@ -161,6 +195,18 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
     if entitlement.restricted:
         keys = [key for key in keys if entitlement.allows(topic.records[key].data)]
     engine.received(session, header)
+    if shared is not None:
+        now = engine.clock()
+        name, seq = session.client_name, body.seq
+        entries = [
+            Entry(0, DELETE, topic.name, key, None, name, seq if i == len(keys) - 1 else None, now, None)
+            for i, key in enumerate(keys)
+        ]
+        counts = {"matches": len(keys), "records_deleted": len(keys)}
+        shared.propose(
+            Proposal(topic.name, entries, [None] * len(entries), session, header, body, name, seq, counts)
+        )
+        return
     durable = topic.durable
     lsn: int | None = None
     now = engine.clock()
@@ -188,4 +234,4 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
         lsn = engine.next_apply_seq()
         engine.log(Entry(lsn, SEQUENCE, topic.name, "", None, session.client_name, body.seq, now, None))
     _accept_sequence(engine, session, body.seq, lsn if lsn is not None else engine.durability.last_lsn)
-    _ack(engine, session, header, body.seq, lsn, matches=len(keys), records_deleted=len(keys))
+    ack_applied(engine, session, header, body.seq, lsn, matches=len(keys), records_deleted=len(keys))

@@ -56,7 +56,8 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
             raise CommandError(
                 INVALID_TOPIC, f"{body.topic!r} keeps no transaction log to replay a bookmark from"
             )
-        check_bookmark(bookmark, engine.lsns)  # a bookmark names one change forever, or is refused
+        # A bookmark names one change forever, or is refused.
+        check_bookmark(bookmark, engine.not_in_log(body.topic))
     filters = _filters(body.filter)
     entitlement = session.entitlement(body.topic, engine.clock)
     orderby = parse_orderby(body.orderby) if body.orderby else None
@@ -114,11 +115,11 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
     if bookmark is not None and subscription is not None and not bookmark.live_only:
         # Replay first: the runtime reads the log, then completed (with bm), then live.
         request = ReplayRequest(
-            subscription, bookmark, engine.durability.last_lsn, header.cid, header.wants("completed")
+            subscription, bookmark, engine.log_position(topic.name), header.cid, header.wants("completed")
         )
         engine.request_replay(request)
     elif header.wants("completed"):
-        fields = {"bm": str(engine.durability.last_lsn)} if bookmark is not None else {}
+        fields = {"bm": str(engine.log_position(topic.name))} if bookmark is not None else {}
         engine.ack(session, header, "completed", **fields)
 
 

@@ -8,11 +8,13 @@ damage to acknowledged data: ``scan_segment`` skips it and finds every intact fr
 
 Entry payloads: ``[lsn, op, topic, key, data, client_name, s, timestamp, expires_at]`` with
 ``op`` one of ``p`` (a publish or delta publish: ``data`` is the stored, merged record), ``d`` (a
-delete), ``x`` (an expiry), ``n`` (a durable command that changed nothing but carried ``s``) and
-``o`` (with ``[auth]``: ``client_name`` now belongs to the user ``data``; ``topic`` and ``key`` are
-empty). Readers skip ops they do not know, so logs written before ``o`` existed read the same.
-The LSN (log sequence number) is the record version's apply sequence: unique, increasing
-across restarts (each start claims a new epoch: see bookmarks.py), and what a bookmark names.
+delete), ``x`` (an expiry; in a cluster's shared log ``data`` is the LSN of the version that
+expires, and the entry changes nothing once that version is gone), ``n`` (a durable command that
+changed nothing but carried ``s``) and ``o`` (with ``[auth]``: ``client_name`` now belongs to
+the user ``data``; ``topic`` and ``key`` are empty). Readers skip ops they do not know, so logs
+written before ``o`` existed read the same. The LSN (log sequence number) is the record
+version's apply sequence: unique, increasing across restarts (each start claims a new epoch: see
+bookmarks.py), and what a bookmark names.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from ..core.engine import Engine
 from ..core.session import Session
 from .ports import SocketPort
+from .redis_log import RedisLog
 
 log = logging.getLogger("server.runtime")
 
@@ -40,9 +41,16 @@ MAX_CAUSES = 8  # how far back a failed send's chain of causes is searched for t
 
 class Connection:
     def __init__(
-        self, engine: Engine, send: SendFrame, handle: SocketPort, max_frame_bytes: int, binary: bool
+        self,
+        engine: Engine,
+        send: SendFrame,
+        handle: SocketPort,
+        max_frame_bytes: int,
+        binary: bool,
+        cluster: RedisLog | None = None,
     ) -> None:
         self.engine = engine
+        self.cluster = cluster
         self.send = send
         self.handle = handle
         self.max_frame_bytes = max_frame_bytes
@@ -68,8 +76,10 @@ class Connection:
 
     async def receive(self, frame: bytes | str) -> None:
         """Execute one frame's commands in order, yielding to the other sockets between slices."""
-        engine, session = self.engine, self.session
+        engine, session, cluster = self.engine, self.session, self.cluster
         commands = engine.decode(session, frame)
+        if cluster is not None:
+            await cluster.before(commands)
         count, done = len(commands), 0
         try:
             while done < count and session.close_code is None:
@@ -85,6 +95,10 @@ class Connection:
                     await asyncio.sleep(0)
         finally:
             engine.settle()
+        if cluster is not None:
+            # In a cluster a change is acked when the log brings it back: the socket's next frame
+            # waits for that, so its commands keep their order (a sow after a publish sees it).
+            await cluster.settled(session)
 
     async def _write_loop(self) -> None:
         session, outbox = self.session, self.session.outbox

@@ -14,6 +14,7 @@ from ..core.engine import Clock, Engine
 from .connection import Connection, SendFrame
 from .logstore import LogStore
 from .ports import SocketPort
+from .redis_log import RedisLog
 
 log = logging.getLogger("server.runtime")
 
@@ -38,6 +39,7 @@ class Hub:
         self._timer_task: asyncio.Task[None] | None = None
         self.engine.timers.on_earlier = lambda due: self._timer_changed.set()
         self.store: LogStore | None = None  # the transaction log, when a topic is durable
+        self.cluster: RedisLog | None = None  # with [cluster]: the shared log in Redis
         self._replay_requested = asyncio.Event()
         self._replay_task: asyncio.Task[None] | None = None
         self._replays: set[asyncio.Task[None]] = set()
@@ -64,6 +66,8 @@ class Hub:
         """Start the timers (expirations, subscription conflation) and bookmark replays; also done
         on the first connection."""
         if self._timer_task is None:
+            if self.cluster is not None:
+                self.cluster.start()
             self._timer_task = asyncio.create_task(self._run_timers(), name="timers")
             self._replay_task = asyncio.create_task(self._run_replays(), name="replays")
             self._background_task = asyncio.create_task(
@@ -97,14 +101,22 @@ class Hub:
 
     async def _replay(self, request: ReplayRequest) -> None:
         """Read the log back to a bookmark subscription, paced by its socket, then let it go live."""
-        engine, store = self.engine, self.store
+        engine, store, cluster = self.engine, self.store, self.cluster
         subscription = request.subscription
+        bookmark = request.bookmark
         try:
-            while engine.durability.durable_lsn < request.until_lsn and not subscription.closed:
-                await asyncio.sleep(0.002)  # the log is being written up to where live begins
-            if store is not None and not subscription.closed:
-                bookmark = request.bookmark
+            # Alone, the log is being written up to where live begins (a cluster's is in Redis).
+            while cluster is None and engine.durability.durable_lsn < request.until_lsn:
+                if subscription.closed:
+                    break
+                await asyncio.sleep(0.002)
+            entries = None
+            if cluster is not None and not subscription.closed:
+                topic = subscription.topic
+                entries = await cluster.read(topic, bookmark.after_lsn, bookmark.since, request.until_lsn)
+            elif store is not None and not subscription.closed:
                 entries = await store.read(bookmark.after_lsn, bookmark.since, request.until_lsn)
+            if entries is not None:
                 outbox = subscription.session.outbox
                 for start in range(0, len(entries), REPLAY_BATCH):
                     if subscription.closed:
@@ -119,11 +131,19 @@ class Hub:
             )
             engine.abort_replay(request, "replay_failed")
 
+    @property
+    def ready(self) -> bool:
+        """Whether this server may serve: always alone; in a cluster, while its state is loaded
+        and Redis is reachable (PROTOCOL 10: ``/healthz`` answers 503 otherwise)."""
+        return self.cluster is None or self.cluster.healthy
+
     def connect(self, send: SendFrame, handle: SocketPort, peer: str | None = None) -> Connection:
         """A new socket; ``peer`` is its remote address (failed logons are counted by it)."""
         self.start()
         settings = self.config.server
-        connection = Connection(self.engine, send, handle, settings.max_message_bytes, settings.binary_frames)
+        connection = Connection(
+            self.engine, send, handle, settings.max_message_bytes, settings.binary_frames, self.cluster
+        )
         connection.session.peer = peer
         self.connections.add(connection)
         connection.start()
@@ -146,3 +166,5 @@ class Hub:
             *(c.shutdown(CLOSE_GOING_AWAY, "server shutting down") for c in connections),
             return_exceptions=True,
         )
+        if self.cluster is not None:
+            await self.cluster.close()

@@ -241,10 +241,10 @@ def test_check_bookmark_refuses_with_bad_message_and_lets_the_other_forms_pass()
     lsns = Lsns()
     lsns.begin_epoch(1, [(10_000, base(1))], lambda: 2)
     for form in ("0", "now", "2026-11-21T01:00:00Z", "9999", str(base(1))):
-        check_bookmark(parse_bookmark(form), lsns)
+        check_bookmark(parse_bookmark(form), lsns.not_in_log)
     for form in ("15400", str(base(1) + 1), str(1 << 70)):
         with pytest.raises(CommandError, match=r"^bad message: bookmark \d+ is not in the log"):
-            check_bookmark(parse_bookmark(form), lsns)
+            check_bookmark(parse_bookmark(form), lsns.not_in_log)
 
 
 def test_non_ascii_digits_are_not_a_bookmark() -> None:

@@ -1,0 +1,339 @@
+"""The shared log in Redis (PROTOCOL 10): a cluster node's reader, writer and snapshots.
+
+Keys, all under ``{<name>}`` (one hash slot, so the script may touch them together even on a
+Redis Cluster): ``:stream:<topic>`` a configured topic's ordered log, ``:plain`` the one log of
+every topic that is not configured, ``:versions:<topic>`` the ID of the entry that wrote each
+record, ``:seqs`` the highest publisher sequence per client name, ``:snapshot:<topic>`` a
+topic's SOW as of one stream ID, and ``:snapshot-lock``, whichever node writes the snapshots.
+
+- **Writer**: everything the engine proposed since the last round trip goes out as one pipeline
+  of script calls (``redis_script.py``); the answers go to ``core/replica.py``.
+- **Reader**: one blocking ``XREAD`` over every stream, from the ID applied up to; each entry is
+  applied in order, the node's own and the others' alike.
+- **Start**: each topic's snapshot, then its stream after the snapshot's ID; ``ready`` (and
+  ``/healthz`` 200) only then.
+- **Snapshots**: every ``snapshot_interval`` one node (a lock with a lifetime, so a node that dies
+  holding it holds it no longer than that) writes every topic's snapshot at the ID it has applied
+  up to, then trims each stream to what is newer than both the snapshot and ``retention``.
+- **Outage**: while Redis cannot be reached the node is not ``available`` (changes are refused
+  with ``unavailable``, ``/healthz`` answers 503) and the reader retries; when Redis is back it
+  reads on from the ID it applied up to, so nothing is lost and nothing applied twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import orjson
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from ..core import replica
+from ..core.config import ClusterSettings
+from ..core.engine import Engine
+from ..core.records import RecordVersion
+from ..core.session import Session
+from ..core.shared_log import CONFLICT, OK, PLAIN_STREAM, SEQ_BITS, Proposal, SharedLog, lsn_of, stream_id
+from ..core.txlog import Entry
+from .redis_script import PROPOSE
+
+log = logging.getLogger("server.cluster")
+
+READ_COUNT = 1000  # entries per XREAD or XRANGE round trip
+READ_BLOCK_MS = 1000
+RETRY_S = 0.5  # between attempts to reach Redis again
+SNAPSHOT_FORMAT = 1
+SYNC_TIMEOUT_S = 5.0  # how long a bookmark subscription waits for this node to catch up
+
+
+class RedisLog:
+    def __init__(self, engine: Engine, settings: ClusterSettings, node: str) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.shared = SharedLog(node)
+        engine.shared = self.shared
+        self.ready = False  # the state is loaded: /healthz may answer 200 (while available)
+        self.prefix = "{" + settings.name + "}"
+        # redis-py types every answer as ``bytes | str | None``: read through ``Any``, in the
+        # shapes this module knows it asks for (bytes, no decode_responses).
+        self.redis: Any = redis.from_url(settings.redis_url, socket_timeout=5.0, socket_connect_timeout=2.0)
+        self._script = self.redis.register_script(PROPOSE)
+        self._proposed = asyncio.Event()
+        self.shared.on_proposal = self._proposed.set
+        self._applied = asyncio.Event()  # replaced after every batch applied: wakes catch_up waiters
+        self._tasks: list[asyncio.Task[None]] = []
+        self._settled: dict[Session, asyncio.Event] = {}
+        self.shared.on_settled = self._on_settled
+        self.snapshots_written = 0
+
+    # -- keys ---------------------------------------------------------------------------------
+
+    def stream_key(self, stream: str) -> str:
+        return f"{self.prefix}:plain" if stream == PLAIN_STREAM else f"{self.prefix}:stream:{stream}"
+
+    def _streams(self) -> list[str]:
+        return [topic.name for topic in self.engine.config.topics] + [PLAIN_STREAM]
+
+    # -- life ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if not self._tasks:
+            self._tasks = [
+                asyncio.create_task(self._run(), name="cluster-reader"),
+                asyncio.create_task(self._write(), name="cluster-writer"),
+                asyncio.create_task(self._snapshot_periodically(), name="cluster-snapshots"),
+            ]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.redis.aclose()
+
+    @property
+    def healthy(self) -> bool:
+        return self.ready and self.shared.available
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        """Load the state, then read every stream for ever; through outages, from where it was."""
+        while not self.ready:
+            try:
+                await self._load()
+            except (RedisError, OSError) as error:
+                log.warning("cannot load the cluster's state from Redis (%s); trying again", error)
+                await asyncio.sleep(RETRY_S)
+        while True:
+            try:
+                await self._read_on()
+            except (RedisError, OSError) as error:
+                if self.shared.available:
+                    log.error("lost Redis (%s): refusing changes until it is back", error)
+                self.shared.available = False
+                await asyncio.sleep(RETRY_S)
+
+    async def _load(self) -> None:
+        started = time.perf_counter()
+        engine, shared = self.engine, self.shared
+        for topic in engine.config.topics:
+            raw = await self.redis.get(f"{self.prefix}:snapshot:{topic.name}")
+            after = 0
+            if raw is not None and shared.position(topic.name) == 0:
+                after = self._restore(topic.name, raw)
+            await self._catch_up(topic.name, after)
+        # Plain topics keep nothing: live from the stream's end.
+        tail = await self.redis.xrevrange(self.stream_key(PLAIN_STREAM), count=1)
+        shared.positions[PLAIN_STREAM] = lsn_of(tail[0][0].decode()) if tail else 0
+        sequences = await self.redis.hgetall(f"{self.prefix}:seqs")
+        for name, seq in sequences.items():
+            engine.sequences[name.decode()] = max(engine.sequences.get(name.decode(), 0), int(seq))
+        self.ready = shared.available = True
+        records = sum(len(topic.records) for topic in engine.topics.values())
+        log.info(
+            "cluster node %s loaded %d records from Redis in %.2f s",
+            shared.node,
+            records,
+            time.perf_counter() - started,
+        )
+
+    def _restore(self, topic: str, raw: bytes) -> int:
+        """Load a topic's snapshot into its empty SOW; the LSN it is as of."""
+        document = orjson.loads(raw)
+        if document.get("format") != SNAPSHOT_FORMAT:
+            raise ValueError(f"snapshot of {topic!r} has an unknown format")
+        sow, timers = self.engine.topics[topic].sow, self.engine.timers
+        for key, data, lsn, timestamp, expires_at in document["records"]:
+            sow.put(RecordVersion(key, data, lsn, timestamp, expires_at))
+            if expires_at is not None:
+                timers.expire_at(topic, key, expires_at)
+        position = int(document["lsn"])
+        self.shared.positions[topic] = position
+        return position
+
+    async def _catch_up(self, topic: str, after: int) -> None:
+        """Apply the stream of ``topic`` after ``after`` up to its end."""
+        key = self.stream_key(topic)
+        start = "(" + stream_id(after) if after else "-"
+        while True:
+            batch = await self.redis.xrange(key, min=start, count=READ_COUNT)
+            if not batch:
+                return
+            self._apply(topic, batch)
+            start = "(" + batch[-1][0].decode()
+
+    async def _read_on(self) -> None:
+        shared = self.shared
+        streams = {self.stream_key(s): s for s in self._streams()}
+        while True:
+            positions: dict[Any, Any] = {key: stream_id(shared.position(s)) for key, s in streams.items()}
+            answer = await self.redis.xread(positions, count=READ_COUNT, block=READ_BLOCK_MS)
+            if not shared.available:
+                # The pool's idle connections died with the old Redis: drop them before a change
+                # is sent on one (a failed send could not tell whether the change was appended).
+                await self.redis.connection_pool.disconnect(inuse_connections=False)
+                shared.available = True
+                log.warning("Redis is back: accepting changes again")
+            for key, batch in answer:
+                self._apply(streams[key.decode()], batch)
+
+    def _apply(self, stream: str, batch: list[tuple[bytes, dict[bytes, bytes]]]) -> None:
+        engine = self.engine
+        for entry_id, fields in batch:
+            entry = Entry.from_payload(orjson.loads(fields[b"e"]))
+            try:
+                replica.apply(engine, stream, lsn_of(entry_id.decode()), entry, fields[b"o"].decode())
+            except Exception:
+                log.exception("applying %s of %r failed; carrying on", entry_id.decode(), stream)
+        engine.settle()
+        self._applied.set()
+        self._applied = asyncio.Event()
+
+    async def caught_up(self, stream: str, lsn: int) -> None:
+        """Wait until this node has applied ``stream`` up to ``lsn``."""
+        while self.shared.position(stream) < lsn:
+            await self._applied.wait()
+
+    async def sync(self, stream: str) -> None:
+        """Wait until this node has applied everything ``stream`` holds now (a bookmark from another
+        node names nothing this node has not applied once this returns)."""
+        tail = await self.redis.xrevrange(self.stream_key(stream), count=1)
+        if tail:
+            await self.caught_up(stream, lsn_of(tail[0][0].decode()))
+
+    async def read(self, stream: str, after_lsn: int, since: float | None, until_lsn: int) -> list[Entry]:
+        """The entries of ``stream`` after ``after_lsn`` (or from the time ``since``) up to
+        ``until_lsn``, numbered (a bookmark replay)."""
+        start = f"{int(since * 1000)}-0" if since is not None else "(" + stream_id(after_lsn)
+        if after_lsn == 0 and since is None:
+            start = "-"
+        entries: list[Entry] = []
+        end = stream_id(until_lsn)
+        while until_lsn:
+            batch = await self.redis.xrange(self.stream_key(stream), min=start, max=end, count=READ_COUNT)
+            for entry_id, fields in batch:
+                entry = Entry.from_payload(orjson.loads(fields[b"e"]))
+                entry.lsn = lsn_of(entry_id.decode())
+                entries.append(entry)
+            if len(batch) < READ_COUNT:
+                break
+            start = "(" + batch[-1][0].decode()
+        return entries
+
+    async def before(self, commands: list[Any]) -> None:
+        """Before a frame runs: a subscription with a bookmark, which may come from another node,
+        waits until this node has applied its topic's stream as far as Redis holds it now."""
+        for raw in commands:
+            if isinstance(raw, dict) and raw.get("bm") not in (None, "now", "0"):
+                topic = raw.get("t")
+                if isinstance(topic, str) and topic in self.engine.topics and self.shared.available:
+                    try:
+                        await asyncio.wait_for(self.sync(topic), SYNC_TIMEOUT_S)
+                    except (RedisError, OSError, TimeoutError) as error:
+                        log.warning("could not bring %r up to date for a bookmark (%s)", topic, error)
+
+    async def settled(self, session: Session) -> None:
+        """Wait until every change ``session`` proposed is acked or refused."""
+        while session in self.shared.in_flight:
+            event = self._settled.setdefault(session, asyncio.Event())
+            await event.wait()
+
+    def _on_settled(self, session: Session) -> None:
+        event = self._settled.pop(session, None)
+        if event is not None:
+            event.set()
+
+    # -- writing ------------------------------------------------------------------------------
+
+    async def _write(self) -> None:
+        shared = self.shared
+        while True:
+            await self._proposed.wait()
+            self._proposed.clear()
+            proposals = shared.take()
+            if proposals:
+                await self._send(proposals)
+
+    async def _send(self, proposals: list[Proposal]) -> None:
+        engine = self.engine
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for proposal in proposals:
+                    await self._script(keys=self._keys(proposal), args=self._args(proposal), client=pipe)
+                answers: list[Any] = await pipe.execute(raise_on_error=False)
+        except (RedisError, OSError) as error:
+            self.shared.available = False
+            log.error("cannot reach Redis (%s): %d change(s) refused", error, len(proposals))
+            for proposal in proposals:
+                replica.refused(engine, proposal, "this node lost the cluster's shared log")
+            return
+        for proposal, answer in zip(proposals, answers, strict=True):
+            if isinstance(answer, Exception):
+                log.error("the shared log refused a change to %r: %s", proposal.topic, answer)
+                replica.refused(engine, proposal, "the shared log refused the change")
+                continue
+            outcome = answer[0].decode()
+            detail = answer[1].decode() if len(answer) > 1 else ""
+            appended = len(answer) - 1 if outcome == OK else 0
+            replica.answered(engine, proposal, outcome, detail, appended)
+            if outcome == CONFLICT:
+                task = asyncio.create_task(self._retry(proposal, lsn_of(detail)), name="cluster-retry")
+                self._tasks.append(task)
+                task.add_done_callback(self._tasks.remove)
+
+    async def _retry(self, proposal: Proposal, lsn: int) -> None:
+        await self.caught_up(proposal.topic, lsn)
+        replica.retry(self.engine, proposal)
+
+    def _keys(self, proposal: Proposal) -> list[str]:
+        topic = proposal.topic
+        versions = f"{self.prefix}:versions:{topic}"
+        return [f"{self.prefix}:seqs", self.stream_key(topic), versions]
+
+    def _args(self, proposal: Proposal) -> list[Any]:
+        args: list[Any] = [
+            proposal.client_name or "",
+            "" if proposal.seq is None or proposal.client_name is None else proposal.seq,
+            self.shared.origin(proposal.token),
+            "0" if proposal.topic == PLAIN_STREAM else "1",
+        ]
+        for entry, expect in zip(proposal.entries, proposal.expect, strict=True):
+            args += [entry.op, entry.key, expect or "", entry.encode()]
+        return args
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    async def _snapshot_periodically(self) -> None:
+        interval = self.settings.snapshot_interval_s
+        while True:
+            await asyncio.sleep(interval)
+            if not self.healthy:
+                continue
+            try:
+                lock = f"{self.prefix}:snapshot-lock"
+                if await self.redis.set(lock, self.shared.node, nx=True, px=int(interval * 1000)):
+                    await self.write_snapshots()
+            except (RedisError, OSError) as error:
+                log.warning("could not write the cluster's snapshots (%s); next time", error)
+
+    async def write_snapshots(self) -> None:
+        """Write every topic's SOW as of the ID applied up to, then trim each stream to what is
+        newer than both that snapshot and the retention."""
+        keep_after_ms = int((time.time() - self.settings.retention_s) * 1000)
+        for topic in self.engine.config.topics:
+            lsn = self.shared.position(topic.name)
+            records = [
+                [v.key, v.data, v.seq, v.timestamp, v.expires_at]
+                for v in self.engine.topics[topic.name].records.values()
+            ]
+            document = orjson.dumps({"format": SNAPSHOT_FORMAT, "lsn": lsn, "records": records})
+            await self.redis.set(f"{self.prefix}:snapshot:{topic.name}", document)
+            min_id = min(lsn, keep_after_ms << SEQ_BITS)
+            await self.redis.xtrim(self.stream_key(topic.name), minid=stream_id(min_id), approximate=True)
+        await self.redis.xtrim(
+            self.stream_key(PLAIN_STREAM), minid=f"{max(keep_after_ms, 0)}-0", approximate=True
+        )
+        self.snapshots_written += 1
