@@ -128,6 +128,8 @@ class Engine:
         self.crowded.pop(session, None)
         if session.client_name is not None and self.client_names.get(session.client_name) is session:
             del self.client_names[session.client_name]
+            if self.shared is not None:
+                self.shared.release(session.client_name, session)
 
     def topic(self, name: str) -> Topic:
         """The topic of that name; an unconfigured name is a plain pub/sub topic, made on first use."""

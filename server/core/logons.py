@@ -15,16 +15,18 @@ from .commands import Header, Logon
 from .errors import BAD_MESSAGE, NAME_IN_USE, CommandError
 from .options import parse_logon_options
 from .session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
+from .shared_log import NameClaim
 from .txlog import OWNER, Entry
 
 if TYPE_CHECKING:
+    from .config import UserConfig
     from .engine import Engine
 
 log = logging.getLogger("server.engine")
 
 
 def logon(engine: Engine, session: Session, header: Header, body: Logon) -> None:
-    conflation = parse_logon_options(body.options)
+    parse_logon_options(body.options)  # refused before anything else
     if session.logged_on and (body.user_id, body.client_name) != (session.user_id, session.client_name):
         # A socket's identity is fixed: its subscriptions were entitled for it (PROTOCOL 6.2).
         raise CommandError(
@@ -43,6 +45,37 @@ def logon(engine: Engine, session: Session, header: Header, body: Logon) -> None
     except CommandError as error:
         _refuse_logon(engine, session, header, body, error)
         return
+    shared = engine.shared
+    name = body.client_name
+    if shared is not None and name is not None and engine.client_names.get(name) is not session:
+        shared.claim(NameClaim(session, header, body, user))  # completed by ``claimed``
+        return
+    complete(engine, session, header, body, user)
+
+
+def claimed(engine: Engine, claim: NameClaim, refusal: CommandError | None) -> None:
+    """The cluster answered a client name claim: complete the logon, or refuse it."""
+    session = claim.session
+    if session.close_code is None:
+        if refusal is not None:
+            _refuse_logon(engine, session, claim.header, claim.body, refusal)
+        else:
+            complete(engine, session, claim.header, claim.body, claim.user)
+    engine.settle()
+
+
+def taken_elsewhere(engine: Engine, name: str, holder: str) -> None:
+    """Another socket of the cluster now holds ``name``: the one here, if any, is closed (4002)."""
+    shared = engine.shared
+    local = engine.client_names.get(name)
+    if shared is not None and local is not None and shared.holder(local) != holder:
+        local.request_close(CLOSE_NAME_IN_USE, "client name in use")
+        engine.close_session(local)
+        engine.settle()
+
+
+def complete(engine: Engine, session: Session, header: Header, body: Logon, user: UserConfig | None) -> None:
+    """The identity is checked (and, in a cluster, the name claimed): the socket is logged on."""
     if body.client_name is not None:
         _take_client_name(engine, session, body.client_name, body.user_id)
     elif session.client_name is not None:
@@ -51,7 +84,7 @@ def logon(engine: Engine, session: Session, header: Header, body: Logon) -> None
     session.client_name = body.client_name
     session.user_id = body.user_id
     session.logged_on = True
-    session.outbox.conflation = conflation
+    session.outbox.conflation = parse_logon_options(body.options)
     engine.received(session, header)
     fields: dict[str, Any] = {}
     if body.client_name is not None:
@@ -109,7 +142,8 @@ def _release_client_name(engine: Engine, session: Session) -> None:
 
 def _record_owner(engine: Engine, name: str, user_id: str) -> None:
     engine.name_owners[name] = user_id
-    if any(topic.durable for topic in engine.config.topics):
+    # A cluster's owners are in Redis (the claim recorded it there); alone, in the log.
+    if engine.shared is None and any(topic.durable for topic in engine.config.topics):
         # Logged like a sequence, and before any sequence of the name: whatever a restart
         # remembers of the name's publishes, it remembers whose name it is.
         engine.log(Entry(engine.next_apply_seq(), OWNER, "", "", user_id, name, None, engine.clock(), None))

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from .txlog import Entry
 
 if TYPE_CHECKING:
-    from .commands import Header, Publish, SowDelete
+    from .commands import Header, Logon, Publish, SowDelete
+    from .config import UserConfig
     from .session import Session
 
 SEQ_BITS = 20  # entries one stream takes within one millisecond: far more than Redis can append
@@ -61,6 +62,23 @@ class Proposal:
     retries: int = 0
     waiting: int = 0  # entries appended and not yet applied here
 
+    @property
+    def guarded(self) -> bool:
+        """Decided against a record version (it may be decided again, after later changes)."""
+        return any(expect is not None for expect in self.expect)
+
+
+@dataclass(slots=True)
+class NameClaim:
+    """A logon's client name, on its way to becoming this socket's in the whole cluster (one name,
+    one connection: PROTOCOL 10); the logon completes when Redis answers."""
+
+    session: Session
+    header: Header
+    body: Logon
+    user: UserConfig | None
+    holder: str = ""  # "<node> <session id>": who holds the name once it is claimed
+
 
 class SharedLog:
     """A node's proposals in flight, and how far it has applied each stream."""
@@ -73,7 +91,11 @@ class SharedLog:
         self.available = False  # Redis reachable and the state loaded: changes are accepted
         self.on_proposal: Callable[[], None] = lambda: None  # set by the runtime
         self.in_flight: dict[Session, int] = {}  # proposals per socket not yet acked or refused
+        # Of those, the ones decided against a record version: what follows them waits for them.
+        self.guarded: dict[Session, int] = {}
         self.on_settled: Callable[[Session], None] = lambda session: None
+        self.claims: deque[NameClaim] = deque()
+        self.releases: list[tuple[str, str]] = []  # (client name, holder) of sockets gone
         self._tokens = 0
 
     def origin(self, token: int) -> str:
@@ -87,11 +109,38 @@ class SharedLog:
         if proposal.token == 0:
             self._tokens += 1
             proposal.token = self._tokens
-            if proposal.session is not None:
-                self.in_flight[proposal.session] = self.in_flight.get(proposal.session, 0) + 1
+            session = proposal.session
+            if session is not None:
+                self.in_flight[session] = self.in_flight.get(session, 0) + 1
+                if proposal.guarded:
+                    self.guarded[session] = self.guarded.get(session, 0) + 1
         self.outgoing.append(proposal)
         if len(self.outgoing) == 1:
             self.on_proposal()
+
+    def holder(self, session: Session) -> str:
+        return f"{self.node} {session.id}"
+
+    def claim(self, claim: NameClaim) -> None:
+        claim.holder = self.holder(claim.session)
+        self.in_flight[claim.session] = self.in_flight.get(claim.session, 0) + 1
+        self.claims.append(claim)
+        self.on_proposal()
+
+    def claimed(self, claim: NameClaim) -> None:
+        """Redis answered the claim (either way)."""
+        session = claim.session
+        left = self.in_flight.get(session, 0) - 1
+        if left > 0:
+            self.in_flight[session] = left
+        else:
+            self.in_flight.pop(session, None)
+            self.on_settled(session)
+
+    def release(self, name: str, session: Session) -> None:
+        """The socket holding ``name`` is gone: the name is free in the cluster (if still its)."""
+        self.releases.append((name, self.holder(session)))
+        self.on_proposal()
 
     def take(self) -> list[Proposal]:
         """Everything waiting to be sent, now registered as sent."""
@@ -107,6 +156,12 @@ class SharedLog:
         session = proposal.session
         if session is None:
             return
+        if proposal.guarded:
+            guarded = self.guarded.get(session, 0) - 1
+            if guarded > 0:
+                self.guarded[session] = guarded
+            else:
+                self.guarded.pop(session, None)
         left = self.in_flight.get(session, 0) - 1
         if left > 0:
             self.in_flight[session] = left

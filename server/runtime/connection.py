@@ -86,6 +86,10 @@ class Connection:
                 deadline = time.perf_counter() + SLICE_S
                 end = min(count, done + SLICE_COMMANDS)
                 while done < end and session.close_code is None:
+                    if cluster is not None and cluster.waits(session, commands[done]):
+                        engine.settle()
+                        await cluster.settled(session)
+                        continue
                     engine.execute(session, commands[done])
                     done += 1
                     if time.perf_counter() > deadline:
@@ -96,9 +100,7 @@ class Connection:
         finally:
             engine.settle()
         if cluster is not None:
-            # In a cluster a change is acked when the log brings it back: the socket's next frame
-            # waits for that, so its commands keep their order (a sow after a publish sees it).
-            await cluster.settled(session)
+            await cluster.paced(session)
 
     async def _write_loop(self) -> None:
         session, outbox = self.session, self.session.outbox

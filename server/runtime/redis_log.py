@@ -36,8 +36,19 @@ from ..core.config import ClusterSettings
 from ..core.engine import Engine
 from ..core.records import RecordVersion
 from ..core.session import Session
-from ..core.shared_log import CONFLICT, OK, PLAIN_STREAM, SEQ_BITS, Proposal, SharedLog, lsn_of, stream_id
+from ..core.shared_log import (
+    CONFLICT,
+    OK,
+    PLAIN_STREAM,
+    SEQ_BITS,
+    NameClaim,
+    Proposal,
+    SharedLog,
+    lsn_of,
+    stream_id,
+)
 from ..core.txlog import Entry
+from .redis_names import RedisNames
 from .redis_script import PROPOSE
 
 log = logging.getLogger("server.cluster")
@@ -46,7 +57,9 @@ READ_COUNT = 1000  # entries per XREAD or XRANGE round trip
 READ_BLOCK_MS = 1000
 RETRY_S = 0.5  # between attempts to reach Redis again
 SNAPSHOT_FORMAT = 1
-SYNC_TIMEOUT_S = 5.0  # how long a bookmark subscription waits for this node to catch up
+MAX_IN_FLIGHT = 1000  # changes of one socket on their way through the log
+SYNC_TIMEOUT_S = 5.0
+CLOSE_WAIT_S = 2.0  # how long a bookmark subscription waits for this node to catch up
 
 
 class RedisLog:
@@ -65,7 +78,9 @@ class RedisLog:
         self.shared.on_proposal = self._proposed.set
         self._applied = asyncio.Event()  # replaced after every batch applied: wakes catch_up waiters
         self._tasks: list[asyncio.Task[None]] = []
+        self._closing = False
         self._settled: dict[Session, asyncio.Event] = {}
+        self.names = RedisNames(self.redis, engine, self.shared, self.prefix)
         self.shared.on_settled = self._on_settled
         self.snapshots_written = 0
 
@@ -85,12 +100,18 @@ class RedisLog:
                 asyncio.create_task(self._run(), name="cluster-reader"),
                 asyncio.create_task(self._write(), name="cluster-writer"),
                 asyncio.create_task(self._snapshot_periodically(), name="cluster-snapshots"),
+                asyncio.create_task(self.names.listen(), name="cluster-names"),
+                asyncio.create_task(self.names.keep_alive(), name="cluster-liveness"),
             ]
 
     async def close(self) -> None:
+        self._closing = True
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        # redis-py may swallow a cancellation that lands mid-command: wait a little, not for ever.
+        _, stuck = await asyncio.wait(self._tasks, timeout=CLOSE_WAIT_S)
+        if stuck:
+            log.warning("%d cluster task(s) did not stop within %.0f s", len(stuck), CLOSE_WAIT_S)
         await self.redis.aclose()
 
     @property
@@ -235,6 +256,23 @@ class RedisLog:
                     except (RedisError, OSError, TimeoutError) as error:
                         log.warning("could not bring %r up to date for a bookmark (%s)", topic, error)
 
+    def waits(self, session: Session, raw: Any) -> bool:
+        """Whether command ``raw`` must wait for the socket's changes in flight, to keep the
+        socket's order: a query sees them, a logon's name is claimed before what follows it, a
+        delta merges into them, and nothing overtakes a change that may be decided again. Only
+        plain publishes and deletes follow others straight into the log."""
+        shared = self.shared
+        if session not in shared.in_flight:
+            return False
+        command = raw.get("c") if isinstance(raw, dict) else None
+        return command not in ("publish", "sow_delete") or session in shared.guarded
+
+    async def paced(self, session: Session) -> None:
+        """After a frame: a socket with many changes in flight waits for them (back pressure on a
+        publisher that sends faster than the shared log takes)."""
+        if self.shared.in_flight.get(session, 0) >= MAX_IN_FLIGHT:
+            await self.settled(session)
+
     async def settled(self, session: Session) -> None:
         """Wait until every change ``session`` proposed is acked or refused."""
         while session in self.shared.in_flight:
@@ -250,27 +288,31 @@ class RedisLog:
 
     async def _write(self) -> None:
         shared = self.shared
-        while True:
+        while not self._closing:
             await self._proposed.wait()
             self._proposed.clear()
-            proposals = shared.take()
-            if proposals:
-                await self._send(proposals)
+            while shared.outgoing or shared.claims or shared.releases:
+                await self._send(shared.take())
 
     async def _send(self, proposals: list[Proposal]) -> None:
+        """One round trip: the proposals, then the client name claims and releases."""
         engine = self.engine
+        claims: list[NameClaim] = []
         try:
             async with self.redis.pipeline(transaction=False) as pipe:
                 for proposal in proposals:
                     await self._script(keys=self._keys(proposal), args=self._args(proposal), client=pipe)
+                claims = await self.names.queue(pipe)
                 answers: list[Any] = await pipe.execute(raise_on_error=False)
         except (RedisError, OSError) as error:
             self.shared.available = False
             log.error("cannot reach Redis (%s): %d change(s) refused", error, len(proposals))
             for proposal in proposals:
                 replica.refused(engine, proposal, "this node lost the cluster's shared log")
+            self.names.refuse(claims, error)
             return
-        for proposal, answer in zip(proposals, answers, strict=True):
+        self.names.answer(claims, answers[len(proposals) :])
+        for proposal, answer in zip(proposals, answers[: len(proposals)], strict=True):
             if isinstance(answer, Exception):
                 log.error("the shared log refused a change to %r: %s", proposal.topic, answer)
                 replica.refused(engine, proposal, "the shared log refused the change")

@@ -48,3 +48,38 @@ for i = 5, #ARGV, 4 do
 end
 return answer
 """
+
+# A client name's claim (PROTOCOL 10: one name, one connection in the cluster; 6.4: refused for
+# another user while held, or with [auth] once owned). A holder counts only while its node's
+# liveness key lives, so a node that died holding names holds them no longer than that key's
+# lifetime: nothing is locked for ever.
+# KEYS: the names hash (name -> "<node> <session> <user>"), the owners hash, the sequences hash.
+# ARGV: name, holder ("<node> <session>"), user ("" for none), "1" with [auth], the liveness
+# key prefix, the channel that tells every node who holds the name now.
+# Answer: {"ok", the name's highest sequence} or {"owned" | "in use", user}.
+CLAIM = """
+local name, holder, user, auth = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
+local owner = redis.call('HGET', KEYS[2], name)
+if auth and owner and owner ~= user then return {'owned', owner} end
+local current = redis.call('HGET', KEYS[1], name)
+if current then
+  local node, held_by = string.match(current, '^(%S+) %S+ (.*)$')
+  if node and held_by ~= user and redis.call('EXISTS', ARGV[5] .. node) == 1 then
+    return {'in use', held_by}
+  end
+end
+redis.call('HSET', KEYS[1], name, holder .. ' ' .. user)
+if auth and user ~= '' and not owner then redis.call('HSET', KEYS[2], name, user) end
+redis.call('PUBLISH', ARGV[6], name .. '\\n' .. holder)
+return {'ok', redis.call('HGET', KEYS[3], name) or '0'}
+"""
+
+# A socket that held a name is gone: the name is free, unless another socket claimed it since.
+# KEYS: the names hash. ARGV: name, holder.
+RELEASE = """
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if current and string.sub(current, 1, #ARGV[2] + 1) == ARGV[2] .. ' ' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 1
+"""

@@ -33,12 +33,15 @@ def start_node(tmp_path: Path, redis_server: RedisProcess) -> Iterator[StartNode
     started: list[ServerProcess] = []
 
     def start(
-        topics: list[dict[str, Any]] | None = None, cluster: dict[str, Any] | None = None, ready: bool = True
+        topics: list[dict[str, Any]] | None = None,
+        cluster: dict[str, Any] | None = None,
+        ready: bool = True,
+        extra: str = "",
     ) -> ServerProcess:
         index = len(started)
         settings = {"redis_url": redis_server.url, "name": "test", **(cluster or {})}
-        extra = "\n[cluster]\n" + "\n".join(f'{k} = "{v}"' for k, v in settings.items()) + "\n"
-        config = write_config(tmp_path / f"node{index}.toml", {}, topics or TOPICS, extra)
+        section = "\n[cluster]\n" + "\n".join(f'{k} = "{v}"' for k, v in settings.items()) + "\n"
+        config = write_config(tmp_path / f"node{index}.toml", {}, topics or TOPICS, section + extra)
         node = ServerProcess(config, tmp_path / f"data{index}")
         started.append(node)
         if ready:

@@ -1,0 +1,103 @@
+"""Client names across a cluster (PROTOCOL 10): one name, one connection, whichever node it is on.
+
+A logon with a client name claims it in Redis (``redis_script.CLAIM``) before the logon
+completes; the claim announces the new holder on a channel, and the node holding the name before
+closes that socket (4002), as one server would. Each node keeps a liveness key with a short
+lifetime, refreshed while it runs: a holder on a node whose key has expired (the node died)
+counts for nothing, so no name stays locked by a node that is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from ..core import logons
+from ..core.engine import Engine
+from ..core.errors import NAME_IN_USE, UNAVAILABLE, CommandError
+from ..core.shared_log import NameClaim, SharedLog
+from .redis_script import CLAIM, RELEASE
+
+log = logging.getLogger("server.cluster")
+
+LIVENESS_S = 10.0  # a node whose key is this old is gone
+REFRESH_S = 3.0
+RETRY_S = 0.5
+
+
+class RedisNames:
+    def __init__(self, redis: Any, engine: Engine, shared: SharedLog, prefix: str) -> None:
+        self.redis = redis
+        self.engine = engine
+        self.shared = shared
+        self.prefix = prefix
+        self.channel = f"{prefix}:names:taken"
+        self._claim = redis.register_script(CLAIM)
+        self._release = redis.register_script(RELEASE)
+
+    def _keys(self) -> list[str]:
+        return [f"{self.prefix}:names", f"{self.prefix}:owners", f"{self.prefix}:seqs"]
+
+    async def queue(self, pipe: Any) -> list[NameClaim]:
+        """Put every waiting claim and release into ``pipe``; the claims, in order."""
+        shared = self.shared
+        claims = list(shared.claims)
+        shared.claims.clear()
+        releases, shared.releases = shared.releases, []
+        auth = "1" if self.engine.config.users is not None else "0"
+        for claim in claims:
+            name = claim.body.client_name
+            args = [name, claim.holder, claim.body.user_id or "", auth, f"{self.prefix}:node:", self.channel]
+            await self._claim(keys=self._keys(), args=args, client=pipe)
+        for name, holder in releases:
+            await self._release(keys=self._keys()[:1], args=[name, holder], client=pipe)
+        return claims
+
+    def answer(self, claims: list[NameClaim], answers: list[Any]) -> None:
+        """Redis's answers to ``claims`` (an exception: it could not be reached)."""
+        engine = self.engine
+        for claim, answer in zip(claims, answers, strict=False):
+            refusal = None
+            if isinstance(answer, Exception):
+                refusal = CommandError(UNAVAILABLE, "the cluster could not be asked whose name it is")
+            elif answer[0] == b"ok":
+                name = claim.body.client_name
+                assert name is not None
+                seq = int(answer[1])
+                engine.sequences[name] = max(engine.sequences.get(name, 0), seq)
+            else:
+                who = "another user" if answer[0] == b"in use" else "its owner"
+                refusal = CommandError(NAME_IN_USE, f"client name is held by {who} elsewhere in the cluster")
+            self.shared.claimed(claim)
+            logons.claimed(engine, claim, refusal)
+
+    def refuse(self, claims: list[NameClaim], error: Exception) -> None:
+        self.answer(claims, [error] * len(claims))
+
+    async def listen(self) -> None:
+        """Close the local socket of every name another socket of the cluster has claimed."""
+        while True:
+            pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self.channel)
+                while True:
+                    message = await pubsub.get_message(timeout=1.0)
+                    if message is not None and message.get("type") == "message":
+                        name, _, holder = message["data"].decode().partition("\n")
+                        logons.taken_elsewhere(self.engine, name, holder)
+            except (RedisError, OSError):
+                await asyncio.sleep(RETRY_S)
+            finally:
+                await pubsub.aclose()
+
+    async def keep_alive(self) -> None:
+        key = f"{self.prefix}:node:{self.shared.node}"
+        while True:
+            try:
+                await self.redis.set(key, "1", px=int(LIVENESS_S * 1000))
+            except (RedisError, OSError) as error:
+                log.debug("could not refresh this node's liveness key: %s", error)
+            await asyncio.sleep(REFRESH_S)
