@@ -1,31 +1,23 @@
-"""Composition root: read the configuration, build the hub and the app, run uvicorn.
+"""Composition root: read the configuration and arguments, then run one node (node.py) or, with
+``--workers N``, N cluster nodes behind one port (workers.py).
 
 python -m server [--config FILE] [--host H] [--port P] [--data-dir DIR] [--recover-damaged-log]
+                 [--workers N]
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
-import secrets
-import socket
 import sys
 import tomllib
 from dataclasses import replace
 from importlib import resources
-from pathlib import Path
-from types import FrameType
 
-import uvicorn
-
-from .asgi.app import create_app
-from .asgi.uvicorn_protocol import guarded_http_protocol
 from .core.config import Config, load_config, parse_config
 from .core.errors import ConfigError, StartupError
-from .runtime.hub import Hub
-from .runtime.logstore import LogStore
-from .runtime.redis_log import RedisLog
+from .node import build_server
+from .workers import serve_workers
 
 log = logging.getLogger("server")
 
@@ -47,89 +39,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="start even when acknowledged transaction log frames are damaged: keep the damaged bytes "
         "aside and recover every intact frame (the changes in the damaged ones are lost)",
     )
-    return parser.parse_args(argv)
-
-
-class PushServer(uvicorn.Server):
-    """uvicorn's server, with recovery before it listens, our start-up line, and a shutdown that
-    closes sockets with 1001 and leaves every acknowledged durable publish on disk."""
-
-    def __init__(self, config: uvicorn.Config, hub: Hub, store: LogStore | None) -> None:
-        super().__init__(config)
-        self.hub = hub
-        self.store = store
-
-    def recover(self) -> None:
-        """Rebuild durable state and claim a new LSN epoch, before anything listens (raises
-        ``StartupError`` when the log needs an operator)."""
-        if self.store is not None:
-            self.store.recover()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        if self.store is not None:
-            self.store.start()
-        self.hub.start()
-        await super().startup(sockets)
-        if self.started and self.servers:
-            host, port = self.servers[0].sockets[0].getsockname()[:2]
-            log.info("listening on http://%s:%d", host, port)
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        super().handle_exit(sig, frame)
-        # SIGINT/SIGTERM ask for a clean stop, so exit 0 afterwards instead of re-raising the signal.
-        captured = getattr(self, "_captured_signals", None)
-        if isinstance(captured, list):
-            captured.clear()
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for server in self.servers:
-            server.close()
-        await self.hub.shutdown()
-        if self.store is not None:
-            await self.store.close()
-        await super().shutdown(sockets)
-
-
-def node_name(port: int) -> str:
-    """A name no other node of the cluster has, now or after a restart of this one."""
-    return f"{socket.gethostname()}-{port}-{os.getpid()}-{secrets.token_hex(4)}"
-
-
-def build_server(config: Config) -> PushServer:
-    settings = config.server
-    hub = Hub(config)
-    store = None
-    if config.cluster is not None:
-        # The shared log in Redis is the cluster's transaction log: no log on the node's disk.
-        hub.cluster = RedisLog(hub.engine, config.cluster, node_name(settings.port))
-    elif any(topic.durable for topic in config.topics):
-        data_dir = Path(settings.data_dir)
-        store = LogStore(
-            data_dir,
-            hub.engine,
-            settings.log_retention_s,
-            settings.log_retention_bytes,
-            settings.recover_damaged_log,
-        )
-        hub.store = store
-    uv_config = uvicorn.Config(
-        create_app(hub),
-        host=settings.host,
-        port=settings.port,
-        # Bounds the connections that have not sent a complete request head (half-open upgrades).
-        http=guarded_http_protocol(),
-        ws="websockets-sansio",
-        ws_max_size=settings.max_message_bytes,
-        ws_per_message_deflate=settings.websocket_deflate,
-        ws_ping_interval=settings.heartbeat_s,
-        ws_ping_timeout=settings.heartbeat_s,
-        loop="uvloop",
-        lifespan="off",
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=5,
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="run N nodes of the configuration's [cluster] on one machine, behind one port "
+        "(one per core serves the most sockets)",
     )
-    return PushServer(uv_config, hub, store)
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,6 +61,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.recover_damaged_log:
         config = replace(config, server=replace(config.server, recover_damaged_log=True))
+    if args.workers != 1:
+        if args.workers < 1:
+            print(f"error: --workers: must be 1 or more, got {args.workers}", file=sys.stderr)
+            return 2
+        if config.cluster is None:
+            print(
+                "error: --workers needs a [cluster] section: nodes share their state through Redis",
+                file=sys.stderr,
+            )
+            return 2
+        return serve_workers(config, args.workers)
     server = build_server(config)
     try:
         server.recover()

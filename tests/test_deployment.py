@@ -12,6 +12,9 @@ from typing import Any
 
 import yaml
 
+from server.__main__ import load_demo_config
+from server.core.config import parse_config
+
 ROOT = Path(__file__).resolve().parents[1]
 SPARK_IMAGE = re.compile(r"apache/spark:\d+\.\d+\.\d+-scala2\.13-java17-python3-ubuntu")
 SPARK_USER = "spark"  # the apache/spark image's user, uid 185, which its containers run as
@@ -62,41 +65,91 @@ def compose() -> dict[str, Any]:
     return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
 
+NODES = ("node1", "node2", "node3")
+
+
 def test_services_images_and_ports() -> None:
     services = compose()["services"]
-    assert set(services) == {"server", "spark-master", "spark-worker", "demo-feed", "checkpoints-owner"}
-    assert services["server"]["ports"] == ["8000:8000"]
+    assert set(services) == {
+        "redis",
+        *NODES,
+        "lb",
+        "spark-master",
+        "spark-worker",
+        "demo-feed",
+        "checkpoints-owner",
+    }
+    # One address for clients: the load balancer, from an official image.
+    assert [name for name, s in services.items() if "8000:8000" in s.get("ports", [])] == ["lb"]
+    assert re.fullmatch(r"haproxy:\d+\.\d+-alpine", services["lb"]["image"])
+    assert re.fullmatch(r"redis:7\.\d+-alpine", services["redis"]["image"])
     for name in ("spark-master", "spark-worker"):
         assert SPARK_IMAGE.fullmatch(services[name]["image"]), services[name]["image"]
     assert "7077:7077" in services["spark-master"]["ports"]
     feed_base = base_image(services["demo-feed"]["build"]["dockerfile"])
     assert feed_base == services["spark-master"]["image"], "the feed's driver matches the cluster's Spark"
-    assert base_image(services["server"]["build"]["dockerfile"]).startswith("python:3.11")
+    for name in NODES:
+        assert base_image(services[name]["build"]["dockerfile"]).startswith("python:3.11")
+
+
+def test_the_nodes_form_one_cluster_on_the_compose_redis() -> None:
+    services = compose()["services"]
+    redis = services["redis"]
+    assert redis["command"][:1] == ["redis-server"]
+    command = redis["command"]
+    assert command[command.index("--appendonly") + 1] == "yes"
+    assert command[command.index("--appendfsync") + 1] == "always", "persisted means on disk"
+    assert any(v.endswith(":/data") for v in redis["volumes"])
+    assert "redis-cli" in redis["healthcheck"]["test"]
+    configs = set()
+    for name in NODES:
+        node = services[name]
+        command = node["command"]
+        assert command[:3] == ["python", "-m", "server"]
+        assert command[command.index("--host") + 1] == "0.0.0.0"
+        path = command[command.index("--config") + 1]
+        mount = next(v for v in node["volumes"] if v.split(":")[1] == path)
+        configs.add(mount.split(":")[0])
+        assert "/healthz" in " ".join(node["healthcheck"]["test"])
+        assert node["depends_on"]["redis"]["condition"] == "service_healthy"
+    assert len(configs) == 1, "every node serves the same configuration"
+    config = parse_config(tomllib.loads((ROOT / configs.pop()).read_text()))
+    assert config.cluster is not None and config.cluster.redis_url.startswith("redis://redis:6379")
+    assert [t.name for t in config.topics] == [t.name for t in load_demo_config().topics]
+
+
+def test_the_load_balancer_sends_sockets_to_healthy_nodes() -> None:
+    services = compose()["services"]
+    lb = services["lb"]
+    mount = next(v for v in lb["volumes"] if v.endswith("haproxy.cfg:ro"))
+    cfg = (ROOT / mount.split(":")[0]).read_text()
+    assert re.search(r"^\s*bind :8000$", cfg, re.M)
+    servers = re.findall(r"^\s*server (\S+) (\S+):8000 check$", cfg, re.M)
+    assert servers == [(name, name) for name in NODES]
+    assert re.search(r"option httpchk GET /healthz", cfg) and re.search(r"expect status 200", cfg)
+    assert re.search(r"^\s*timeout tunnel \S+", cfg, re.M), "WebSockets outlive the client timeout"
+    assert {lb["depends_on"][name]["condition"] for name in NODES} == {"service_healthy"}
+    assert "/healthz" in " ".join(lb["healthcheck"]["test"])
 
 
 def test_commands_and_volumes() -> None:
     spec = compose()
     services = spec["services"]
-    server = services["server"]["command"]
-    assert server[:3] == ["python", "-m", "server"]
-    assert server[server.index("--host") + 1] == "0.0.0.0"
-    data_dir = server[server.index("--data-dir") + 1]
-    assert f"server-data:{data_dir}" in services["server"]["volumes"]
     assert "org.apache.spark.deploy.master.Master" in services["spark-master"]["command"]
     assert "spark://spark-master:7077" in services["spark-worker"]["command"]
     feed = services["demo-feed"]["command"]
     assert (
         feed[0].endswith("spark-submit") and feed[feed.index("--master") + 1] == "spark://spark-master:7077"
     )
-    assert feed[feed.index("--url") + 1] == "ws://server:8000/ws"
+    assert feed[feed.index("--url") + 1] == "ws://lb:8000/ws", "the feed publishes into the cluster"
     checkpoint = feed[feed.index("--checkpoint") + 1]
     assert any(v == f"checkpoints:{Path(checkpoint).parent}" for v in services["demo-feed"]["volumes"])
     assert "checkpoints:/checkpoints" in services["spark-worker"]["volumes"]
-    assert set(spec["volumes"]) == {"server-data", "checkpoints"}
+    assert set(spec["volumes"]) == {"redis-data", "checkpoints"}
     assert services["checkpoints-owner"]["image"] == services["spark-worker"]["image"]
     entry = feed[feed.index("--master") + 2].replace("/app/", "")
     assert (ROOT / entry).is_file()
-    assert services["demo-feed"]["depends_on"]["server"]["condition"] == "service_healthy"
+    assert services["demo-feed"]["depends_on"]["lb"]["condition"] == "service_healthy"
 
 
 def dockerfile_lines(dockerfile: str) -> list[str]:

@@ -9,6 +9,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ..runtime.hub import Hub
+from ..runtime.redis_log import RedisLog
 
 
 class HubCollector(Collector):
@@ -54,6 +55,26 @@ class HubCollector(Collector):
         )
         queued = sum(c.session.outbox.queued_bytes for c in self.hub.connections)
         yield GaugeMetricFamily("push_queued_bytes", "Bytes waiting in outbound socket queues", value=queued)
+        if self.hub.cluster is not None:
+            yield from cluster_metrics(self.hub.cluster)
+
+
+def cluster_metrics(cluster: RedisLog) -> Iterator[Metric]:
+    shared = cluster.shared
+    node = GaugeMetricFamily("push_cluster_node", "This cluster node (1: serving)", labels=["node"])
+    node.add_metric([shared.node], 1 if cluster.healthy else 0)
+    yield node
+    yield CounterMetricFamily(
+        "push_cluster_conflicts",
+        "Changes decided again because another node changed their record first",
+        value=shared.conflicts,
+    )
+    yield CounterMetricFamily(
+        "push_cluster_entries_applied", "Shared log entries applied on this node", value=shared.applied
+    )
+    yield GaugeMetricFamily(
+        "push_cluster_changes_in_flight", "Changes proposed and not yet acked", value=len(shared.pending)
+    )
 
 
 def render_metrics(hub: Hub) -> bytes:

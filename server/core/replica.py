@@ -49,6 +49,7 @@ def apply(engine: Engine, stream: str, lsn: int, entry: Entry, origin: str) -> N
         if old is not None or new is not None:
             topic.fan_out(entry.key, old, new, gone="expired" if entry.op == EXPIRE else "deleted")
     shared.positions[stream] = lsn
+    shared.applied += 1
     token = shared.own_token(origin)
     proposal = shared.pending.get(token) if token is not None else None
     if proposal is not None:
@@ -69,6 +70,7 @@ def answered(engine: Engine, proposal: Proposal, outcome: str, detail: str, appe
         shared.settle(proposal)
     elif outcome in (CONFLICT, GONE):
         shared.pending.pop(proposal.token, None)  # decided again (retry), or nothing to do
+        shared.conflicts += outcome == CONFLICT
         if outcome == GONE:
             shared.settle(proposal)
     else:

@@ -94,6 +94,8 @@ class SharedLog:
         # Of those, the ones decided against a record version: what follows them waits for them.
         self.guarded: dict[Session, int] = {}
         self.on_settled: Callable[[Session], None] = lambda session: None
+        self.conflicts = 0  # proposals decided again (another node changed the record first)
+        self.applied = 0  # stream entries applied
         self.claims: deque[NameClaim] = deque()
         self.releases: list[tuple[str, str]] = []  # (client name, holder) of sockets gone
         self._tokens = 0

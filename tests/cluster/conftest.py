@@ -37,12 +37,13 @@ def start_node(tmp_path: Path, redis_server: RedisProcess) -> Iterator[StartNode
         cluster: dict[str, Any] | None = None,
         ready: bool = True,
         extra: str = "",
+        args: list[str] | None = None,
     ) -> ServerProcess:
         index = len(started)
         settings = {"redis_url": redis_server.url, "name": "test", **(cluster or {})}
         section = "\n[cluster]\n" + "\n".join(f'{k} = "{v}"' for k, v in settings.items()) + "\n"
         config = write_config(tmp_path / f"node{index}.toml", {}, topics or TOPICS, section + extra)
-        node = ServerProcess(config, tmp_path / f"data{index}")
+        node = ServerProcess(config, tmp_path / f"data{index}", args)
         started.append(node)
         if ready:
             wait_ready(node)

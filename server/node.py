@@ -1,0 +1,105 @@
+"""One node: the hub, its log (on disk, or the cluster's in Redis) and uvicorn, built from a
+configuration, with recovery before it listens and a shutdown that loses nothing acked."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+from pathlib import Path
+from types import FrameType
+
+import uvicorn
+
+from .asgi.app import create_app
+from .asgi.uvicorn_protocol import guarded_http_protocol
+from .core.config import Config
+from .runtime.hub import Hub
+from .runtime.logstore import LogStore
+from .runtime.redis_log import RedisLog
+
+log = logging.getLogger("server")
+
+
+class PushServer(uvicorn.Server):
+    """uvicorn's server, with recovery before it listens, our start-up line, and a shutdown that
+    closes sockets with 1001 and leaves every acknowledged durable publish on disk."""
+
+    def __init__(self, config: uvicorn.Config, hub: Hub, store: LogStore | None) -> None:
+        super().__init__(config)
+        self.hub = hub
+        self.store = store
+        self.announce = True  # log the "listening on" line (not a worker's: its parent does)
+
+    def recover(self) -> None:
+        """Rebuild durable state and claim a new LSN epoch, before anything listens (raises
+        ``StartupError`` when the log needs an operator)."""
+        if self.store is not None:
+            self.store.recover()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.store is not None:
+            self.store.start()
+        self.hub.start()
+        await super().startup(sockets)
+        if self.started and self.servers and self.announce:
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            log.info("listening on http://%s:%d", host, port)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        # SIGINT/SIGTERM ask for a clean stop, so exit 0 afterwards instead of re-raising the signal.
+        captured = getattr(self, "_captured_signals", None)
+        if isinstance(captured, list):
+            captured.clear()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        await self.hub.shutdown()
+        if self.store is not None:
+            await self.store.close()
+        await super().shutdown(sockets)
+
+
+def node_name(port: int) -> str:
+    """A name no other node of the cluster has, now or after a restart of this one."""
+    return f"{socket.gethostname()}-{port}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def build_server(config: Config) -> PushServer:
+    settings = config.server
+    hub = Hub(config)
+    store = None
+    if config.cluster is not None:
+        # The shared log in Redis is the cluster's transaction log: no log on the node's disk.
+        hub.cluster = RedisLog(hub.engine, config.cluster, node_name(settings.port))
+    elif any(topic.durable for topic in config.topics):
+        data_dir = Path(settings.data_dir)
+        store = LogStore(
+            data_dir,
+            hub.engine,
+            settings.log_retention_s,
+            settings.log_retention_bytes,
+            settings.recover_damaged_log,
+        )
+        hub.store = store
+    uv_config = uvicorn.Config(
+        create_app(hub),
+        host=settings.host,
+        port=settings.port,
+        # Bounds the connections that have not sent a complete request head (half-open upgrades).
+        http=guarded_http_protocol(),
+        ws="websockets-sansio",
+        ws_max_size=settings.max_message_bytes,
+        ws_per_message_deflate=settings.websocket_deflate,
+        ws_ping_interval=settings.heartbeat_s,
+        ws_ping_timeout=settings.heartbeat_s,
+        loop="uvloop",
+        lifespan="off",
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+    return PushServer(uv_config, hub, store)

@@ -1,0 +1,90 @@
+"""``--workers N``: N cluster nodes on one machine, behind one listening socket.
+
+One Python process serves sockets on one core. With ``[cluster]`` every node keeps its state in
+step through Redis, so N node processes can share one port: this parent binds the socket once,
+starts N workers (each a whole node: hub, engine, Redis reader and writer) that accept on it,
+and the kernel spreads new connections among them. The parent logs the one ``listening on``
+line, starts a worker again when one dies, and on SIGINT/SIGTERM stops them all cleanly (each
+closes its sockets with 1001) before it exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import socket
+import time
+from multiprocessing.process import BaseProcess
+from types import FrameType
+
+from .core.config import Config
+
+log = logging.getLogger("server")
+
+STOP_GRACE_S = 15.0  # a worker that has not stopped by then is killed
+RESTART_PAUSE_S = 1.0  # between a worker's death and its replacement
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
+
+
+def run_worker(config: Config, sock: socket.socket) -> None:
+    """A worker process: one node serving on the socket its parent bound."""
+    from .node import build_server  # noqa: PLC0415 (the spawned child imports uvicorn itself)
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
+    server = build_server(config)
+    server.announce = False
+    server.run(sockets=[sock])
+
+
+def serve_workers(config: Config, count: int) -> int:
+    settings = config.server
+    sock = bind(settings.host, settings.port)
+    sock.listen(2048)
+    context = multiprocessing.get_context("spawn")
+    stopping = False
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    def start() -> BaseProcess:
+        process = context.Process(target=run_worker, args=(config, sock), daemon=False)
+        process.start()
+        return process
+
+    workers = [start() for _ in range(count)]
+    host, port = sock.getsockname()[:2]
+    log.info("listening on http://%s:%d (%d workers)", host, port, count)
+    while not stopping:
+        time.sleep(0.2)
+        for index, worker in enumerate(workers):
+            if not worker.is_alive() and not stopping:
+                log.error(
+                    "worker %d (pid %s) exited with %s; starting another", index, worker.pid, worker.exitcode
+                )
+                time.sleep(RESTART_PAUSE_S)
+                workers[index] = start()
+    for worker in workers:
+        if worker.is_alive() and worker.pid is not None:
+            worker.terminate()  # SIGTERM: the node closes its sockets with 1001 and stops
+    deadline = time.monotonic() + STOP_GRACE_S
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+        if worker.is_alive():
+            worker.kill()
+            worker.join()
+    sock.close()
+    return 0
