@@ -61,11 +61,11 @@ class Proposal:
     token: int = 0
     retries: int = 0
     waiting: int = 0  # entries appended and not yet applied here
+    # Decided against a record version (it may be decided again, after later changes).
+    guarded: bool = False
 
-    @property
-    def guarded(self) -> bool:
-        """Decided against a record version (it may be decided again, after later changes)."""
-        return any(expect is not None for expect in self.expect)
+    def __post_init__(self) -> None:
+        self.guarded = any(expect is not None for expect in self.expect)
 
 
 @dataclass(slots=True)

@@ -49,7 +49,7 @@ from ..core.shared_log import (
 )
 from ..core.txlog import Entry
 from .redis_names import RedisNames
-from .redis_script import PROPOSE
+from .redis_script import PROPOSE, WRITE_SNAPSHOT
 
 log = logging.getLogger("server.cluster")
 
@@ -57,6 +57,7 @@ READ_COUNT = 1000  # entries per XREAD or XRANGE round trip
 READ_BLOCK_MS = 1000
 RETRY_S = 0.5  # between attempts to reach Redis again
 SNAPSHOT_FORMAT = 1
+BATCH = 500  # proposals per script call: Redis runs one call at a time, so keep each short
 MAX_IN_FLIGHT = 1000  # changes of one socket on their way through the log
 SYNC_TIMEOUT_S = 5.0
 CLOSE_WAIT_S = 2.0  # how long a bookmark subscription waits for this node to catch up
@@ -74,6 +75,7 @@ class RedisLog:
         # shapes this module knows it asks for (bytes, no decode_responses).
         self.redis: Any = redis.from_url(settings.redis_url, socket_timeout=5.0, socket_connect_timeout=2.0)
         self._script = self.redis.register_script(PROPOSE)
+        self._write_snapshot = self.redis.register_script(WRITE_SNAPSHOT)
         self._proposed = asyncio.Event()
         self.shared.on_proposal = self._proposed.set
         self._applied = asyncio.Event()  # replaced after every batch applied: wakes catch_up waiters
@@ -300,10 +302,11 @@ class RedisLog:
         claims: list[NameClaim] = []
         try:
             async with self.redis.pipeline(transaction=False) as pipe:
-                for proposal in proposals:
-                    await self._script(keys=self._keys(proposal), args=self._args(proposal), client=pipe)
+                for start in range(0, len(proposals), BATCH):
+                    keys, args = self._batch(proposals[start : start + BATCH])
+                    await self._script(keys=keys, args=args, client=pipe)
                 claims = await self.names.queue(pipe)
-                answers: list[Any] = await pipe.execute(raise_on_error=False)
+                results: list[Any] = await pipe.execute(raise_on_error=False)
         except (RedisError, OSError) as error:
             self.shared.available = False
             log.error("cannot reach Redis (%s): %d change(s) refused", error, len(proposals))
@@ -311,8 +314,13 @@ class RedisLog:
                 replica.refused(engine, proposal, "this node lost the cluster's shared log")
             self.names.refuse(claims, error)
             return
-        self.names.answer(claims, answers[len(proposals) :])
-        for proposal, answer in zip(proposals, answers[: len(proposals)], strict=True):
+        batches = -(-len(proposals) // BATCH)
+        self.names.answer(claims, results[batches:])
+        answers: list[Any] = []
+        for start, result in zip(range(0, len(proposals), BATCH), results[:batches], strict=True):
+            count = min(BATCH, len(proposals) - start)
+            answers += [result] * count if isinstance(result, Exception) else result
+        for proposal, answer in zip(proposals, answers, strict=True):
             if isinstance(answer, Exception):
                 log.error("the shared log refused a change to %r: %s", proposal.topic, answer)
                 replica.refused(engine, proposal, "the shared log refused the change")
@@ -330,21 +338,29 @@ class RedisLog:
         await self.caught_up(proposal.topic, lsn)
         replica.retry(self.engine, proposal)
 
-    def _keys(self, proposal: Proposal) -> list[str]:
-        topic = proposal.topic
-        versions = f"{self.prefix}:versions:{topic}"
-        return [f"{self.prefix}:seqs", self.stream_key(topic), versions]
-
-    def _args(self, proposal: Proposal) -> list[Any]:
-        args: list[Any] = [
-            proposal.client_name or "",
-            "" if proposal.seq is None or proposal.client_name is None else proposal.seq,
-            self.shared.origin(proposal.token),
-            "0" if proposal.topic == PLAIN_STREAM else "1",
-        ]
-        for entry, expect in zip(proposal.entries, proposal.expect, strict=True):
-            args += [entry.op, entry.key, expect or "", entry.encode()]
-        return args
+    def _batch(self, proposals: list[Proposal]) -> tuple[list[str], list[Any]]:
+        """The KEYS and ARGV of one ``PROPOSE`` call (redis_script.py) deciding ``proposals``."""
+        keys = [f"{self.prefix}:seqs"]
+        pairs: dict[str, int] = {}
+        args: list[Any] = []
+        for proposal in proposals:
+            topic = proposal.topic
+            pair = pairs.get(topic)
+            if pair is None:
+                pair = pairs[topic] = len(pairs) + 1
+                keys += [self.stream_key(topic), f"{self.prefix}:versions:{topic}"]
+            name, seq = proposal.client_name, proposal.seq
+            args += [
+                pair,
+                name or "",
+                "" if seq is None or name is None else seq,
+                self.shared.origin(proposal.token),
+                "0" if topic == PLAIN_STREAM else "1",
+                len(proposal.entries),
+            ]
+            for entry, expect in zip(proposal.entries, proposal.expect, strict=True):
+                args += [entry.op, entry.key, expect or "", entry.encode()]
+        return keys, args
 
     # -- snapshots ----------------------------------------------------------------------------
 
@@ -367,15 +383,19 @@ class RedisLog:
         keep_after_ms = int((time.time() - self.settings.retention_s) * 1000)
         for topic in self.engine.config.topics:
             lsn = self.shared.position(topic.name)
+            if lsn == 0:
+                continue  # nothing was ever applied: no snapshot to write
             records = [
                 [v.key, v.data, v.seq, v.timestamp, v.expires_at]
                 for v in self.engine.topics[topic.name].records.values()
             ]
             document = orjson.dumps({"format": SNAPSHOT_FORMAT, "lsn": lsn, "records": records})
-            await self.redis.set(f"{self.prefix}:snapshot:{topic.name}", document)
+            keys = [f"{self.prefix}:snapshot:{topic.name}", f"{self.prefix}:snapshot-id:{topic.name}"]
+            if not await self._write_snapshot(keys=keys, args=[stream_id(lsn), document]):
+                continue  # another node's is newer (this one lags): its trim stands
             min_id = min(lsn, keep_after_ms << SEQ_BITS)
-            await self.redis.xtrim(self.stream_key(topic.name), minid=stream_id(min_id), approximate=True)
+            await self.redis.xtrim(self.stream_key(topic.name), minid=stream_id(min_id), approximate=False)
         await self.redis.xtrim(
-            self.stream_key(PLAIN_STREAM), minid=f"{max(keep_after_ms, 0)}-0", approximate=True
+            self.stream_key(PLAIN_STREAM), minid=f"{max(keep_after_ms, 0)}-0", approximate=False
         )
         self.snapshots_written += 1

@@ -1,4 +1,5 @@
-"""The one Redis script through which every change enters a cluster's shared log.
+"""The Redis scripts of a cluster: the one through which every change enters the shared log, and
+the client name claims.
 
 Redis runs a script atomically, so what it decides holds for the whole cluster however many
 nodes race: a publisher sequence is accepted once (``dup`` otherwise), a change decided against a
@@ -6,47 +7,60 @@ record version appends only while that version is still the record's (``conflict
 with the stream's last ID, which the node applies before deciding again), an expiry of a version
 already gone appends nothing (``gone``), and a command's entries are appended all or none.
 
-KEYS: the sequences hash, the topic's stream, the topic's versions hash (record key -> the ID of
-the entry that wrote the record).
-ARGV: client name, sequence, origin, versioned (``1``: a configured topic), then four per entry:
-op, record key, expected version (empty: none; ``-``: absent), payload.
-Answer: ``{"ok", id...}`` or ``{outcome, detail}``.
+``PROPOSE`` takes a node's whole batch of proposals in one call (one command for Redis to parse
+and one for redis-py to build, however many publishes), deciding them one after the other.
+KEYS: the sequences hash, then per topic of the batch its stream and its versions hash (record
+key -> the ID of the entry that wrote the record).
+ARGV: per proposal: its topic's place among the KEYS pairs (1-based), client name, sequence,
+origin, versioned (``1``: a configured topic), entry count, then four per entry: op, record key,
+expected version (empty: none; ``-``: absent), payload.
+Answer: per proposal ``{"ok", id...}`` or ``{outcome, detail}``.
 """
 
 PROPOSE = """
-local name, seq, origin, versioned = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
-if name ~= '' and seq ~= '' then
-  local last = redis.call('HGET', KEYS[1], name)
-  if last and tonumber(seq) <= tonumber(last) then return {'dup', last} end
-end
-for i = 5, #ARGV, 4 do
-  local expect = ARGV[i + 2]
-  if expect ~= '' then
-    local current = redis.call('HGET', KEYS[3], ARGV[i + 1]) or '-'
-    if current ~= expect then
-      local outcome = 'conflict'
-      if ARGV[i] == 'x' then outcome = 'gone' end
-      local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-      local tail = '0-0'
-      if last[1] then tail = last[1][1] end
-      return {outcome, tail}
+local answers = {}
+local i = 1
+while i <= #ARGV do
+  local pair = tonumber(ARGV[i]) * 2
+  local stream, versions = KEYS[pair], KEYS[pair + 1]
+  local name, seq, origin, versioned = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4] == '1'
+  local first, last = i + 6, i + 5 + tonumber(ARGV[i + 5]) * 4
+  i = last + 1
+  local answer = nil
+  if name ~= '' and seq ~= '' then
+    local highest = redis.call('HGET', KEYS[1], name)
+    if highest and tonumber(seq) <= tonumber(highest) then answer = {'dup', highest} end
+  end
+  if not answer then
+    for e = first, last, 4 do
+      local expect = ARGV[e + 2]
+      if expect ~= '' and (redis.call('HGET', versions, ARGV[e + 1]) or '-') ~= expect then
+        local outcome = 'conflict'
+        if ARGV[e] == 'x' then outcome = 'gone' end
+        local tail = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+        answer = {outcome, (tail[1] and tail[1][1]) or '0-0'}
+        break
+      end
     end
   end
-end
-if name ~= '' and seq ~= '' then redis.call('HSET', KEYS[1], name, seq) end
-local answer = {'ok'}
-for i = 5, #ARGV, 4 do
-  local id = redis.call('XADD', KEYS[2], '*', 'e', ARGV[i + 3], 'o', origin)
-  if versioned then
-    if ARGV[i] == 'p' then
-      redis.call('HSET', KEYS[3], ARGV[i + 1], id)
-    else
-      redis.call('HDEL', KEYS[3], ARGV[i + 1])
+  if not answer then
+    if name ~= '' and seq ~= '' then redis.call('HSET', KEYS[1], name, seq) end
+    answer = {'ok'}
+    for e = first, last, 4 do
+      local id = redis.call('XADD', stream, '*', 'e', ARGV[e + 3], 'o', origin)
+      if versioned then
+        if ARGV[e] == 'p' then
+          redis.call('HSET', versions, ARGV[e + 1], id)
+        else
+          redis.call('HDEL', versions, ARGV[e + 1])
+        end
+      end
+      answer[#answer + 1] = id
     end
   end
-  answer[#answer + 1] = id
+  answers[#answers + 1] = answer
 end
-return answer
+return answers
 """
 
 # A client name's claim (PROTOCOL 10: one name, one connection in the cluster; 6.4: refused for
@@ -81,5 +95,25 @@ local current = redis.call('HGET', KEYS[1], ARGV[1])
 if current and string.sub(current, 1, #ARGV[2] + 1) == ARGV[2] .. ' ' then
   redis.call('HDEL', KEYS[1], ARGV[1])
 end
+return 1
+"""
+
+# A topic's snapshot, written only when it is newer than the one Redis holds: a node that lags
+# must not put back an older snapshot whose stream tail another node's trim has removed.
+# KEYS: the snapshot, its stream ID. ARGV: the stream ID it is as of (``<ms>-<n>``), the document.
+# Answer: 1 written, 0 not newer.
+WRITE_SNAPSHOT = """
+local function parts(id)
+  local ms, n = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(n)
+end
+local current = redis.call('GET', KEYS[2])
+if current then
+  local ms, n = parts(ARGV[1])
+  local cms, cn = parts(current)
+  if ms < cms or (ms == cms and n <= cn) then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[2], ARGV[1])
 return 1
 """
