@@ -16,10 +16,9 @@ from typing import Any
 
 import orjson
 
-from . import inbound, logons, publishing, querying, replica, wire
+from . import inbound, logons, publishing, querying, wire
 from .access import LogonThrottle
 from .bookmarks import Lsns, ReplayRequest
-from .changes import apply_entry
 from .commands import (
     Body,
     Header,
@@ -41,11 +40,13 @@ from .errors import (
     NOT_ENTITLED,
     CommandError,
 )
+from .local_log import LocalLog
 from .outbox import Outbox
+from .ports import ChangeLog
 from .records import RecordVersion
 from .run import FanOutRun
 from .session import Session
-from .shared_log import SharedLog
+from .shared_log import Proposal, SharedLog, stream_id
 from .subscription import Subscription
 from .timers import Timers
 from .topic import Topic
@@ -102,7 +103,8 @@ class Engine:
         self._session_ids = itertools.count(1)
         self.lsns = Lsns()  # the apply sequence: LSNs, and so bookmarks (bookmarks.py)
         self.commands_processed = 0
-        self.shared: SharedLog | None = None  # with [cluster]: changes go through the shared log
+        self.shared: SharedLog | None = None  # with [cluster]: the shared log (set by the runtime)
+        self.changes: ChangeLog = LocalLog(self)  # where commands send their changes
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -147,18 +149,13 @@ class Engine:
         """Expire the records whose lifetime has ended, and deliver every subscription-conflation
         interval that has ended, by ``now``."""
         for name, key in self.timers.expiries_due(now, self._lifetime):
-            if self.shared is not None:
-                replica.expire(self, name, key, now)  # applied when the log brings it back
+            version = self.topics[name].records.get(key)
+            if version is None:
                 continue
-            topic = self.topics[name]
-            # Decided once, here, and logged as an entry of its own: applying it needs no clock.
-            entry = Entry(
-                self.next_apply_seq() if topic.durable else 0, EXPIRE, name, key, None, None, None, now, None
-            )
-            version, _ = apply_entry(topic.sow, entry)
-            if topic.durable:
-                self.log(entry)
-            topic.fan_out(key, version, None, gone="expired")
+            # Decided once, here, as an entry of its own that names the version it ends: applying
+            # it needs no clock, and in a cluster the first node's expiry is the only one.
+            entry = Entry(0, EXPIRE, name, key, version.seq, None, None, now, None)
+            self.changes.propose(Proposal(name, [entry], [stream_id(version.seq)]))
         for subscription in self.timers.intervals_due(now):
             if subscription.closed or subscription.dropped:
                 continue

@@ -10,6 +10,18 @@ if TYPE_CHECKING:
     from .delivery import Delivery, RunBatch
     from .entitlement import Entitlement
     from .records import RecordVersion
+    from .shared_log import Proposal
+
+
+class ChangeLog(Protocol):
+    """Where commands send the changes they decided (publishes, deletes, expiries): the local
+    log, which applies them at once (local_log.py), or a cluster's shared log, which applies them
+    when Redis has them in order (shared_log.py, replica.py)."""
+
+    def check_available(self) -> None:
+        """Raise ``CommandError(unavailable)`` when no change can be taken now."""
+
+    def propose(self, proposal: Proposal) -> None: ...
 
 
 class Subscriber(Protocol):

@@ -14,12 +14,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from . import publishing
-from .changes import apply_entry
+from .applying import apply_change
 from .commands import Publish
 from .errors import UNAVAILABLE, CommandError
-from .records import RecordVersion
-from .shared_log import ABSENT, CONFLICT, DUPLICATE, GONE, PLAIN_STREAM, Proposal, stream_id
-from .txlog import EXPIRE, PUBLISH, Entry
+from .local_log import ack_applied, ack_duplicate
+from .shared_log import CONFLICT, DUPLICATE, GONE, PLAIN_STREAM, Proposal
+from .txlog import Entry
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -37,17 +37,9 @@ def apply(engine: Engine, stream: str, lsn: int, entry: Entry, origin: str) -> N
     name, seq = entry.client_name, entry.seq
     if name is not None and seq is not None and seq > engine.sequences.get(name, 0):
         engine.sequences[name] = seq  # the highest is the highest whatever order streams are read in
-    if stream == PLAIN_STREAM:
-        topic = engine.topics.get(entry.topic)
-        if topic is not None and topic.config is None and entry.op == PUBLISH:
-            topic.fan_out(None, None, RecordVersion("", entry.data, lsn, entry.timestamp, entry.expires_at))
-    else:
-        topic = engine.topics[stream]
-        old, new = apply_entry(topic.sow, entry)
-        if new is not None and new.expires_at is not None:
-            engine.timers.expire_at(topic.name, new.key, new.expires_at)
-        if old is not None or new is not None:
-            topic.fan_out(entry.key, old, new, gone="expired" if entry.op == EXPIRE else "deleted")
+    topic = engine.topics.get(entry.topic if stream == PLAIN_STREAM else stream)
+    if topic is not None and (stream != PLAIN_STREAM or topic.config is None):
+        apply_change(topic, entry, engine.timers)
     shared.positions[stream] = lsn
     shared.applied += 1
     token = shared.own_token(origin)
@@ -66,7 +58,7 @@ def answered(engine: Engine, proposal: Proposal, outcome: str, detail: str, appe
     assert shared is not None
     if outcome == DUPLICATE:
         assert proposal.session is not None and proposal.header is not None and proposal.seq is not None
-        publishing.ack_duplicate(engine, proposal.session, proposal.header, proposal.seq)
+        ack_duplicate(engine, proposal.session, proposal.header, proposal.seq)
         shared.settle(proposal)
     elif outcome in (CONFLICT, GONE):
         shared.pending.pop(proposal.token, None)  # decided again (retry), or nothing to do
@@ -104,31 +96,18 @@ def retry(engine: Engine, proposal: Proposal) -> None:
     shared.settle(proposal)
     if session is None or header is None or session.close_code is not None:
         return
-    if proposal.retries >= MAX_RETRIES or not isinstance(body, Publish):
-        log.warning("a publish to %r conflicted %d times; refusing it", proposal.topic, proposal.retries)
+    if proposal.retries >= MAX_RETRIES or body is None:
+        log.warning("a change to %r conflicted %d times; refusing it", proposal.topic, proposal.retries)
         engine.fail(session, header.cid, CommandError(UNAVAILABLE, "the record kept changing"), proposal.seq)
     else:
         try:
-            publishing.publish(engine, session, header, body, retries=proposal.retries + 1)
+            if isinstance(body, Publish):
+                publishing.publish(engine, session, header, body, retries=proposal.retries + 1)
+            else:
+                publishing.sow_delete(engine, session, header, body, retries=proposal.retries + 1)
         except CommandError as error:  # the record changed so that it is refused now
             engine.fail(session, header.cid, error, proposal.seq)
     engine.settle()
-
-
-def expire(engine: Engine, topic: str, key: str, now: float) -> None:
-    """Propose the expiry of the record's current version: the first node to ask expires it for
-    the cluster, the others' proposals find it gone (PROTOCOL 10: a record expires once)."""
-    shared = engine.shared
-    assert shared is not None
-    version = engine.topics[topic].records.get(key)
-    if version is None:
-        return
-    entry = Entry(0, EXPIRE, topic, key, version.seq, None, None, now, None)
-    shared.propose(Proposal(topic, [entry], [stream_id(version.seq)]))
-
-
-def expectation(old: RecordVersion | None) -> str:
-    return ABSENT if old is None else stream_id(old.seq)
 
 
 def _done(engine: Engine, proposal: Proposal) -> None:
@@ -139,4 +118,4 @@ def _done(engine: Engine, proposal: Proposal) -> None:
     if session is None or header is None:
         return
     if header.acks or header.cid is not None:
-        publishing.ack_applied(engine, session, header, proposal.seq, None, **proposal.fields)
+        ack_applied(engine, session, header, proposal.seq, None, **proposal.fields)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .errors import UNAVAILABLE, CommandError
 from .txlog import Entry
 
 if TYPE_CHECKING:
@@ -106,6 +107,10 @@ class SharedLog:
     def own_token(self, origin: str) -> int | None:
         node, _, token = origin.rpartition(":")
         return int(token) if node == self.node and token.isdigit() else None
+
+    def check_available(self) -> None:
+        if not self.available:  # PROTOCOL 10: refused, nothing half-applied
+            raise CommandError(UNAVAILABLE, "this node cannot reach the cluster's shared log; try again")
 
     def propose(self, proposal: Proposal) -> None:
         if proposal.token == 0:

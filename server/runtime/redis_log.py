@@ -69,6 +69,7 @@ class RedisLog:
         self.settings = settings
         self.shared = SharedLog(node)
         engine.shared = self.shared
+        engine.changes = self.shared  # every change goes through Redis, this node's own too
         self.ready = False  # the state is loaded: /healthz may answer 200 (while available)
         self.prefix = "{" + settings.name + "}"
         # redis-py types every answer as ``bytes | str | None``: read through ``Any``, in the
