@@ -7,6 +7,7 @@ import logging
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -31,6 +32,7 @@ class PushServer(uvicorn.Server):
         self.hub = hub
         self.store = store
         self.announce = True  # log the "listening on" line (not a worker's: its parent does)
+        self.on_listening: Callable[[], None] = lambda: None
 
     def recover(self) -> None:
         """Rebuild durable state and claim a new LSN epoch, before anything listens (raises
@@ -43,9 +45,11 @@ class PushServer(uvicorn.Server):
             self.store.start()
         self.hub.start()
         await super().startup(sockets)
-        if self.started and self.servers and self.announce:
-            host, port = self.servers[0].sockets[0].getsockname()[:2]
-            log.info("listening on http://%s:%d", host, port)
+        if self.started and self.servers:
+            if self.announce:
+                host, port = self.servers[0].sockets[0].getsockname()[:2]
+                log.info("listening on http://%s:%d", host, port)
+            self.on_listening()
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)

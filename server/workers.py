@@ -1,11 +1,12 @@
 """``--workers N``: N cluster nodes on one machine, behind one listening socket.
 
 One Python process serves sockets on one core. With ``[cluster]`` every node keeps its state in
-step through Redis, so N node processes can share one port: this parent binds the socket once,
-starts N workers (each a whole node: hub, engine, Redis reader and writer) that accept on it,
-and the kernel spreads new connections among them. The parent logs the one ``listening on``
-line, starts a worker again when one dies, and on SIGINT/SIGTERM stops them all cleanly (each
-closes its sockets with 1001) before it exits.
+step through Redis, so N node processes can share one port: this parent holds the port, starts N
+workers (each a whole node: hub, engine, Redis reader and writer), each listening on the port with
+its own ``SO_REUSEPORT`` socket, and the kernel spreads new connections evenly among them (one
+shared listening socket would let whichever process wakes first take most of them). The parent
+logs the one ``listening on`` line once a worker accepts, starts a worker again when one dies, and
+on SIGINT/SIGTERM stops them all cleanly (each closes its sockets with 1001) before it exits.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import signal
 import socket
 import time
 from multiprocessing.process import BaseProcess
+from multiprocessing.synchronize import Event as EventType
 from types import FrameType
 
 from .core.config import Config
@@ -24,32 +26,36 @@ log = logging.getLogger("server")
 
 STOP_GRACE_S = 15.0  # a worker that has not stopped by then is killed
 RESTART_PAUSE_S = 1.0  # between a worker's death and its replacement
+START_TIMEOUT_S = 60.0  # for every worker to listen
 
 
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
-    sock.set_inheritable(True)
     return sock
 
 
-def run_worker(config: Config, sock: socket.socket) -> None:
-    """A worker process: one node serving on the socket its parent bound."""
+def run_worker(config: Config, port: int, listening: EventType) -> None:
+    """A worker process: one node listening on ``port`` beside its siblings (``listening`` is set
+    once it accepts connections)."""
+    sock = bind(config.server.host, port)
     from .node import build_server  # noqa: PLC0415 (the spawned child imports uvicorn itself)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
     server = build_server(config)
     server.announce = False
+    server.on_listening = listening.set
     server.run(sockets=[sock])
 
 
 def serve_workers(config: Config, count: int) -> int:
     settings = config.server
-    sock = bind(settings.host, settings.port)
-    sock.listen(2048)
+    sock = bind(settings.host, settings.port)  # holds the port (0: picks one) without listening
+    port = sock.getsockname()[1]
     context = multiprocessing.get_context("spawn")
     stopping = False
 
@@ -60,14 +66,23 @@ def serve_workers(config: Config, count: int) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
 
-    def start() -> BaseProcess:
-        process = context.Process(target=run_worker, args=(config, sock), daemon=False)
+    def start(listening: EventType) -> BaseProcess:
+        process = context.Process(target=run_worker, args=(config, port, listening), daemon=False)
         process.start()
         return process
 
-    workers = [start() for _ in range(count)]
-    host, port = sock.getsockname()[:2]
-    log.info("listening on http://%s:%d (%d workers)", host, port, count)
+    events = [context.Event() for _ in range(count)]
+    workers = [start(event) for event in events]
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not stopping and not all(event.is_set() for event in events) and time.monotonic() < deadline:
+        if not all(worker.is_alive() for worker in workers):
+            break
+        time.sleep(0.05)
+    if all(event.is_set() for event in events):
+        log.info("listening on http://%s:%d (%d workers)", sock.getsockname()[0], port, count)
+    else:
+        log.error("not every worker started listening on port %d; stopping", port)
+        stopping = True
     while not stopping:
         time.sleep(0.2)
         for index, worker in enumerate(workers):
@@ -76,7 +91,7 @@ def serve_workers(config: Config, count: int) -> int:
                     "worker %d (pid %s) exited with %s; starting another", index, worker.pid, worker.exitcode
                 )
                 time.sleep(RESTART_PAUSE_S)
-                workers[index] = start()
+                workers[index] = start(context.Event())
     for worker in workers:
         if worker.is_alive() and worker.pid is not None:
             worker.terminate()  # SIGTERM: the node closes its sockets with 1001 and stops

@@ -54,9 +54,13 @@ def logon(engine: Engine, session: Session, header: Header, body: Logon) -> None
 
 
 def claimed(engine: Engine, claim: NameClaim, refusal: CommandError | None) -> None:
-    """The cluster answered a client name claim: complete the logon, or refuse it."""
+    """The cluster answered a client name claim: complete the logon, or refuse it. A socket that
+    went away meanwhile lets go of a name it was given."""
     session = claim.session
-    if session.close_code is None:
+    if session.id not in engine.sessions:
+        if refusal is None and engine.shared is not None and claim.body.client_name is not None:
+            engine.shared.release(claim.body.client_name, session)
+    elif session.close_code is None:
         if refusal is not None:
             _refuse_logon(engine, session, claim.header, claim.body, refusal)
         else:

@@ -113,8 +113,9 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
         Entry(0, DELETE, topic.name, key, None, name, seq if i == last else None, now, None)
         for i, key in enumerate(keys)
     ]
-    # A restricted user's delete holds only while each record is still the version it saw.
-    expect = [stream_id(topic.records[key].seq) if entitlement.restricted else None for key in keys]
+    # Each delete holds only while its record is still the version it was decided on (it matched
+    # the filter, and its user may see it): in a cluster another node may have changed it since.
+    expect: list[str | None] = [stream_id(topic.records[key].seq) for key in keys]
     counts = {"matches": len(keys), "records_deleted": len(keys)}
     proposal = Proposal(topic.name, entries, expect, session, header, body, name, seq, counts)
     proposal.retries = retries

@@ -47,7 +47,7 @@ def apply(engine: Engine, stream: str, lsn: int, entry: Entry, origin: str) -> N
     if proposal is not None:
         proposal.waiting -= 1
         if proposal.waiting == 0:
-            _done(engine, proposal)
+            done(engine, proposal)
 
 
 def answered(engine: Engine, proposal: Proposal, outcome: str, detail: str, appended: int) -> None:
@@ -69,7 +69,7 @@ def answered(engine: Engine, proposal: Proposal, outcome: str, detail: str, appe
         # The entries may have come back through the stream before Redis's answer did.
         proposal.waiting += appended
         if proposal.waiting == 0:
-            _done(engine, proposal)
+            done(engine, proposal)
     engine.settle()
 
 
@@ -110,7 +110,8 @@ def retry(engine: Engine, proposal: Proposal) -> None:
     engine.settle()
 
 
-def _done(engine: Engine, proposal: Proposal) -> None:
+def done(engine: Engine, proposal: Proposal) -> None:
+    """The proposal is in the log and applied here: its acks."""
     shared = engine.shared
     assert shared is not None
     shared.settle(proposal)

@@ -130,13 +130,16 @@ class SharedLog:
 
     def claim(self, claim: NameClaim) -> None:
         claim.holder = self.holder(claim.session)
-        self.in_flight[claim.session] = self.in_flight.get(claim.session, 0) + 1
+        session = claim.session
+        self.in_flight[session] = self.in_flight.get(session, 0) + 1
+        self.guarded[session] = self.guarded.get(session, 0) + 1  # what follows waits for the name
         self.claims.append(claim)
         self.on_proposal()
 
     def claimed(self, claim: NameClaim) -> None:
         """Redis answered the claim (either way)."""
         session = claim.session
+        self._unguard(session)
         left = self.in_flight.get(session, 0) - 1
         if left > 0:
             self.in_flight[session] = left
@@ -164,17 +167,20 @@ class SharedLog:
         if session is None:
             return
         if proposal.guarded:
-            guarded = self.guarded.get(session, 0) - 1
-            if guarded > 0:
-                self.guarded[session] = guarded
-            else:
-                self.guarded.pop(session, None)
+            self._unguard(session)
         left = self.in_flight.get(session, 0) - 1
         if left > 0:
             self.in_flight[session] = left
         else:
             self.in_flight.pop(session, None)
             self.on_settled(session)
+
+    def _unguard(self, session: Session) -> None:
+        guarded = self.guarded.get(session, 0) - 1
+        if guarded > 0:
+            self.guarded[session] = guarded
+        else:
+            self.guarded.pop(session, None)
 
     def position(self, stream: str) -> int:
         return self.positions.get(stream, 0)

@@ -34,13 +34,11 @@ from redis.exceptions import RedisError
 from ..core import replica
 from ..core.config import ClusterSettings
 from ..core.engine import Engine
-from ..core.records import RecordVersion
 from ..core.session import Session
 from ..core.shared_log import (
     CONFLICT,
     OK,
     PLAIN_STREAM,
-    SEQ_BITS,
     NameClaim,
     Proposal,
     SharedLog,
@@ -49,14 +47,14 @@ from ..core.shared_log import (
 )
 from ..core.txlog import Entry
 from .redis_names import RedisNames
-from .redis_script import PROPOSE, WRITE_SNAPSHOT
+from .redis_script import PROPOSE
+from .redis_snapshots import Snapshots
 
 log = logging.getLogger("server.cluster")
 
 READ_COUNT = 1000  # entries per XREAD or XRANGE round trip
 READ_BLOCK_MS = 1000
 RETRY_S = 0.5  # between attempts to reach Redis again
-SNAPSHOT_FORMAT = 1
 BATCH = 500  # proposals per script call: Redis runs one call at a time, so keep each short
 MAX_IN_FLIGHT = 1000  # changes of one socket on their way through the log
 SYNC_TIMEOUT_S = 5.0
@@ -76,7 +74,6 @@ class RedisLog:
         # shapes this module knows it asks for (bytes, no decode_responses).
         self.redis: Any = redis.from_url(settings.redis_url, socket_timeout=5.0, socket_connect_timeout=2.0)
         self._script = self.redis.register_script(PROPOSE)
-        self._write_snapshot = self.redis.register_script(WRITE_SNAPSHOT)
         self._proposed = asyncio.Event()
         self.shared.on_proposal = self._proposed.set
         self._applied = asyncio.Event()  # replaced after every batch applied: wakes catch_up waiters
@@ -85,7 +82,9 @@ class RedisLog:
         self._settled: dict[Session, asyncio.Event] = {}
         self.names = RedisNames(self.redis, engine, self.shared, self.prefix)
         self.shared.on_settled = self._on_settled
-        self.snapshots_written = 0
+        self.snapshots = Snapshots(self.redis, engine, self.shared, settings, self.prefix, self.stream_key)
+        # Sent when Redis went away, answer unknown: resolved from the streams when it is back.
+        self._in_doubt: list[Proposal] = []
 
     # -- keys ---------------------------------------------------------------------------------
 
@@ -144,11 +143,7 @@ class RedisLog:
         started = time.perf_counter()
         engine, shared = self.engine, self.shared
         for topic in engine.config.topics:
-            raw = await self.redis.get(f"{self.prefix}:snapshot:{topic.name}")
-            after = 0
-            if raw is not None and shared.position(topic.name) == 0:
-                after = self._restore(topic.name, raw)
-            await self._catch_up(topic.name, after)
+            await self._bring_up_to_date(topic.name)
         # Plain topics keep nothing: live from the stream's end.
         tail = await self.redis.xrevrange(self.stream_key(PLAIN_STREAM), count=1)
         shared.positions[PLAIN_STREAM] = lsn_of(tail[0][0].decode()) if tail else 0
@@ -164,19 +159,38 @@ class RedisLog:
             time.perf_counter() - started,
         )
 
-    def _restore(self, topic: str, raw: bytes) -> int:
-        """Load a topic's snapshot into its empty SOW; the LSN it is as of."""
-        document = orjson.loads(raw)
-        if document.get("format") != SNAPSHOT_FORMAT:
-            raise ValueError(f"snapshot of {topic!r} has an unknown format")
-        sow, timers = self.engine.topics[topic].sow, self.engine.timers
-        for key, data, lsn, timestamp, expires_at in document["records"]:
-            sow.put(RecordVersion(key, data, lsn, timestamp, expires_at))
-            if expires_at is not None:
-                timers.expire_at(topic, key, expires_at)
-        position = int(document["lsn"])
-        self.shared.positions[topic] = position
-        return position
+    async def _bring_up_to_date(self, topic: str) -> None:
+        """Apply ``topic``'s stream up to its end: from the snapshot when this node has applied
+        nothing yet, or when a trim may have removed entries it has not applied."""
+        position = self.shared.position(topic)
+        if position == 0 or await self.snapshots.missed(topic, position):
+            position = await self.snapshots.resync(topic)
+        await self._catch_up(topic, position)
+        while await self.snapshots.missed(topic, position):  # a trim before it read cut entries
+            position = await self.snapshots.resync(topic)
+            await self._catch_up(topic, position)
+
+    async def _recover(self) -> None:
+        """Redis answers again: read every stream up to its end, then settle the changes whose
+        answer the outage lost. A script runs whole or not at all, so a change in doubt is in
+        the stream entirely (this node has now applied it: acked) or not at all (sent again)."""
+        await self.redis.connection_pool.disconnect(inuse_connections=False)  # died with the old Redis
+        for topic in self.engine.config.topics:
+            await self._bring_up_to_date(topic.name)
+        await self._catch_up(PLAIN_STREAM, self.shared.position(PLAIN_STREAM))
+        doubtful, self._in_doubt = self._in_doubt, []
+        for proposal in doubtful:
+            count = len(proposal.entries)
+            if count and proposal.waiting == -count:  # every entry came back
+                proposal.waiting = 0
+                replica.done(self.engine, proposal)
+            else:
+                self.shared.outgoing.append(proposal)
+        self.engine.settle()
+        self.shared.available = True
+        if self.shared.outgoing:
+            self._proposed.set()
+        log.warning("Redis is back: accepting changes again (%d in doubt settled)", len(doubtful))
 
     async def _catch_up(self, topic: str, after: int) -> None:
         """Apply the stream of ``topic`` after ``after`` up to its end."""
@@ -192,15 +206,19 @@ class RedisLog:
     async def _read_on(self) -> None:
         shared = self.shared
         streams = {self.stream_key(s): s for s in self._streams()}
+        check_at = time.monotonic() + self.settings.snapshot_interval_s
         while True:
+            if time.monotonic() > check_at:
+                # Here, between reads, so that no entry is applied twice: a node that fell behind
+                # by more than the retention resynchronises (redis_snapshots.py).
+                check_at = time.monotonic() + self.settings.snapshot_interval_s
+                for topic in self.engine.config.topics:
+                    await self._bring_up_to_date(topic.name)
             positions: dict[Any, Any] = {key: stream_id(shared.position(s)) for key, s in streams.items()}
             answer = await self.redis.xread(positions, count=READ_COUNT, block=READ_BLOCK_MS)
             if not shared.available:
-                # The pool's idle connections died with the old Redis: drop them before a change
-                # is sent on one (a failed send could not tell whether the change was appended).
-                await self.redis.connection_pool.disconnect(inuse_connections=False)
-                shared.available = True
-                log.warning("Redis is back: accepting changes again")
+                await self._recover()
+                continue
             for key, batch in answer:
                 self._apply(streams[key.decode()], batch)
 
@@ -262,13 +280,14 @@ class RedisLog:
     def waits(self, session: Session, raw: Any) -> bool:
         """Whether command ``raw`` must wait for the socket's changes in flight, to keep the
         socket's order: a query sees them, a logon's name is claimed before what follows it, a
-        delta merges into them, and nothing overtakes a change that may be decided again. Only
-        plain publishes and deletes follow others straight into the log."""
+        delta merges into them, a delete is decided on them, and nothing overtakes a change that
+        may be decided again or a logon whose name is being claimed. Only plain publishes follow
+        others straight into the log."""
         shared = self.shared
         if session not in shared.in_flight:
             return False
         command = raw.get("c") if isinstance(raw, dict) else None
-        return command not in ("publish", "sow_delete") or session in shared.guarded
+        return command != "publish" or session in shared.guarded
 
     async def paced(self, session: Session) -> None:
         """After a frame: a socket with many changes in flight waits for them (back pressure on a
@@ -310,9 +329,8 @@ class RedisLog:
                 results: list[Any] = await pipe.execute(raise_on_error=False)
         except (RedisError, OSError) as error:
             self.shared.available = False
-            log.error("cannot reach Redis (%s): %d change(s) refused", error, len(proposals))
-            for proposal in proposals:
-                replica.refused(engine, proposal, "this node lost the cluster's shared log")
+            log.error("lost Redis (%s): %d change(s) wait for it to answer again", error, len(proposals))
+            self._in_doubt += proposals  # appended or not: the streams will tell
             self.names.refuse(claims, error)
             return
         batches = -(-len(proposals) // BATCH)
@@ -374,29 +392,6 @@ class RedisLog:
             try:
                 lock = f"{self.prefix}:snapshot-lock"
                 if await self.redis.set(lock, self.shared.node, nx=True, px=int(interval * 1000)):
-                    await self.write_snapshots()
+                    await self.snapshots.write_all()
             except (RedisError, OSError) as error:
                 log.warning("could not write the cluster's snapshots (%s); next time", error)
-
-    async def write_snapshots(self) -> None:
-        """Write every topic's SOW as of the ID applied up to, then trim each stream to what is
-        newer than both that snapshot and the retention."""
-        keep_after_ms = int((time.time() - self.settings.retention_s) * 1000)
-        for topic in self.engine.config.topics:
-            lsn = self.shared.position(topic.name)
-            if lsn == 0:
-                continue  # nothing was ever applied: no snapshot to write
-            records = [
-                [v.key, v.data, v.seq, v.timestamp, v.expires_at]
-                for v in self.engine.topics[topic.name].records.values()
-            ]
-            document = orjson.dumps({"format": SNAPSHOT_FORMAT, "lsn": lsn, "records": records})
-            keys = [f"{self.prefix}:snapshot:{topic.name}", f"{self.prefix}:snapshot-id:{topic.name}"]
-            if not await self._write_snapshot(keys=keys, args=[stream_id(lsn), document]):
-                continue  # another node's is newer (this one lags): its trim stands
-            min_id = min(lsn, keep_after_ms << SEQ_BITS)
-            await self.redis.xtrim(self.stream_key(topic.name), minid=stream_id(min_id), approximate=False)
-        await self.redis.xtrim(
-            self.stream_key(PLAIN_STREAM), minid=f"{max(keep_after_ms, 0)}-0", approximate=False
-        )
-        self.snapshots_written += 1

@@ -37,6 +37,7 @@ class RedisNames:
         self.channel = f"{prefix}:names:taken"
         self._claim = redis.register_script(CLAIM)
         self._release = redis.register_script(RELEASE)
+        self._sending: list[tuple[str, str]] = []  # releases in the round trip under way
 
     def _keys(self) -> list[str]:
         return [f"{self.prefix}:names", f"{self.prefix}:owners", f"{self.prefix}:seqs"]
@@ -47,6 +48,7 @@ class RedisNames:
         claims = list(shared.claims)
         shared.claims.clear()
         releases, shared.releases = shared.releases, []
+        self._sending = releases
         auth = "1" if self.engine.config.users is not None else "0"
         for claim in claims:
             name = claim.body.client_name
@@ -75,6 +77,13 @@ class RedisNames:
             logons.claimed(engine, claim, refusal)
 
     def refuse(self, claims: list[NameClaim], error: Exception) -> None:
+        """The round trip failed: the claims are refused, and released in case Redis ran them;
+        the releases go again."""
+        self.shared.releases[:0] = self._sending
+        for claim in claims:
+            name = claim.body.client_name
+            if name is not None:
+                self.shared.releases.append((name, claim.holder))
         self.answer(claims, [error] * len(claims))
 
     async def listen(self) -> None:

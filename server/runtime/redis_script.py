@@ -18,6 +18,20 @@ Answer: per proposal ``{"ok", id...}`` or ``{outcome, detail}``.
 """
 
 PROPOSE = """
+-- Sequences run to 2^64 - 1, past what a Lua number holds exactly: compared as decimal text.
+local function not_above(seq, highest)
+  if #seq ~= #highest then return #seq < #highest end
+  return seq <= highest
+end
+-- An ID whose second part passed 2^20 - 1 (Redis's clock stepped back for a million entries)
+-- has no LSN of its own: that entry takes the next millisecond instead.
+local function append(stream, payload, origin)
+  local id = redis.call('XADD', stream, '*', 'e', payload, 'o', origin)
+  local ms, n = string.match(id, '^(%d+)-(%d+)$')
+  if tonumber(n) < 1048576 then return id end
+  redis.call('XDEL', stream, id)
+  return redis.call('XADD', stream, string.format('%d-0', tonumber(ms) + 1), 'e', payload, 'o', origin)
+end
 local answers = {}
 local i = 1
 while i <= #ARGV do
@@ -29,7 +43,7 @@ while i <= #ARGV do
   local answer = nil
   if name ~= '' and seq ~= '' then
     local highest = redis.call('HGET', KEYS[1], name)
-    if highest and tonumber(seq) <= tonumber(highest) then answer = {'dup', highest} end
+    if highest and not_above(seq, highest) then answer = {'dup', highest} end
   end
   if not answer then
     for e = first, last, 4 do
@@ -47,7 +61,7 @@ while i <= #ARGV do
     if name ~= '' and seq ~= '' then redis.call('HSET', KEYS[1], name, seq) end
     answer = {'ok'}
     for e = first, last, 4 do
-      local id = redis.call('XADD', stream, '*', 'e', ARGV[e + 3], 'o', origin)
+      local id = append(stream, ARGV[e + 3], origin)
       if versioned then
         if ARGV[e] == 'p' then
           redis.call('HSET', versions, ARGV[e + 1], id)

@@ -49,9 +49,9 @@ async def test_a_lagging_node_does_not_put_back_an_older_snapshot(redis_server: 
     append(client, 6, 10)
     ahead = node(redis_server, "ahead")
     await ahead._load()
-    await ahead.write_snapshots()  # as of record 10, and the stream trimmed up to it
+    await ahead.snapshots.write_all()  # as of record 10, and the stream trimmed up to it
     time.sleep(0.01)
-    await lagging.write_snapshots()  # as of record 5: older, so not written
+    await lagging.snapshots.write_all()  # as of record 5: older, so not written
     assert client.xlen("{snap}:stream:orders") < 10
     starting = node(redis_server, "starting")
     await starting._load()

@@ -1,0 +1,125 @@
+"""A cluster's SOW snapshots in Redis: what a node starts from, and what lets the streams be trimmed.
+
+Every ``snapshot_interval`` one node (whoever takes a lock with that lifetime, so a node that dies
+holding it holds it no longer) writes each topic's SOW as of the stream ID it has applied up to,
+unless Redis holds a newer one (a lagging node never puts back an older snapshot), then trims the
+stream to what is newer than both that snapshot and ``retention``, and records the cut.
+
+A node whose position is below a cut may have missed entries (it was cut off for longer than
+``retention``, or a trim ran while it started): it resynchronises the topic from the snapshot,
+sending its subscribers the difference, then reads the stream on from the snapshot's ID. A new
+node does the same from an empty SOW, so its start-up follows the size of the SOW, not of the
+history.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from ..core.applying import apply_change
+from ..core.config import ClusterSettings
+from ..core.engine import Engine
+from ..core.records import RecordVersion
+from ..core.shared_log import PLAIN_STREAM, SEQ_BITS, SharedLog, lsn_of, stream_id
+from ..core.txlog import DELETE, PUBLISH, Entry
+from .redis_script import WRITE_SNAPSHOT
+
+log = logging.getLogger("server.cluster")
+
+SNAPSHOT_FORMAT = 1
+
+
+class Snapshots:
+    def __init__(
+        self,
+        redis: Any,
+        engine: Engine,
+        shared: SharedLog,
+        settings: ClusterSettings,
+        prefix: str,
+        stream_key: Callable[[str], str],
+    ) -> None:
+        self.redis = redis
+        self.engine = engine
+        self.shared = shared
+        self.settings = settings
+        self.prefix = prefix
+        self.stream_key = stream_key
+        self._write = redis.register_script(WRITE_SNAPSHOT)
+        self.written = 0
+        self.resyncs = 0
+
+    def _keys(self, topic: str) -> tuple[str, str, str]:
+        p = self.prefix
+        return f"{p}:snapshot:{topic}", f"{p}:snapshot-id:{topic}", f"{p}:trimmed:{topic}"
+
+    async def missed(self, topic: str, position: int) -> bool:
+        """Whether entries after ``position`` may have been trimmed away."""
+        cut = await self.redis.get(self._keys(topic)[2])
+        return cut is not None and lsn_of(cut.decode()) > position + 1
+
+    async def resync(self, topic: str) -> int:
+        """Bring ``topic``'s SOW to its snapshot, telling subscribers what changed; the LSN the
+        snapshot is as of (0: there is none, read the stream from its start)."""
+        raw = await self.redis.get(self._keys(topic)[0])
+        if raw is None:
+            return 0
+        document = orjson.loads(raw)
+        if document.get("format") != SNAPSHOT_FORMAT:
+            raise ValueError(f"the snapshot of {topic!r} has an unknown format")
+        lsn = int(document["lsn"])
+        target = self.engine.topics[topic]
+        timers = self.engine.timers
+        if not target.records:  # a node starting: nothing to tell anyone
+            for key, data, seq, timestamp, expires_at in document["records"]:
+                target.sow.put(RecordVersion(key, data, seq, timestamp, expires_at))
+                if expires_at is not None:
+                    timers.expire_at(topic, key, expires_at)
+        else:
+            self.resyncs += 1
+            log.error(
+                "cluster node %s missed changes of %r that the stream no longer holds (it was behind by "
+                "more than the retention): resynchronising from the snapshot",
+                self.shared.node,
+                topic,
+            )
+            kept: set[str] = set()
+            for key, data, seq, timestamp, expires_at in document["records"]:
+                kept.add(key)
+                current = target.records.get(key)
+                if current is None or current.seq != seq:
+                    entry = Entry(seq, PUBLISH, topic, key, data, None, None, timestamp, expires_at)
+                    apply_change(target, entry, timers)
+            now = time.time()
+            for key in [key for key in target.records if key not in kept]:
+                apply_change(target, Entry(lsn, DELETE, topic, key, None, None, None, now, None), timers)
+            self.engine.settle()
+        self.shared.positions[topic] = lsn
+        return lsn
+
+    async def write_all(self) -> None:
+        """Write every topic's snapshot that is newer than Redis's, and trim behind it."""
+        keep_after_ms = int((time.time() - self.settings.retention_s) * 1000)
+        for topic in self.engine.config.topics:
+            lsn = self.shared.position(topic.name)
+            if lsn == 0:
+                continue  # nothing was ever applied: no snapshot to write
+            records = [
+                [v.key, v.data, v.seq, v.timestamp, v.expires_at]
+                for v in self.engine.topics[topic.name].records.values()
+            ]
+            document = orjson.dumps({"format": SNAPSHOT_FORMAT, "lsn": lsn, "records": records})
+            snapshot, snapshot_id, trimmed = self._keys(topic.name)
+            if not await self._write(keys=[snapshot, snapshot_id], args=[stream_id(lsn), document]):
+                continue  # another node's is newer (this one lags): its trim stands
+            cut = stream_id(min(lsn, max(keep_after_ms, 0) << SEQ_BITS))
+            await self.redis.xtrim(self.stream_key(topic.name), minid=cut, approximate=False)
+            await self.redis.set(trimmed, cut)
+        plain_cut = f"{max(keep_after_ms, 0)}-0"
+        await self.redis.xtrim(self.stream_key(PLAIN_STREAM), minid=plain_cut, approximate=False)
+        self.written += 1
