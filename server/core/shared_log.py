@@ -118,9 +118,9 @@ class SharedLog:
             proposal.token = self._tokens
             session = proposal.session
             if session is not None:
-                self.in_flight[session] = self.in_flight.get(session, 0) + 1
+                _count(self.in_flight, session, 1)
                 if proposal.guarded:
-                    self.guarded[session] = self.guarded.get(session, 0) + 1
+                    _count(self.guarded, session, 1)
         self.outgoing.append(proposal)
         if len(self.outgoing) == 1:
             self.on_proposal()
@@ -130,22 +130,15 @@ class SharedLog:
 
     def claim(self, claim: NameClaim) -> None:
         claim.holder = self.holder(claim.session)
-        session = claim.session
-        self.in_flight[session] = self.in_flight.get(session, 0) + 1
-        self.guarded[session] = self.guarded.get(session, 0) + 1  # what follows waits for the name
+        _count(self.in_flight, claim.session, 1)
+        _count(self.guarded, claim.session, 1)  # what follows waits for the name
         self.claims.append(claim)
         self.on_proposal()
 
     def claimed(self, claim: NameClaim) -> None:
         """Redis answered the claim (either way)."""
-        session = claim.session
-        self._unguard(session)
-        left = self.in_flight.get(session, 0) - 1
-        if left > 0:
-            self.in_flight[session] = left
-        else:
-            self.in_flight.pop(session, None)
-            self.on_settled(session)
+        _count(self.guarded, claim.session, -1)
+        self._one_less(claim.session)
 
     def release(self, name: str, session: Session) -> None:
         """The socket holding ``name`` is gone: the name is free in the cluster (if still its)."""
@@ -167,20 +160,12 @@ class SharedLog:
         if session is None:
             return
         if proposal.guarded:
-            self._unguard(session)
-        left = self.in_flight.get(session, 0) - 1
-        if left > 0:
-            self.in_flight[session] = left
-        else:
-            self.in_flight.pop(session, None)
-            self.on_settled(session)
+            _count(self.guarded, session, -1)
+        self._one_less(session)
 
-    def _unguard(self, session: Session) -> None:
-        guarded = self.guarded.get(session, 0) - 1
-        if guarded > 0:
-            self.guarded[session] = guarded
-        else:
-            self.guarded.pop(session, None)
+    def _one_less(self, session: Session) -> None:
+        if _count(self.in_flight, session, -1) == 0:
+            self.on_settled(session)
 
     def position(self, stream: str) -> int:
         return self.positions.get(stream, 0)
@@ -191,3 +176,13 @@ class SharedLog:
         if lsn > self.position(stream):
             return "no node of this cluster has issued it"
         return None
+
+
+def _count(counts: dict[Session, int], session: Session, change: int) -> int:
+    """Add ``change`` to the socket's count; the count now (a socket at 0 is left out)."""
+    count = counts.get(session, 0) + change
+    if count > 0:
+        counts[session] = count
+    else:
+        counts.pop(session, None)
+    return count
