@@ -14,6 +14,7 @@ history.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from .redis_script import WRITE_SNAPSHOT
 log = logging.getLogger("server.cluster")
 
 SNAPSHOT_FORMAT = 1
+ENCODE_SLICE = 10_000  # records encoded between two turns of the event loop (about 10 ms)
 
 
 class Snapshots:
@@ -109,11 +111,9 @@ class Snapshots:
             lsn = self.shared.position(topic.name)
             if lsn == 0:
                 continue  # nothing was ever applied: no snapshot to write
-            records = [
-                [v.key, v.data, v.seq, v.timestamp, v.expires_at]
-                for v in self.engine.topics[topic.name].records.values()
-            ]
-            document = orjson.dumps({"format": SNAPSHOT_FORMAT, "lsn": lsn, "records": records})
+            # Versions are immutable: the list is the SOW as of ``lsn``, however long encoding takes.
+            versions = list(self.engine.topics[topic.name].records.values())
+            document = await encode(lsn, versions)
             snapshot, snapshot_id, trimmed = self._keys(topic.name)
             if not await self._write(keys=[snapshot, snapshot_id], args=[stream_id(lsn), document]):
                 continue  # another node's is newer (this one lags): its trim stands
@@ -123,3 +123,16 @@ class Snapshots:
         plain_cut = f"{max(keep_after_ms, 0)}-0"
         await self.redis.xtrim(self.stream_key(PLAIN_STREAM), minid=plain_cut, approximate=False)
         self.written += 1
+
+
+async def encode(lsn: int, versions: list[RecordVersion]) -> bytes:
+    """A snapshot document, encoded in slices with the event loop let run between them: a
+    million records would otherwise stop every socket of the node for about a second."""
+    parts: list[bytes] = []
+    for start in range(0, len(versions), ENCODE_SLICE):
+        rows = [
+            [v.key, v.data, v.seq, v.timestamp, v.expires_at] for v in versions[start : start + ENCODE_SLICE]
+        ]
+        parts.append(orjson.dumps(rows)[1:-1])  # the rows without the list's brackets
+        await asyncio.sleep(0)
+    return b'{"format":%d,"lsn":%d,"records":[%s]}' % (SNAPSHOT_FORMAT, lsn, b",".join(parts))
