@@ -43,14 +43,13 @@ from .errors import (
 from .local_log import LocalLog
 from .outbox import Outbox
 from .ports import ChangeLog
-from .records import RecordVersion
 from .run import FanOutRun
 from .session import Session
 from .shared_log import Proposal, SharedLog, stream_id
 from .subscription import Subscription
 from .timers import Timers
 from .topic import Topic
-from .txlog import DELETE, EXPIRE, PUBLISH, Entry
+from .txlog import EXPIRE, Entry
 
 log = logging.getLogger("server.engine")
 
@@ -212,66 +211,6 @@ class Engine:
     def request_replay(self, request: ReplayRequest) -> None:
         self.replays.append(request)
         self.on_replay()
-
-    def replay(self, request: ReplayRequest, entries: list[Entry]) -> None:
-        """Deliver log entries read back for a bookmark subscription (in log order)."""
-        subscription = request.subscription
-        topic = subscription.topic_ref
-        if subscription.closed or topic is None:
-            return
-        for entry in entries:
-            if entry.topic != topic.name:
-                continue
-            key = entry.key
-            if entry.op == PUBLISH:
-                new = RecordVersion(key, entry.data, entry.lsn, entry.timestamp, entry.expires_at)
-                old = request.state.get(key)
-                request.state[key] = new
-                change = subscription.replayed(key, old, new, {})
-            elif entry.op in (DELETE, EXPIRE):
-                last = request.state.pop(key, None)
-                if last is None:
-                    continue
-                # The OOF body is the last state, positioned (bm) at the delete.
-                old = RecordVersion(key, last.data, entry.lsn, entry.timestamp, None)
-                change = subscription.replayed(
-                    key, old, None, {}, "expired" if entry.op == EXPIRE else "deleted"
-                )
-            else:
-                continue
-            if change is not None:
-                topic.deliver(subscription.session, (subscription,), key, change)
-        self.settle()
-
-    def abort_replay(self, request: ReplayRequest, reason: str) -> None:
-        """The log could not be read back: end the subscription (its client is told) rather than
-        let it go live with a gap."""
-        subscription = request.subscription
-        if subscription.closed:
-            return
-        session = subscription.session
-        if session.subscriptions.get(subscription.sub_id) is subscription:
-            del session.subscriptions[subscription.sub_id]
-        self.unsubscribe(subscription)
-        subscription.replay_buffer.clear()
-        session.send(wire.unsubscribed(subscription.sub_id, reason))
-        self.settle()
-
-    def finish_replay(self, request: ReplayRequest) -> None:
-        """The replay caught up: completed (with bm), then the live changes that waited for it."""
-        subscription = request.subscription
-        if subscription.closed:
-            return
-        session, topic = subscription.session, subscription.topic_ref
-        if request.wants_completed:
-            session.send(wire.ack("completed", request.cid, bm=str(request.until_lsn)))
-        subscription.replaying = False
-        waiting, subscription.replay_buffer = subscription.replay_buffer, []
-        for key, old, new, gone in waiting:
-            change = subscription.replayed(key, old, new, {}, gone)
-            if change is not None:
-                topic.deliver(session, (subscription,), key, change)
-        self.settle()
 
     def made_durable(self, lsn: int) -> None:
         """The runtime wrote and synced the log up to ``lsn``: send the persisted acks now due."""

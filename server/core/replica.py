@@ -29,11 +29,11 @@ log = logging.getLogger("server.cluster")
 MAX_RETRIES = 20  # a record changed by other nodes this many times while one delta was decided
 
 
-def apply(engine: Engine, stream: str, lsn: int, entry: Entry, origin: str) -> None:
-    """Apply one stream entry (numbered ``lsn``) and fan it out; ack its proposal when it is ours."""
+def apply(engine: Engine, stream: str, entry: Entry, origin: str) -> None:
+    """Apply one stream entry (numbered by its ID) and fan it out; ack its proposal when it is ours."""
     shared = engine.shared
     assert shared is not None
-    entry.lsn = lsn
+    lsn = entry.lsn
     name, seq = entry.client_name, entry.seq
     if name is not None and seq is not None and seq > engine.sequences.get(name, 0):
         engine.sequences[name] = seq  # the highest is the highest whatever order streams are read in

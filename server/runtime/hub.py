@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from ..core import replaying
 from ..core.bookmarks import ReplayRequest
 from ..core.config import Config
 from ..core.engine import Clock, Engine
@@ -121,15 +122,15 @@ class Hub:
                 for start in range(0, len(entries), REPLAY_BATCH):
                     if subscription.closed:
                         return
-                    engine.replay(request, entries[start : start + REPLAY_BATCH])
+                    replaying.replay(engine, request, entries[start : start + REPLAY_BATCH])
                     while outbox.queued_messages > outbox.max_messages // 2 and not subscription.closed:
                         await asyncio.sleep(0.005)
-            engine.finish_replay(request)
+            replaying.finish(engine, request)
         except Exception:
             log.exception(
                 "bookmark replay for subscription %r failed; ending the subscription", subscription.sub_id
             )
-            engine.abort_replay(request, "replay_failed")
+            replaying.abort(engine, request, "replay_failed")
 
     @property
     def ready(self) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -47,7 +48,7 @@ from ..core.shared_log import (
 )
 from ..core.txlog import Entry
 from .redis_names import RedisNames
-from .redis_script import PROPOSE
+from .redis_script import PROPOSE, propose_call
 from .redis_snapshots import Snapshots
 
 log = logging.getLogger("server.cluster")
@@ -57,8 +58,20 @@ READ_BLOCK_MS = 1000
 RETRY_S = 0.5  # between attempts to reach Redis again
 BATCH = 500  # proposals per script call: Redis runs one call at a time, so keep each short
 MAX_IN_FLIGHT = 1000  # changes of one socket on their way through the log
-SYNC_TIMEOUT_S = 5.0
-CLOSE_WAIT_S = 2.0  # how long a bookmark subscription waits for this node to catch up
+SYNC_TIMEOUT_S = 5.0  # how long a bookmark subscription waits for this node to catch up
+CLOSE_WAIT_S = 2.0  # for the cluster's tasks to stop at shutdown
+
+StreamBatch = list[tuple[bytes, dict[bytes, bytes]]]  # what XRANGE and XREAD answer per stream
+
+
+def numbered(batch: StreamBatch) -> list[tuple[Entry, str]]:
+    """The entries of a batch read from a stream, each numbered by its ID, with its origin."""
+    out = []
+    for entry_id, fields in batch:
+        entry = Entry.from_payload(orjson.loads(fields[b"e"]))
+        entry.lsn = lsn_of(entry_id.decode())
+        out.append((entry, fields[b"o"].decode()))
+    return out
 
 
 class RedisLog:
@@ -194,13 +207,18 @@ class RedisLog:
 
     async def _catch_up(self, topic: str, after: int) -> None:
         """Apply the stream of ``topic`` after ``after`` up to its end."""
-        key = self.stream_key(topic)
-        start = "(" + stream_id(after) if after else "-"
-        while True:
-            batch = await self.redis.xrange(key, min=start, count=READ_COUNT)
-            if not batch:
-                return
+        async for batch in self._range(topic, "(" + stream_id(after) if after else "-", "+"):
             self._apply(topic, batch)
+
+    async def _range(self, stream: str, start: str, end: str) -> AsyncIterator[StreamBatch]:
+        """``XRANGE`` of ``stream`` from ``start`` to ``end``, a batch per round trip."""
+        key = self.stream_key(stream)
+        while True:
+            batch = await self.redis.xrange(key, min=start, max=end, count=READ_COUNT)
+            if batch:
+                yield batch
+            if len(batch) < READ_COUNT:
+                return
             start = "(" + batch[-1][0].decode()
 
     async def _read_on(self) -> None:
@@ -222,14 +240,13 @@ class RedisLog:
             for key, batch in answer:
                 self._apply(streams[key.decode()], batch)
 
-    def _apply(self, stream: str, batch: list[tuple[bytes, dict[bytes, bytes]]]) -> None:
+    def _apply(self, stream: str, batch: StreamBatch) -> None:
         engine = self.engine
-        for entry_id, fields in batch:
-            entry = Entry.from_payload(orjson.loads(fields[b"e"]))
+        for entry, origin in numbered(batch):
             try:
-                replica.apply(engine, stream, lsn_of(entry_id.decode()), entry, fields[b"o"].decode())
+                replica.apply(engine, stream, entry, origin)
             except Exception:
-                log.exception("applying %s of %r failed; carrying on", entry_id.decode(), stream)
+                log.exception("applying %s of %r failed; carrying on", stream_id(entry.lsn), stream)
         engine.settle()
         self._applied.set()
         self._applied = asyncio.Event()
@@ -249,20 +266,14 @@ class RedisLog:
     async def read(self, stream: str, after_lsn: int, since: float | None, until_lsn: int) -> list[Entry]:
         """The entries of ``stream`` after ``after_lsn`` (or from the time ``since``) up to
         ``until_lsn``, numbered (a bookmark replay)."""
-        start = f"{int(since * 1000)}-0" if since is not None else "(" + stream_id(after_lsn)
-        if after_lsn == 0 and since is None:
-            start = "-"
+        if since is not None:
+            start = f"{int(since * 1000)}-0"
+        else:
+            start = "(" + stream_id(after_lsn) if after_lsn else "-"
         entries: list[Entry] = []
-        end = stream_id(until_lsn)
-        while until_lsn:
-            batch = await self.redis.xrange(self.stream_key(stream), min=start, max=end, count=READ_COUNT)
-            for entry_id, fields in batch:
-                entry = Entry.from_payload(orjson.loads(fields[b"e"]))
-                entry.lsn = lsn_of(entry_id.decode())
-                entries.append(entry)
-            if len(batch) < READ_COUNT:
-                break
-            start = "(" + batch[-1][0].decode()
+        if until_lsn:
+            async for batch in self._range(stream, start, stream_id(until_lsn)):
+                entries += [entry for entry, _ in numbered(batch)]
         return entries
 
     async def before(self, commands: list[Any]) -> None:
@@ -323,7 +334,8 @@ class RedisLog:
         try:
             async with self.redis.pipeline(transaction=False) as pipe:
                 for start in range(0, len(proposals), BATCH):
-                    keys, args = self._batch(proposals[start : start + BATCH])
+                    batch = proposals[start : start + BATCH]
+                    keys, args = propose_call(self.prefix, self.stream_key, self.shared.origin, batch)
                     await self._script(keys=keys, args=args, client=pipe)
                 claims = await self.names.queue(pipe)
                 results: list[Any] = await pipe.execute(raise_on_error=False)
@@ -356,30 +368,6 @@ class RedisLog:
     async def _retry(self, proposal: Proposal, lsn: int) -> None:
         await self.caught_up(proposal.topic, lsn)
         replica.retry(self.engine, proposal)
-
-    def _batch(self, proposals: list[Proposal]) -> tuple[list[str], list[Any]]:
-        """The KEYS and ARGV of one ``PROPOSE`` call (redis_script.py) deciding ``proposals``."""
-        keys = [f"{self.prefix}:seqs"]
-        pairs: dict[str, int] = {}
-        args: list[Any] = []
-        for proposal in proposals:
-            topic = proposal.topic
-            pair = pairs.get(topic)
-            if pair is None:
-                pair = pairs[topic] = len(pairs) + 1
-                keys += [self.stream_key(topic), f"{self.prefix}:versions:{topic}"]
-            name, seq = proposal.client_name, proposal.seq
-            args += [
-                pair,
-                name or "",
-                "" if seq is None or name is None else seq,
-                self.shared.origin(proposal.token),
-                "0" if topic == PLAIN_STREAM else "1",
-                len(proposal.entries),
-            ]
-            for entry, expect in zip(proposal.entries, proposal.expect, strict=True):
-                args += [entry.op, entry.key, expect or "", entry.encode()]
-        return keys, args
 
     # -- snapshots ----------------------------------------------------------------------------
 

@@ -17,6 +17,13 @@ expected version (empty: none; ``-``: absent), payload.
 Answer: per proposal ``{"ok", id...}`` or ``{outcome, detail}``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..core.shared_log import PLAIN_STREAM, Proposal
+
 PROPOSE = """
 -- Sequences run to 2^64 - 1, past what a Lua number holds exactly: compared as decimal text.
 local function not_above(seq, highest)
@@ -76,6 +83,34 @@ while i <= #ARGV do
 end
 return answers
 """
+
+
+def propose_call(
+    prefix: str, stream_key: Callable[[str], str], origin: Callable[[int], str], proposals: list[Proposal]
+) -> tuple[list[str], list[Any]]:
+    """The KEYS and ARGV of one ``PROPOSE`` call deciding ``proposals``, in the layout above."""
+    keys = [f"{prefix}:seqs"]
+    pairs: dict[str, int] = {}
+    args: list[Any] = []
+    for proposal in proposals:
+        topic = proposal.topic
+        pair = pairs.get(topic)
+        if pair is None:
+            pair = pairs[topic] = len(pairs) + 1
+            keys += [stream_key(topic), f"{prefix}:versions:{topic}"]
+        name, seq = proposal.client_name, proposal.seq
+        args += [
+            pair,
+            name or "",
+            "" if seq is None or name is None else seq,
+            origin(proposal.token),
+            "0" if topic == PLAIN_STREAM else "1",
+            len(proposal.entries),
+        ]
+        for entry, expect in zip(proposal.entries, proposal.expect, strict=True):
+            args += [entry.op, entry.key, expect or "", entry.encode()]
+    return keys, args
+
 
 # A client name's claim (PROTOCOL 10: one name, one connection in the cluster; 6.4: refused for
 # another user while held, or with [auth] once owned). A holder counts only while its node's

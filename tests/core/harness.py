@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from server.core import replaying
 from server.core.config import Config, parse_config
 from server.core.engine import Engine
 from server.core.session import Session
@@ -86,5 +87,5 @@ def replay_all(h: Harness, log: list[Entry]) -> None:
             if mark.after_lsn < e.lsn <= request.until_lsn
             and (mark.since is None or e.timestamp >= mark.since)
         ]
-        h.engine.replay(request, chosen)
-        h.engine.finish_replay(request)
+        replaying.replay(h.engine, request, chosen)
+        replaying.finish(h.engine, request)

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from server.core import recovery
+from server.core import recovery, replaying
 from server.core.bookmarks import parse_bookmark
 from server.core.errors import CommandError
 from server.core.txlog import entries_in, frame, scan
@@ -305,7 +305,7 @@ def test_a_failed_replay_ends_the_subscription_and_tells_the_client() -> None:
     watcher.send({"c": "subscribe", "t": "orders", "sub_id": "b", "bm": "0"})
     request = h.engine.replays.popleft()
     publisher.send(publish("orders", 2))  # waits in the replaying subscription
-    h.engine.abort_replay(request, "replay_failed")
+    replaying.abort(h.engine, request, "replay_failed")
     assert watcher.take() == [{"c": "unsubscribed", "sub_id": "b", "reason": "replay_failed"}]
     publisher.send(publish("orders", 3))
     assert watcher.take() == [] and "b" not in watcher.session.subscriptions

@@ -1,0 +1,80 @@
+"""Bookmark replay (PROTOCOL 6.4): the log read back to a subscription, then the seam to live.
+
+The runtime reads the log (the transaction log on disk, or a cluster's Redis stream) and hands
+the entries here in order (``replay``); when it has caught up, ``finish`` sends ``completed`` and
+the live changes that waited; when the log cannot be read, ``abort`` ends the subscription rather
+than let it go live with a gap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import wire
+from .bookmarks import ReplayRequest
+from .records import RecordVersion
+from .txlog import DELETE, EXPIRE, PUBLISH, Entry
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+def replay(engine: Engine, request: ReplayRequest, entries: list[Entry]) -> None:
+    """Deliver log entries read back for a bookmark subscription (in log order)."""
+    subscription = request.subscription
+    topic = subscription.topic_ref
+    if subscription.closed or topic is None:
+        return
+    for entry in entries:
+        if entry.topic != topic.name:
+            continue
+        key = entry.key
+        if entry.op == PUBLISH:
+            new = RecordVersion(key, entry.data, entry.lsn, entry.timestamp, entry.expires_at)
+            old = request.state.get(key)
+            request.state[key] = new
+            change = subscription.replayed(key, old, new, {})
+        elif entry.op in (DELETE, EXPIRE):
+            last = request.state.pop(key, None)
+            if last is None:
+                continue
+            # The OOF body is the last state, positioned (bm) at the delete.
+            old = RecordVersion(key, last.data, entry.lsn, entry.timestamp, None)
+            change = subscription.replayed(key, old, None, {}, "expired" if entry.op == EXPIRE else "deleted")
+        else:
+            continue
+        if change is not None:
+            topic.deliver(subscription.session, (subscription,), key, change)
+    engine.settle()
+
+
+def abort(engine: Engine, request: ReplayRequest, reason: str) -> None:
+    """The log could not be read back: end the subscription (its client is told) rather than
+    let it go live with a gap."""
+    subscription = request.subscription
+    if subscription.closed:
+        return
+    session = subscription.session
+    if session.subscriptions.get(subscription.sub_id) is subscription:
+        del session.subscriptions[subscription.sub_id]
+    engine.unsubscribe(subscription)
+    subscription.replay_buffer.clear()
+    session.send(wire.unsubscribed(subscription.sub_id, reason))
+    engine.settle()
+
+
+def finish(engine: Engine, request: ReplayRequest) -> None:
+    """The replay caught up: completed (with bm), then the live changes that waited for it."""
+    subscription = request.subscription
+    if subscription.closed:
+        return
+    session, topic = subscription.session, subscription.topic_ref
+    if request.wants_completed:
+        session.send(wire.ack("completed", request.cid, bm=str(request.until_lsn)))
+    subscription.replaying = False
+    waiting, subscription.replay_buffer = subscription.replay_buffer, []
+    for key, old, new, gone in waiting:
+        change = subscription.replayed(key, old, new, {}, gone)
+        if change is not None:
+            topic.deliver(session, (subscription,), key, change)
+    engine.settle()
