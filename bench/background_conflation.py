@@ -111,7 +111,8 @@ async def scenario(port: int, pid: int, records: int, frames: int) -> dict[str, 
         await publisher.send(orjson.dumps(batch).decode())
     # The marker goes out after everything: each fast socket stops when it has it.
     await publisher.send(orjson.dumps({"c": "publish", "t": "flap", "data": {"id": -1, "in": 1}}).decode())
-    await asyncio.wait_for(asyncio.gather(*(d.wait() for d in done)), 120)
+    async with asyncio.timeout(120):
+        await asyncio.gather(*(d.wait() for d in done))
     elapsed = time.perf_counter() - started
     cpu = cpu_seconds(pid) - cpu_before
     await asyncio.sleep(0.5)

@@ -160,7 +160,8 @@ async def latency(setup: Setup, samples: int) -> list[float]:
         data = {"id": n % 50, "sent": time.perf_counter()}
         await sender.send(orjson.dumps({"c": "publish", "t": "bench", "data": data}).decode())
         await asyncio.sleep(0.002)
-    await asyncio.wait_for(task, 60)
+    async with asyncio.timeout(60):
+        await task
     await sender.close()
     await receiver.close()
     return sorted(delays)

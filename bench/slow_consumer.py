@@ -39,7 +39,8 @@ async def drain_stalled(ws: websockets.ClientConnection) -> int:
     seen = 0
     try:
         while True:
-            seen += (await asyncio.wait_for(ws.recv(decode=False), 2.0)).count(MARKER)
+            async with asyncio.timeout(2.0):
+                seen += (await ws.recv(decode=False)).count(MARKER)
     except TimeoutError:
         return seen
 

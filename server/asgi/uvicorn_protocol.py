@@ -212,7 +212,8 @@ class SocketHandle:
                 loop.call_later(grace_s, _abort_if_open, transport)
             return
         try:
-            await asyncio.wait_for(self._close(code, reason), grace_s)
+            async with asyncio.timeout(grace_s):
+                await self._close(code, reason)
         except (TimeoutError, RuntimeError, OSError):
             self.abort()
         except Exception:  # a disconnected peer raises the server's own disconnect error

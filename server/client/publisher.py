@@ -195,9 +195,8 @@ class Publisher:
         """Wait until the server has every publish up to ``seq`` (default: all sent) on disk."""
         target = self._next_seq if seq is None else seq
         async with self._progress:
-            await asyncio.wait_for(
-                self._progress.wait_for(lambda: self.persisted_seq >= target or bool(self._errors)), timeout
-            )
+            async with asyncio.timeout(timeout):
+                await self._progress.wait_for(lambda: self.persisted_seq >= target or bool(self._errors))
             if self._errors:
                 error, self._errors = self._errors[0], []
                 raise error
@@ -208,8 +207,7 @@ class Publisher:
             await self._ws.close()
         if self._reader is not None:
             self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            await asyncio.wait([self._reader])  # (suppressing CancelledError here would eat our own)
 
 
 def _messages(frame: str | bytes) -> list[dict[str, Any]]:

@@ -56,7 +56,8 @@ class Hub:
             due = engine.timers.next_due()
             timeout = None if due is None else max(0.0, due - self.clock())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._timer_changed.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._timer_changed.wait()
             self._timer_changed.clear()
             try:
                 engine.advance(self.clock())

@@ -284,7 +284,8 @@ class RedisLog:
                 topic = raw.get("t")
                 if isinstance(topic, str) and topic in self.engine.topics and self.shared.available:
                     try:
-                        await asyncio.wait_for(self.sync(topic), SYNC_TIMEOUT_S)
+                        async with asyncio.timeout(SYNC_TIMEOUT_S):
+                            await self.sync(topic)
                     except (RedisError, OSError, TimeoutError) as error:
                         log.warning("could not bring %r up to date for a bookmark (%s)", topic, error)
 

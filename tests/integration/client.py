@@ -31,7 +31,8 @@ class Client:
 
     async def recv(self, timeout: float = 5.0) -> Message:
         while not self.pending:
-            frame = await asyncio.wait_for(self.ws.recv(), timeout)
+            async with asyncio.timeout(timeout):
+                frame = await self.ws.recv()
             self.frames += 1
             decoded = orjson.loads(frame)
             self.pending.extend(decoded if isinstance(decoded, list) else [decoded])

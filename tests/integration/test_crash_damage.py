@@ -160,11 +160,13 @@ async def test_random_kills_and_log_damage_lose_only_damaged_frames_and_never_re
             marks: list[int] = []
             ready = asyncio.Event()
             watcher = asyncio.create_task(watch(server.url, marks, ready))
-            await asyncio.wait_for(ready.wait(), 10)
+            async with asyncio.timeout(10):
+                await ready.wait()
             feeder = asyncio.create_task(feed(server.url, ledger))
             await asyncio.sleep(rng.uniform(0.2, 1.0))
             server.stop(signal.SIGKILL)
-            await asyncio.wait_for(asyncio.gather(feeder, watcher), 10)
+            async with asyncio.timeout(10):
+                await asyncio.gather(feeder, watcher)
         finally:
             server.stop()
         assert marks, "the subscriber saw the stream"

@@ -39,7 +39,8 @@ async def open_client() -> AsyncIterator[Open]:
     yield open_one
     for client in opened:
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(client.close(), 1)
+            async with asyncio.timeout(1):
+                await client.close()
 
 
 def rss_mb(server: ServerProcess) -> float:
@@ -72,8 +73,7 @@ class Watch:
         if self._task.done():
             self._task.result()  # the watch itself failed: say why
         self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await asyncio.wait([self._task])  # (suppressing CancelledError here would eat the test's own)
         return self.worst
 
 

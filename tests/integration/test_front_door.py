@@ -220,9 +220,8 @@ async def test_half_open_upgrades_are_bounded_and_others_still_get_in(server: Se
         return time.monotonic() - opened_at
 
     deadline = REQUEST_HEAD_TIMEOUT_S + 5
-    closed_after = await asyncio.wait_for(
-        asyncio.gather(*(closed_by_server(reader) for reader, _ in streams)), deadline
-    )
+    async with asyncio.timeout(deadline):
+        closed_after = await asyncio.gather(*(closed_by_server(reader) for reader, _ in streams))
     early = sum(1 for seconds in closed_after if seconds < REQUEST_HEAD_TIMEOUT_S - 0.5)
     assert early >= HALF_OPEN - MAX_PENDING - 1, "no more than MAX_PENDING were held until the timeout"
     assert max(closed_after) < REQUEST_HEAD_TIMEOUT_S + 3

@@ -510,7 +510,8 @@ async def test_half_open_upgrade_requests_are_bounded(start_server: StartServer)
 
             async def closed_by_server(reader: asyncio.StreamReader) -> bool:
                 try:
-                    await asyncio.wait_for(reader.read(65536), 15)
+                    async with asyncio.timeout(15):
+                        await reader.read(65536)
                 except TimeoutError:
                     return False
                 except OSError:

@@ -57,7 +57,8 @@ async def run_writer(error: Exception | None) -> tuple[FakeSocket, Connection]:
     if error is None:
         await asyncio.sleep(0.05)
     else:
-        await asyncio.wait_for(connection.closed.wait(), 5)
+        async with asyncio.timeout(5):
+            await connection.closed.wait()
     return socket, connection
 
 
