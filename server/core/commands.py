@@ -109,11 +109,18 @@ class Unsubscribe:
 
 
 @dataclass(slots=True)
+class Visibility:
+    """Whether the socket's page is hidden (PROTOCOL 11.2)."""
+
+    hidden: bool
+
+
+@dataclass(slots=True)
 class Simple:
     """``heartbeat`` and ``flush``: nothing beyond the header."""
 
 
-Body = Logon | Publish | SowDelete | Query | Unsubscribe | Simple
+Body = Logon | Publish | SowDelete | Query | Unsubscribe | Visibility | Simple
 
 
 def _bad(detail: str) -> CommandError:
@@ -258,6 +265,11 @@ def decode_body(header: Header, raw: dict[str, Any]) -> Body:
         raise _bad("sub_id must be a string")
     if c in ("heartbeat", "flush"):
         return Simple()
+    if c == "visibility":
+        hidden = raw.get("hidden")
+        if type(hidden) is not bool:
+            raise _bad("visibility needs hidden, a boolean")
+        return Visibility(hidden)
     raise _bad(f"unknown command {c!r}")
 
 

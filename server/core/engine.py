@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from . import inbound, logons, publishing, querying, wire
+from . import inbound, logons, publishing, querying, visibility, wire
 from .access import LogonThrottle
 from .bookmarks import Lsns, ReplayRequest
 from .commands import (
@@ -28,6 +28,7 @@ from .commands import (
     Simple,
     SowDelete,
     Unsubscribe,
+    Visibility,
     decode_body,
     decode_header,
     valid_cid,
@@ -317,6 +318,8 @@ class Engine:
             querying.query(self, session, header, body)
         elif isinstance(body, Unsubscribe):
             querying.unsubscribe(self, session, header, body)
+        elif isinstance(body, Visibility):
+            visibility.set_visibility(self, session, header, body)
         elif isinstance(body, Simple):
             self.received(session, header)
             if header.c == "heartbeat":

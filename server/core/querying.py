@@ -97,6 +97,8 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
         if bookmark is not None:
             subscription.bookmark()
             subscription.replaying = not bookmark.live_only
+        if session.hidden_interval is not None:
+            subscription.hide(session.hidden_interval)  # its snapshot goes now, its changes wait
     engine.received(session, header)
     engine.processed(session, header)
     if existing is not None and subscription is not None:

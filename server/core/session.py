@@ -59,6 +59,8 @@ class Session:
         # Set by the engine: the queue passed a quarter of a bound (background conflation).
         self.on_crowded: Callable[[Session], None] = _nothing_for
         self._crowded_at = max(1, outbox.max_messages // 4)
+        # While the page is hidden (PROTOCOL 11.2): the interval its subscriptions deliver at.
+        self.hidden_interval: float | None = None
 
     def __repr__(self) -> str:
         return f"Session({self.id}, client_name={self.client_name!r})"

@@ -119,8 +119,23 @@ class Subscription:
             and not options.timestamp
             and options.conflation_s is None
         )
+        self._stateless_when_shown = self.stateless
         topic_json = orjson.dumps(topic)
         self.heads = {P: head(P, topic_json, [sub_id]), OOF: head(OOF, topic_json, [sub_id])}
+
+    def hide(self, interval: float | None) -> None:
+        """While its socket's page is hidden (PROTOCOL 11.2), changes wait as under subscription
+        conflation, at least ``interval``; None: shown again, back to its own options. (The topic
+        re-sorts it: a hidden subscription is never in the fast lane.)"""
+        own = self.options.conflation_s
+        if interval is None:
+            self.interval = own
+            self.stateless = self._stateless_when_shown
+            return
+        if self.interval == own:
+            self._stateless_when_shown = self.stateless
+        self.interval = interval if own is None else max(own, interval)
+        self.stateless = False
 
     def hold_window(self, spec: WindowSpec) -> None:
         """Make this a window subscription (before the topic adds it): its view is the range of

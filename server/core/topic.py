@@ -127,6 +127,12 @@ class Topic:
         self._sort(old.session)
         self._close_window(old)
 
+    def resort(self, session: Subscriber) -> None:
+        """Put ``session`` in the lane its subscriptions now call for (one was hidden or shown)."""
+        self._end_run()
+        self._unsort(session)
+        self._sort(session)
+
     def _open_window(self, subscription: Subscription) -> None:
         """Give a window subscription its window, over the shared order of its gates."""
         spec = subscription.window_spec

@@ -66,7 +66,7 @@ from .model_views import ClientViews, UnexpectedClose, ViewMismatch
 
 QUEUE_SIZES = (4, 6, 10, 20)
 MAX_SUBS = 4  # live subscriptions per client
-INTERVAL = 1.0  # conflation=1s
+INTERVAL = 1.0  # conflation=1s, and hidden_interval
 COMMANDS = ("subscribe", "sow_and_subscribe", "delta_subscribe", "sow_and_delta_subscribe")
 CONFLATED = ("conflate", "always")
 
@@ -170,7 +170,9 @@ class EngineMachine(RuleBasedStateMachine):
                 entry["filter"] = dict.fromkeys(TOPICS, entitlement.text)
             users.append(entry)
         self.h = Harness(
-            topics=topic_configs(), auth={"user": users}, server={"queue_max_messages": max_messages}
+            topics=topic_configs(),
+            auth={"user": users},
+            server={"queue_max_messages": max_messages, "hidden_interval": "1s"},
         )
         self.topics = topics
         self.max_messages = max_messages
@@ -419,6 +421,13 @@ class EngineMachine(RuleBasedStateMachine):
         """The client stops reading (its queue fills, conflates, or closes it) or reads again."""
         self.clients[client].stalled = not reads
         self._settle()
+
+    @rule(client=st.integers(0, 2), hidden=st.booleans())
+    def visibility(self, client: int, hidden: bool) -> None:
+        """The client's page is hidden (its messages wait, hidden_interval) or shown again (11.2)."""
+        chosen = self._client(client)
+        if chosen is not None:
+            self._send(chosen, [{"c": "visibility", "hidden": hidden, "cid": self.next("v")}])
 
     @rule(seconds=st.sampled_from([0.5, 1.0, 3.0]))
     def tick(self, seconds: float) -> None:

@@ -1,0 +1,40 @@
+"""Hidden views (PROTOCOL 11.2): while a socket's page is not being looked at, each of its
+subscriptions delivers at most one message per record per ``hidden_interval``, by the rules of
+subscription conflation (final state, OOFs kept, in-then-out-then-in collapsed). Shown again, it
+gets what is pending at once, so it goes out in one frame, and normal delivery resumes.
+
+Only subscription messages wait: acks, heartbeats, ``unsubscribed`` and the snapshot of a
+subscription made while hidden go out as always.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from .commands import Header, Visibility
+
+if TYPE_CHECKING:
+    from .engine import Engine
+    from .session import Session
+    from .subscription import Subscription
+
+
+def set_visibility(engine: Engine, session: Session, header: Header, body: Visibility) -> None:
+    engine.received(session, header)
+    interval = engine.config.server.hidden_interval_s if body.hidden else None
+    if (interval is None) != (session.hidden_interval is None):
+        session.hidden_interval = interval
+        for subscription in list(session.subscriptions.values()):
+            if not (subscription.closed or subscription.dropped):
+                _show_or_hide(session, subscription, interval)
+    engine.processed(session, header)
+
+
+def _show_or_hide(session: Session, subscription: Subscription, interval: float | None) -> None:
+    topic = subscription.topic_ref
+    owed = subscription.release(math.inf) if interval is None else []
+    subscription.hide(interval)
+    topic.resort(session)
+    for record_key, change in owed:
+        topic.deliver(session, (subscription,), record_key, change)
