@@ -39,6 +39,7 @@ class PushServer(uvicorn.Server):
         ``StartupError`` when the log needs an operator)."""
         if self.store is not None:
             self.store.recover()
+        self.hub.engine.begin_run()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         if self.store is not None:

@@ -28,5 +28,9 @@ def apply_change(topic: Topic, entry: Entry, timers: Timers) -> None:
     old, new = apply_entry(topic.sow, entry)
     if new is not None and new.expires_at is not None:
         timers.expire_at(topic.name, new.key, new.expires_at)
+    if new is None and old is not None:
+        # The OOF's body is the last state, its bookmark the delete's (as a replay sends it): a
+        # client that resumes from the last bm it received must not be sent the delete again.
+        old = RecordVersion(old.key, old.data, entry.lsn, entry.timestamp, old.expires_at)
     if old is not None or new is not None:
         topic.fan_out(entry.key, old, new, gone="expired" if entry.op == EXPIRE else "deleted")

@@ -10,6 +10,7 @@ a shared ordered log needs.
 
 from __future__ import annotations
 
+from .history import Past
 from .records import RecordVersion
 from .sow import Sow
 from .txlog import DELETE, EXPIRE, PUBLISH, Entry
@@ -18,7 +19,17 @@ Change = tuple[RecordVersion | None, RecordVersion | None]  # (what was there, w
 
 
 def apply_entry(sow: Sow, entry: Entry) -> Change:
-    """Apply ``entry`` to ``sow``; the version it replaced or removed, and the new one."""
+    """Apply ``entry`` to ``sow``; the version it replaced or removed, and the new one. The
+    topic's history (when it keeps one) notes every change."""
+    old, new = _apply(sow, entry)
+    history = sow.history
+    if history is not None and (old is not None or new is not None):
+        gone = None if new is not None else "expired" if entry.op == EXPIRE else "deleted"
+        history.note(Past(entry.lsn, entry.key, old, gone, entry.timestamp))
+    return old, new
+
+
+def _apply(sow: Sow, entry: Entry) -> Change:
     op = entry.op
     if op == PUBLISH:
         new = RecordVersion(entry.key, entry.data, entry.lsn, entry.timestamp, entry.expires_at)

@@ -83,6 +83,8 @@ class ServerSettings:
     allowed_origins: tuple[str, ...] = ()  # browser origins allowed besides the server's own (6.7)
     max_subscriptions: int = 1000  # live subscriptions per socket
     hidden_interval_s: float = 1.0  # delivery interval for a socket whose page is hidden (11.2)
+    resume_history_s: float = 600.0  # each SOW topic keeps its changes this long to resume views (11.1)
+    resume_history_changes: int = 100_000  # and at most this many
     metrics_token: str | None = None  # with [auth]: the bearer token /metrics asks for
     background_conflation: bool = True  # conflate queues past a quarter of their limit while idle
 
@@ -201,7 +203,11 @@ def _positive(value: int, name: str) -> int:
 
 def _parse_server(table: dict[str, Any]) -> ServerSettings:
     defaults = ServerSettings()
-    renamed = {"log_retention_s": "log_retention", "hidden_interval_s": "hidden_interval"}
+    renamed = {
+        "log_retention_s": "log_retention",
+        "hidden_interval_s": "hidden_interval",
+        "resume_history_s": "resume_history",
+    }
     known = (set(ServerSettings.__dataclass_fields__) - set(renamed)) | set(renamed.values())
     _no_unknown(table, known, "server")
     retention_s = _duration(table, "log_retention", defaults.log_retention_s)
@@ -247,6 +253,11 @@ def _parse_server(table: dict[str, Any]) -> ServerSettings:
             _typed(table, "max_subscriptions", int, "server", defaults.max_subscriptions), "max_subscriptions"
         ),
         hidden_interval_s=hidden_interval_s,
+        resume_history_s=_duration(table, "resume_history", defaults.resume_history_s),
+        resume_history_changes=_positive(
+            _typed(table, "resume_history_changes", int, "server", defaults.resume_history_changes),
+            "resume_history_changes",
+        ),
         metrics_token=_typed(table, "metrics_token", str, "server", None) or None,
         background_conflation=_typed(
             table, "background_conflation", bool, "server", defaults.background_conflation

@@ -41,6 +41,7 @@ from .errors import (
     NOT_ENTITLED,
     CommandError,
 )
+from .history import History
 from .local_log import LocalLog
 from .outbox import Outbox
 from .ports import ChangeLog
@@ -84,6 +85,10 @@ class Engine:
             )
             for t in config.topics
         }
+        settings = config.server
+        for topic in self.topics.values():
+            if topic.is_sow:  # what resuming a view reads (PROTOCOL 11.1)
+                topic.sow.history = History(settings.resume_history_changes, settings.resume_history_s)
         self._dropped: list[tuple[Session, list[Subscription]]] = []
         # Background conflation: sessions whose queues passed a quarter of a bound, in order,
         # and the runtime's wake-up for them (it conflates them when it has nothing else to do).
@@ -186,12 +191,33 @@ class Engine:
             return self.shared.position(topic)
         return self.durability.last_lsn
 
+    def applied_position(self, topic: str) -> int:
+        """The LSN up to which this server has applied the changes of ``topic``: a bookmark that
+        resumes a view from here misses nothing (PROTOCOL 11.1)."""
+        if self.shared is not None:
+            return self.shared.position(topic)
+        return self.lsns.last
+
     def not_in_log(self, topic: str) -> Callable[[int], str | None]:
         """Why an LSN of ``topic`` names no change the log holds, or None."""
         shared = self.shared
         if shared is not None:
             return lambda lsn: shared.not_in_log(topic, lsn)
         return self.lsns.not_in_log
+
+    def begin_run(self) -> None:
+        """After recovery, before the first connection. Without a transaction log, LSNs start at
+        this run's start time (in the cluster's form, ms << 20), so a bookmark of an earlier run
+        never names a change of this one; the resume histories that recovery did not restore
+        start here."""
+        if self.shared is not None:
+            return  # a cluster's bookmarks are its streams' IDs; each history starts at its load
+        if self.lsns.claim_epoch is None:
+            self.lsns.restart(int(self.clock() * 1000) << 20)
+        for topic in self.topics.values():
+            history = topic.sow.history
+            if history is not None and not topic.durable:
+                history.floor = max(history.floor, self.lsns.last)
 
     def next_apply_seq(self) -> int:
         return self.lsns.next()

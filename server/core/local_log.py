@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .applying import apply_change
 from .shared_log import PLAIN_STREAM, Proposal
-from .txlog import PUBLISH, SEQUENCE, Entry
+from .txlog import SEQUENCE, Entry
 
 if TYPE_CHECKING:
     from .commands import Header
@@ -35,9 +35,9 @@ class LocalLog:
         durable = topic is not None and topic.durable
         lsn: int | None = None
         for entry in proposal.entries:
-            # A record version is numbered (its bookmark); a delete or expiry only when it is logged.
-            if durable or entry.op == PUBLISH:
-                entry.lsn = engine.next_apply_seq()
+            # Every change is numbered: a record version's number is its bookmark, and a delete's
+            # orders it in the topic's history (resuming a view, PROTOCOL 11.1).
+            entry.lsn = engine.next_apply_seq()
             if topic is not None:
                 apply_change(topic, entry, engine.timers)
             if durable:

@@ -34,6 +34,7 @@ class Options:
     timestamp: bool = False
     replace: bool = False
     positions: bool = False  # a live window's messages carry the record's position (pos)
+    resume: bool = False  # a bm on every message, and a resume from one (PROTOCOL 11.1)
 
 
 def split_options(text: str) -> list[str]:
@@ -91,7 +92,7 @@ def _paths(name: str, inside: str) -> list[str]:
     return items
 
 
-_FLAGS = {"oof", "no_empties", "no_sowkey", "timestamp", "replace", "positions"}
+_FLAGS = {"oof", "no_empties", "no_sowkey", "timestamp", "replace", "positions", "resume"}
 
 
 def parse_logon_options(text: str | None) -> bool:

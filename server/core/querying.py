@@ -25,6 +25,7 @@ from .filters.orderby import OrderBy, sowkey_order
 from .outbox import FRAME_BREAK
 from .quota import admit_subscription
 from .records import RecordVersion
+from .resuming import resume, resume_point
 from .snapshots import SnapshotRecords, estimated_size, record_message
 from .subscription import Change, Subscription
 from .topic import Topic
@@ -46,8 +47,11 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
     known = engine.topics.get(body.topic)
     if header.c == "sow" and (known is None or not known.is_sow):
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
+    resuming = body.options.resume
+    if resuming and not (body.snapshot and body.subscribe):
+        raise CommandError(INVALID_OPTIONS, "resume is for sow_and_subscribe and sow_and_delta_subscribe")
     bookmark = None
-    if body.bookmark is not None:
+    if body.bookmark is not None and not resuming:  # a resume's bm is read by resuming.py
         if header.c not in ("subscribe", "delta_subscribe"):
             raise CommandError(BAD_MESSAGE, "bm is for subscribe and delta_subscribe")
         bookmark = parse_bookmark(body.bookmark)
@@ -94,9 +98,9 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
         subscription.schedule = engine.timers.schedule
         if window is not None:
             subscription.hold_window(window)
-        if bookmark is not None:
+        if bookmark is not None or resuming:
             subscription.bookmark()
-            subscription.replaying = not bookmark.live_only
+            subscription.replaying = bookmark is not None and not bookmark.live_only
         if session.hidden_interval is not None:
             subscription.hide(session.hidden_interval)  # its snapshot goes now, its changes wait
     engine.received(session, header)
@@ -111,7 +115,10 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
         reader = subscription or Subscription(
             session, None, topic.name, filters, body.options, False, None, ctx, entitlement
         )
-        matches, returned = _snapshot(topic, session, body, reader, orderby, subscription)
+        if resuming and subscription is not None:
+            matches, returned = _resumable(engine, topic, session, body, subscription, orderby, window)
+        else:
+            matches, returned = _snapshot(topic, session, body, reader, orderby, subscription)
         if header.wants("stats"):
             engine.ack(session, header, "stats", matches=matches, records_returned=returned)
     if bookmark is not None and subscription is not None and not bookmark.live_only:
@@ -156,6 +163,35 @@ def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> tu
     return matches, versions
 
 
+def _resumable(
+    engine: Engine,
+    topic: Topic,
+    session: Session,
+    body: Query,
+    subscription: Subscription,
+    orderby: Any,
+    window: WindowSpec | None,
+) -> tuple[int, int]:
+    """A ``resume`` subscription's snapshot: the net change since its bookmark when the topic's
+    history reaches back to it, else the whole snapshot; ``group_end`` carries the position to
+    resume from next time and, when a bookmark was given, whether it was resumed."""
+    fields: dict[str, Any] = {"bm": str(engine.applied_position(topic.name))}
+    after = resume_point(engine, topic, body.bookmark, window is not None) if topic.is_sow else None
+    if body.bookmark is not None:
+        fields["resumed"] = after is not None
+    if after is None:
+        return _snapshot(topic, session, body, subscription, orderby, subscription, fields)
+    head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
+    messages = resume(topic, subscription, after, head)
+    session.send(wire.group_begin(body.query_id))
+    # Queued as a snapshot is: later changes of these records must go after it (outbox.py).
+    size = sum(len(message) + 1 for _, message in messages)
+    records = [(topic.name, key) for key, _ in messages]
+    session.send_stream(iter([message for _, message in messages]), len(messages), size, records)
+    session.send(wire.group_end(body.query_id, len(messages), **fields))
+    return len(messages), len(messages)
+
+
 def _snapshot(
     topic: Topic,
     session: Session,
@@ -163,6 +199,7 @@ def _snapshot(
     reader: Subscription,
     orderby: Any,
     subscription: Subscription | None,
+    end_fields: dict[str, Any] | None = None,
 ) -> tuple[int, int]:
     matches, versions = _select(topic, reader, body, orderby) if topic.is_sow else (0, [])
     views: list[Any] | None = None
@@ -177,7 +214,7 @@ def _snapshot(
     stream = _encode_snapshot(head, versions, views, reader, body)
     records = SnapshotRecords(topic.name, versions)
     session.send_stream(stream, len(versions), estimated_size(head, versions), records)
-    session.send(wire.group_end(body.query_id, len(versions)))
+    session.send(wire.group_end(body.query_id, len(versions), **(end_fields or {})))
     return matches, len(versions)
 
 

@@ -1,9 +1,11 @@
 """Snapshots of the durable SOW, and rebuilding the engine from a snapshot plus the log tail.
 
 A snapshot is framed like the log (see txlog.py): a header
-``["snapshot", 1, lsn, sequences, owners]`` (``owners``: client name -> user id, absent from
-snapshots written before names had owners), one frame per record
-``[topic, key, data, seq, timestamp, expires_at]``, and a footer ``["end", count]``. Without its
+``["snapshot", format, lsn, sequences, owners]`` (``owners``: client name -> user id, absent from
+snapshots written before names had owners), frames of records
+``[topic, key, data, seq, timestamp, expires_at]``, and a footer ``["end", count]``. Format 2
+adds, per durable topic, a frame ``{"history": topic, "floor": lsn, "changes": [...]}``: the
+topic's recent changes (history.py), so views resume across a restart. Without its
 footer a snapshot is incomplete and is not used. Recovery loads the newest complete snapshot and
 applies the log entries after its LSN, so restart time grows with the SOW and the tail, not with
 history.
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .changes import apply_entry
+from .history import Past
 from .records import RecordVersion
 from .txlog import DELETE, EXPIRE, OWNER, PUBLISH, Entry, frame, scan
 
@@ -25,7 +28,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("server.recovery")
 
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
+READABLE_FORMATS = (1, 2)
+
+History = tuple[int, list[Past]]  # a topic's history: its floor and its changes
 
 
 @dataclass(slots=True)
@@ -34,6 +40,7 @@ class Snapshot:
     sequences: dict[str, int]
     rows: list[tuple[str, RecordVersion]]
     owners: dict[str, str] = field(default_factory=dict)  # client name -> the user it belongs to
+    histories: dict[str, History] = field(default_factory=dict)  # topic -> its recent changes
 
 
 @dataclass(slots=True)
@@ -52,7 +59,14 @@ def capture(engine: Engine) -> Snapshot:
         if topic.durable
         for version in topic.records.values()
     ]
-    return Snapshot(engine.durability.last_lsn, dict(engine.sequences), rows, dict(engine.name_owners))
+    histories = {
+        name: (topic.sow.history.floor, topic.sow.history.held())
+        for name, topic in engine.topics.items()
+        if topic.durable and topic.sow.history is not None
+    }
+    return Snapshot(
+        engine.durability.last_lsn, dict(engine.sequences), rows, dict(engine.name_owners), histories
+    )
 
 
 CHUNK = 1000  # records per frame: the per-frame work is shared by a thousand records
@@ -68,6 +82,13 @@ def encode_snapshot(snapshot: Snapshot) -> Iterator[bytes]:
                 for name, v in rows[start : start + CHUNK]
             ]
         )
+    for name, (floor, changes) in snapshot.histories.items():
+        for start in range(0, max(1, len(changes)), CHUNK):
+            encoded = [
+                [past.lsn, past.key, _version_row(past.old), past.gone, past.timestamp]
+                for past in changes[start : start + CHUNK]
+            ]
+            yield frame({"history": name, "floor": floor, "changes": encoded})
     yield frame(["end", len(rows)])
 
 
@@ -78,15 +99,29 @@ def decode_snapshot(buffer: bytes) -> Snapshot | None:
     if found.problem is not None or len(payloads) < 2:
         return None
     header, footer = payloads[0], payloads[-1]
-    rows = [
-        (name, RecordVersion(key, data, seq, timestamp, expires_at))
-        for chunk in payloads[1:-1]
-        for name, key, data, seq, timestamp, expires_at in chunk
-    ]
-    if header[:2] != ["snapshot", SNAPSHOT_FORMAT] or footer != ["end", len(rows)]:
+    rows: list[tuple[str, RecordVersion]] = []
+    histories: dict[str, History] = {}
+    for chunk in payloads[1:-1]:
+        if isinstance(chunk, dict):
+            changes = histories.setdefault(chunk["history"], (chunk["floor"], []))[1]
+            changes.extend(_past(*change) for change in chunk["changes"])
+            continue
+        rows.extend((name, RecordVersion(key, data, seq, ts, exp)) for name, key, data, seq, ts, exp in chunk)
+    if header[0] != "snapshot" or header[1] not in READABLE_FORMATS or footer != ["end", len(rows)]:
         return None
     owners = dict(header[4]) if len(header) > 4 else {}
-    return Snapshot(header[2], dict(header[3]), rows, owners)
+    return Snapshot(header[2], dict(header[3]), rows, owners, histories)
+
+
+def _version_row(version: RecordVersion | None) -> list[Any] | None:
+    if version is None:
+        return None
+    return [version.data, version.seq, version.timestamp, version.expires_at]
+
+
+def _past(lsn: int, key: str, old: list[Any] | None, gone: str | None, timestamp: float) -> Past:
+    version = None if old is None else RecordVersion(key, *old)
+    return Past(lsn, key, version, gone, timestamp)
 
 
 def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -> Restored:
@@ -101,6 +136,14 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
         lsn = snapshot.lsn
         sequences.update(snapshot.sequences)
         owners.update(snapshot.owners)
+        for durable_topic in durable.values():
+            history = durable_topic.sow.history
+            if history is not None:
+                # A snapshot without the topic's history stands for changes not known one by one.
+                floor, changes = snapshot.histories.get(durable_topic.name, (snapshot.lsn, []))
+                history.reset(floor)
+                for past in changes:
+                    history.note(past)
         for name, version in snapshot.rows:
             topic = durable.get(name)
             if topic is None:

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .history import History
 from .records import RecordVersion
 
 
 class Sow:
-    __slots__ = ("_records",)
+    __slots__ = ("_records", "history")
 
     def __init__(self) -> None:
         self._records: dict[str, RecordVersion] = {}
+        # The recent changes, to resume views from (history.py); set for the topics that keep one.
+        self.history: History | None = None
 
     @property
     def records(self) -> Mapping[str, RecordVersion]:

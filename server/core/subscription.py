@@ -233,8 +233,9 @@ class Subscription:
             assert old is not None
             return self.oof(key, old, gone, memo)
         if not self.entitlement.allows(new.data):
-            # The user may not see the new state: the body is the last state they could.
-            return self.oof(key, old if old is not None else new, ENTITLEMENT, memo)
+            # The user may not see the new state: the body is the last state they were sent (the
+            # view held), its bookmark the change's.
+            return self.oof(key, new, ENTITLEMENT, memo)
         return self.oof(key, new, "match", memo)
 
     def _defer(

@@ -33,8 +33,9 @@ def group_begin(query_id: Any) -> bytes:
     return orjson.dumps({"c": "group_begin", "query_id": query_id})
 
 
-def group_end(query_id: Any, records: int) -> bytes:
-    return orjson.dumps({"c": "group_end", "query_id": query_id, "records": records})
+def group_end(query_id: Any, records: int, **fields: Any) -> bytes:
+    """``fields``: ``bm`` and ``resumed`` of a ``resume`` subscription's snapshot (PROTOCOL 11.1)."""
+    return orjson.dumps({"c": "group_end", "query_id": query_id, "records": records, **fields})
 
 
 def unsubscribed(sub_id: Any, reason: str) -> bytes:

@@ -101,6 +101,9 @@ class Snapshots:
             for key in [key for key in target.records if key not in kept]:
                 apply_change(target, Entry(lsn, DELETE, topic, key, None, None, None, now, None), timers)
             self.engine.settle()
+        history = target.sow.history
+        if history is not None:
+            history.reset(lsn)  # the changes the snapshot stands for are not known one by one
         self.shared.positions[topic] = lsn
         return lsn
 
