@@ -7,15 +7,17 @@ change reaches subscribers the same way whichever node made it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .changes import apply_entry
 from .records import RecordVersion
-from .txlog import EXPIRE, PUBLISH, Entry
+from .txlog import EXPIRE, PUBLISH, Entry, transaction_changes
 
 if TYPE_CHECKING:
     from .timers import Timers
     from .topic import Topic
+    from .tx_frames import TxFrames
 
 
 def apply_change(topic: Topic, entry: Entry, timers: Timers) -> None:
@@ -34,3 +36,17 @@ def apply_change(topic: Topic, entry: Entry, timers: Timers) -> None:
         old = RecordVersion(old.key, old.data, entry.lsn, entry.timestamp, old.expires_at)
     if old is not None or new is not None:
         topic.fan_out(entry.key, old, new, gone="expired" if entry.op == EXPIRE else "deleted")
+
+
+def apply_transaction(
+    topic_of: Callable[[str], Topic | None], entry: Entry, timers: Timers, frames: TxFrames
+) -> None:
+    """Apply a transaction entry (numbered), its messages held and queued as one block per socket."""
+    frames.begin(str(entry.lsn))
+    try:
+        for change in transaction_changes(entry):
+            topic = topic_of(change.topic)
+            if topic is not None:  # None: a plain topic nobody listens to
+                apply_change(topic, change, timers)
+    finally:
+        frames.end()

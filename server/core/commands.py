@@ -22,6 +22,7 @@ from .limits import (
     MAX_INTEGER,
     MAX_NAME_LENGTH,
     MAX_PASSWORD_LENGTH,
+    MAX_TX_COMMANDS,
     check_identifier,
     check_options_length,
     text_field,
@@ -109,6 +110,14 @@ class Unsubscribe:
 
 
 @dataclass(slots=True)
+class Transaction:
+    """``tx``: changes applied as one step (PROTOCOL 11.3)."""
+
+    commands: list[Publish | SowDelete]
+    seq: int | None
+
+
+@dataclass(slots=True)
 class Visibility:
     """Whether the socket's page is hidden (PROTOCOL 11.2)."""
 
@@ -120,7 +129,7 @@ class Simple:
     """``heartbeat`` and ``flush``: nothing beyond the header."""
 
 
-Body = Logon | Publish | SowDelete | Query | Unsubscribe | Visibility | Simple
+Body = Logon | Publish | SowDelete | Query | Unsubscribe | Transaction | Visibility | Simple
 
 
 def _bad(detail: str) -> CommandError:
@@ -265,12 +274,38 @@ def decode_body(header: Header, raw: dict[str, Any]) -> Body:
         raise _bad("sub_id must be a string")
     if c in ("heartbeat", "flush"):
         return Simple()
+    if c == "tx":
+        return _decode_transaction(raw)
     if c == "visibility":
         hidden = raw.get("hidden")
         if type(hidden) is not bool:
             raise _bad("visibility needs hidden, a boolean")
         return Visibility(hidden)
     raise _bad(f"unknown command {c!r}")
+
+
+def _decode_transaction(raw: dict[str, Any]) -> Transaction:
+    """Every command of a transaction is decoded before any runs: the first that is not a
+    publish, delta publish or sow_delete, or is malformed, refuses the whole transaction. The
+    transaction's ``s`` numbers it; its commands' own ``cid``, ``a`` and ``s`` are not used."""
+    commands = raw.get("cmds")
+    if not isinstance(commands, list) or not commands:
+        raise _bad("tx needs cmds, a non-empty array of commands")
+    if len(commands) > MAX_TX_COMMANDS:
+        raise _bad(f"a transaction holds at most {MAX_TX_COMMANDS} commands")
+    seq = _count(raw, "s")
+    decoded: list[Publish | SowDelete] = []
+    for index, command in enumerate(commands):
+        try:
+            header = decode_header(command)
+            if header.c not in (*PUBLISH_COMMANDS, "sow_delete"):
+                raise _bad(f"a transaction holds publish, delta_publish and sow_delete, not {header.c!r}")
+            body = decode_body(header, {**command, "s": None})
+        except CommandError as error:
+            raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
+        assert isinstance(body, Publish | SowDelete)
+        decoded.append(body)
+    return Transaction(decoded, seq)
 
 
 def _options_text(raw: dict[str, Any]) -> str | None:

@@ -117,3 +117,33 @@ class RunBatch:
             )
             for body, key, version in zip(self.bodies, self.keys, self.versions, strict=True)
         ]
+
+
+class TxBlock:
+    """Everything a transaction (PROTOCOL 11.3) sent one socket, between ``tx_begin`` and
+    ``tx_end``: queued as one entry, written in one frame, never conflated or split. Its records
+    (topic, key) are passed like a snapshot's: a later change of one goes after the block."""
+
+    __slots__ = ("count", "counted", "counted_size", "parts", "records", "size")
+
+    def __init__(self, begin: bytes, held: list[Delivery | RunBatch], end: bytes) -> None:
+        parts = [begin]
+        records: list[tuple[str, str]] = []
+        for item in held:
+            if isinstance(item, Delivery):
+                parts += (item.head, item.body)
+                if item.record is not None:
+                    records.append(item.record)
+            else:
+                for body, key in zip(item.bodies, item.keys, strict=True):
+                    parts += (item.head, body)
+                    if key is not None:
+                        records.append((item.policy.name, key))
+        parts.append(end)
+        self.parts = parts
+        self.records = records
+        self.count = (len(parts) - 2) // 2 + 2
+        # A delivery's head and body are joined by a comma, messages by another: one byte each.
+        self.size = sum(len(part) + 1 for part in parts)
+        # What it counts against a queue's bounds (set by the queue: at most half of each).
+        self.counted, self.counted_size = self.count, self.size

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from . import inbound, logons, publishing, querying, visibility, wire
+from . import inbound, logons, publishing, querying, transactions, visibility, wire
 from .access import LogonThrottle
 from .bookmarks import Lsns, ReplayRequest
 from .commands import (
@@ -27,6 +27,7 @@ from .commands import (
     Query,
     Simple,
     SowDelete,
+    Transaction,
     Unsubscribe,
     Visibility,
     decode_body,
@@ -51,6 +52,7 @@ from .shared_log import Proposal, SharedLog, stream_id
 from .subscription import Subscription
 from .timers import Timers
 from .topic import Topic
+from .tx_frames import TxFrames
 from .txlog import EXPIRE, Entry
 
 log = logging.getLogger("server.engine")
@@ -79,6 +81,7 @@ class Engine:
         self.config = config
         self.clock = clock
         self.run = FanOutRun()
+        self.tx_frames = TxFrames(self.run)  # holds a transaction's messages while it is applied
         self.topics: dict[str, Topic] = {
             t.name: Topic(
                 t.name, t, self.run, load_function(t.conflation_merge), load_function(t.conflation_match)
@@ -119,6 +122,7 @@ class Engine:
         outbox = Outbox(settings.queue_max_bytes, settings.queue_max_messages)
         session = Session(next(self._session_ids), outbox, wake, self.run)
         session.peer = peer
+        session.tx_frames = self.tx_frames
         session.on_dropped = self._note_dropped
         if settings.background_conflation:
             session.on_crowded = self._note_crowded
@@ -164,15 +168,17 @@ class Engine:
         for subscription in self.timers.intervals_due(now):
             if subscription.closed or subscription.dropped:
                 continue
-            for record_key, change in subscription.release(now):
-                subscription.topic_ref.deliver(subscription.session, (subscription,), record_key, change)
+            released, tx = subscription.release(now)
+            with self.tx_frames.whole(tx):
+                for record_key, change in released:
+                    subscription.topic_ref.deliver(subscription.session, (subscription,), record_key, change)
         self.settle()
 
     def unsubscribe(self, subscription: Subscription) -> None:
         """End a subscription and release what it holds: its views, the changes waiting for the end
         of a conflation interval (and their timer entries), a replay's buffer."""
         subscription.closed = True
-        subscription.pending.clear()
+        subscription.forget_pending()
         if subscription.held is not None:
             subscription.held.clear()
         subscription.replay_buffer.clear()
@@ -344,6 +350,8 @@ class Engine:
             querying.query(self, session, header, body)
         elif isinstance(body, Unsubscribe):
             querying.unsubscribe(self, session, header, body)
+        elif isinstance(body, Transaction):
+            transactions.transact(self, session, header, body)
         elif isinstance(body, Visibility):
             visibility.set_visibility(self, session, header, body)
         elif isinstance(body, Simple):

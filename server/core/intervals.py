@@ -29,6 +29,17 @@ class Pending:
     due: float
     carried: set[str] = field(default_factory=set)  # top-level fields any change carried
     gone: str = "deleted"  # why the record went away, when it did: deleted or expired
+    # The transaction(s) it holds a change of: released with every other key they changed.
+    group: TxGroup | None = None
+
+
+@dataclass(slots=True, eq=False)
+class TxGroup:
+    """The keys of one subscription whose pending changes came from one transaction, or from
+    transactions that share a key (merged): they are released together, never part of them."""
+
+    tx: str
+    keys: set[Hashable] = field(default_factory=set)
 
 
 def conflation_key(paths: tuple[PathSteps, ...] | None, key: str | None, data: Any) -> Hashable:

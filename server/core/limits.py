@@ -21,6 +21,7 @@ MAX_BOOKMARK_LENGTH = 64  # a log position or an ISO-8601 time is under 40
 MAX_ACKS_LENGTH = 128  # the ``a`` field: all five ack kinds take 46
 MAX_PATHS = 64  # paths in one select list or conflation_key
 MAX_PATH_LENGTH = 256  # characters of one path in an option
+MAX_TX_COMMANDS = 10_000  # commands in one transaction (PROTOCOL 11.3)
 MAX_INTEGER = 2**63 - 1  # integer ids, sequences and counts fit a signed 64-bit integer
 MIN_INTEGER = -(2**63)
 

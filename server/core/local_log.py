@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .applying import apply_change
+from .applying import apply_change, apply_transaction
 from .shared_log import PLAIN_STREAM, Proposal
-from .txlog import SEQUENCE, Entry
+from .txlog import SEQUENCE, TX, Entry
 
 if TYPE_CHECKING:
     from .commands import Header
@@ -30,19 +30,23 @@ class LocalLog:
 
     def propose(self, proposal: Proposal) -> None:
         engine = self.engine
-        name = proposal.topic if proposal.topic != PLAIN_STREAM else proposal.entries[0].topic
-        topic = engine.topics.get(name)  # None: a plain topic nobody listens to
-        durable = topic is not None and topic.durable
-        lsn: int | None = None
-        for entry in proposal.entries:
-            # Every change is numbered: a record version's number is its bookmark, and a delete's
-            # orders it in the topic's history (resuming a view, PROTOCOL 11.1).
-            entry.lsn = engine.next_apply_seq()
-            if topic is not None:
-                apply_change(topic, entry, engine.timers)
-            if durable:
-                engine.log(entry)
-                lsn = entry.lsn
+        if proposal.entries and proposal.entries[0].op == TX:
+            name, lsn = "", self._transaction(proposal.entries[0])
+            durable = lsn is not None
+        else:
+            name = proposal.topic if proposal.topic != PLAIN_STREAM else proposal.entries[0].topic
+            topic = engine.topics.get(name)  # None: a plain topic nobody listens to
+            durable = topic is not None and topic.durable
+            lsn = None
+            for entry in proposal.entries:
+                # Every change is numbered: a record version's number is its bookmark, and a
+                # delete's orders it in the topic's history (resuming a view, PROTOCOL 11.1).
+                entry.lsn = engine.next_apply_seq()
+                if topic is not None:
+                    apply_change(topic, entry, engine.timers)
+                if durable:
+                    engine.log(entry)
+                    lsn = entry.lsn
         session, header, seq = proposal.session, proposal.header, proposal.seq
         if session is None or header is None:
             return  # an expiry: nobody waits for it
@@ -57,6 +61,18 @@ class LocalLog:
             else:
                 accept_sequence(engine, session, seq, lsn if lsn is not None else engine.durability.last_lsn)
         ack_applied(engine, session, header, seq, lsn, **proposal.fields)
+
+    def _transaction(self, entry: Entry) -> int | None:
+        """Apply a transaction; the LSN of its log entry, None when it changed no durable topic."""
+        engine = self.engine
+        entry.lsn = engine.next_apply_seq()
+        apply_transaction(engine.topics.get, entry, engine.timers, engine.tx_frames)
+        topics = engine.topics
+        durable = [change for change in entry.data if (t := topics.get(change[1])) is not None and t.durable]
+        if not durable:
+            return None
+        engine.log(Entry(entry.lsn, TX, "", "", durable, entry.client_name, entry.seq, entry.timestamp, None))
+        return entry.lsn
 
 
 def accept_sequence(engine: Engine, session: Session, seq: int, lsn: int) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .conflation import Net, RecordEntry, conflate_with
-from .delivery import Delivery, RunBatch
+from .delivery import Delivery, RunBatch, TxBlock
 from .snapshots import SnapshotStream
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ FRAME_BREAK = b""
 CONFLATED_POLICIES = ("conflate", "always")
 
 
-Entry = bytes | RunBatch | Delivery | RecordEntry | SnapshotStream
+Entry = bytes | RunBatch | Delivery | RecordEntry | SnapshotStream | TxBlock
 
 
 class Outbox:
@@ -98,6 +98,19 @@ class Outbox:
         if not self._fits(delivery.size):
             return 0
         return self._add(delivery, delivery.size, 1)
+
+    def push_tx(self, block: TxBlock) -> int:
+        """Queue a transaction's messages as one entry; 0 when it does not fit. Like a snapshot
+        it counts at most half of each bound: a transaction bigger than the whole queue, which
+        cannot be conflated or split, must still be possible."""
+        if self.max_messages <= 0:
+            return 0  # closed
+        block.counted = min(block.count, max(1, self.max_messages // 2))
+        block.counted_size = min(block.size, self.max_bytes // 2)
+        if not self._fits(block.counted_size, block.counted):
+            return 0
+        self._passed(block.records)
+        return self._add(block, block.counted_size, block.counted)
 
     def push_stream(
         self,
@@ -238,6 +251,9 @@ class Outbox:
                     self._add(entry, entry.size, entry.count)
             elif isinstance(entry, bytes):
                 self._add(entry, len(entry) + 1, 1)
+            elif isinstance(entry, TxBlock):  # never conflated: a transaction goes whole
+                self._passed(entry.records)
+                self._add(entry, entry.counted_size, entry.counted)
             else:
                 self._passed(entry.records)
                 self._add(entry, entry.size, entry.messages)
@@ -313,6 +329,14 @@ class Outbox:
                             del self._index[(entry.record, net.sub)]
                 if self._latest.get(entry.record) is entry:
                     del self._latest[entry.record]
+            elif isinstance(entry, TxBlock):
+                if parts and size + entry.size > max_frame_bytes:
+                    break  # a transaction is one frame, of its own when it must be
+                entries.popleft()
+                parts.extend(entry.parts)
+                size += entry.size
+                self.queued_bytes -= entry.counted_size
+                self.queued_messages -= entry.counted
             elif isinstance(entry, RunBatch):
                 taken, whole = self._take_run(entry, parts, size, max_frame_bytes)
                 size += taken

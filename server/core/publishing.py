@@ -10,7 +10,8 @@ here (``retries``), on the newer version.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .commands import Header, Publish, SowDelete
 from .errors import BAD_MESSAGE, INVALID_TOPIC, CommandError
@@ -24,6 +25,12 @@ from .txlog import DELETE, PUBLISH, Entry
 if TYPE_CHECKING:
     from .engine import Engine
     from .session import Session
+    from .topic import Topic
+
+# The changes a transaction decided before this command, (topic, SowKey) -> the record's data
+# (None: deleted): its later commands are decided on them (transactions.py).
+Pending = Mapping[tuple[str, str], Any]
+NOTHING_PENDING: Pending = {}
 
 
 def _is_duplicate(engine: Engine, session: Session, seq: int | None) -> bool:
@@ -36,48 +43,55 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish, ret
     version of the record that another node wrote meanwhile)."""
     if session.user is not None:
         engine.check_write(session, body.topic)
-    topic = engine.topics.get(body.topic)
     seq, name = body.seq, session.client_name
     if seq is not None and _is_duplicate(engine, session, seq):
         ack_duplicate(engine, session, header, seq)
         return
     engine.changes.check_available()
+    entry, expect = decide_publish(engine, session, body)
+    # Everything that can refuse the command has run: from here on it is the log's.
+    if header.acks and not retries:
+        engine.received(session, header)
+    topic = engine.topics.get(body.topic)
+    # A plain topic: nothing stored, the publish only passes through; it is refused or accepted
+    # the same whether or not someone listens.
+    stream = topic.name if topic is not None and topic.is_sow else PLAIN_STREAM
+    proposal = Proposal(stream, [entry], [expect], session, header, body, name, seq)
+    proposal.retries = retries
+    engine.changes.propose(proposal)
+
+
+def decide_publish(
+    engine: Engine, session: Session, body: Publish, pending: Pending = NOTHING_PENDING
+) -> tuple[Entry, str | None]:
+    """The log entry of a publish or delta publish, and the version of the record it was decided
+    against (a cluster checks it is still current; None: any will do)."""
+    topic = engine.topics.get(body.topic)
     entitlement = session.entitlement(body.topic, engine.clock)
-    now = engine.clock()
+    now, name = engine.clock(), session.client_name
     if topic is None or topic.key_spec is None:
-        # A plain topic: nothing stored, the publish only passes through; it is refused or
-        # accepted the same whether or not someone listens.
         check_encodable(body.data)
         entitlement.check_write(None, body.data)
-        if header.acks and not retries:
-            engine.received(session, header)
-        entry = Entry(0, PUBLISH, body.topic, "", body.data, name, seq, now, None)
-        engine.changes.propose(Proposal(PLAIN_STREAM, [entry], [None], session, header, body, name, seq))
-        return
+        return Entry(0, PUBLISH, body.topic, "", body.data, name, body.seq, now, None), None
     key = topic.key_spec.sow_key(body.data)
-    old = topic.records.get(key)
-    data = merge_record(old.data, body.data) if body.delta and old is not None else body.data
+    stored = topic.records.get(key)
+    old = pending.get((topic.name, key), stored.data if stored else None)
+    data = merge_record(old, body.data) if body.delta and old is not None else body.data
     # What is stored, logged and delivered must be writable, or a later sow, log write or
     # snapshot fails with the publish long acked: refused here, before anything is applied.
     check_encodable(data)
     # Checked against the record it replaces and the merged record it stores (PROTOCOL 6.2).
-    entitlement.check_write(old.data if old is not None else None, data)
+    entitlement.check_write(old, data)
     lifetime = body.expiration_s
     if lifetime is None and topic.config is not None:
         lifetime = topic.config.expiration_s
     expires_at = now + lifetime if lifetime else None
-    # Everything that can refuse the command has run: from here on it is the log's.
-    if header.acks and not retries:
-        engine.received(session, header)
     # Decided against ``old``: a delta merged into it, or a write entitlement checked on it,
     # holds only while the record is still that version (a cluster checks; alone it always is).
     expect = None
     if body.delta or entitlement.restricted:
-        expect = ABSENT if old is None else stream_id(old.seq)
-    entry = Entry(0, PUBLISH, topic.name, key, data, name, seq, now, expires_at)
-    proposal = Proposal(topic.name, [entry], [expect], session, header, body, name, seq)
-    proposal.retries = retries
-    engine.changes.propose(proposal)
+        expect = ABSENT if stored is None else stream_id(stored.seq)
+    return Entry(0, PUBLISH, topic.name, key, data, name, body.seq, now, expires_at), expect
 
 
 def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete, retries: int = 0) -> None:
@@ -90,33 +104,61 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
         ack_duplicate(engine, session, header, body.seq)
         return
     engine.changes.check_available()
+    entries, expect = decide_delete(engine, session, body)
+    if not retries:
+        engine.received(session, header)
+    name, seq = session.client_name, body.seq
+    if entries:
+        entries[-1].seq = seq
+    counts = {"matches": len(entries), "records_deleted": len(entries)}
+    proposal = Proposal(topic.name, entries, expect, session, header, body, name, seq, counts)
+    proposal.retries = retries
+    engine.changes.propose(proposal)
+
+
+def decide_delete(
+    engine: Engine, session: Session, body: SowDelete, pending: Pending = NOTHING_PENDING
+) -> tuple[list[Entry], list[str | None]]:
+    """The log entries of a ``sow_delete`` (one per record it deletes), and the version each was
+    decided against."""
+    topic = engine.topics.get(body.topic)
+    if topic is None or topic.key_spec is None:
+        raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
     entitlement = session.entitlement(body.topic, engine.clock)
+    current = dict(_records(topic, pending))
     if body.filter is not None:
         match = compile_filter(body.filter)
         ctx = entitlement.ctx  # USER() and CLIENT_NAME() are the deleting session's
-        keys = [key for key, version in topic.records.items() if match.matches(version.data, ctx)]
+        keys = [key for key, data in current.items() if match.matches(data, ctx)]
     elif body.sow_keys is not None:
-        keys = [key for key in dict.fromkeys(body.sow_keys) if key in topic.records]
+        keys = [key for key in dict.fromkeys(body.sow_keys) if key in current]
     else:
         if not isinstance(body.data, dict):
             raise CommandError(BAD_MESSAGE, "data must be a JSON object")
         key = topic.key_spec.sow_key(body.data)
-        keys = [key] if key in topic.records else []
+        keys = [key] if key in current else []
     # A delete reaches only the records its user may see; the others are as if absent.
     if entitlement.restricted:
-        keys = [key for key in keys if entitlement.allows(topic.records[key].data)]
-    if not retries:
-        engine.received(session, header)
-    now, name, seq = engine.clock(), session.client_name, body.seq
-    last = len(keys) - 1
-    entries = [
-        Entry(0, DELETE, topic.name, key, None, name, seq if i == last else None, now, None)
-        for i, key in enumerate(keys)
-    ]
+        keys = [key for key in keys if entitlement.allows(current[key])]
+    now, name = engine.clock(), session.client_name
+    entries = [Entry(0, DELETE, topic.name, key, None, name, None, now, None) for key in keys]
     # Each delete holds only while its record is still the version it was decided on (it matched
     # the filter, and its user may see it): in a cluster another node may have changed it since.
-    expect: list[str | None] = [stream_id(topic.records[key].seq) for key in keys]
-    counts = {"matches": len(keys), "records_deleted": len(keys)}
-    proposal = Proposal(topic.name, entries, expect, session, header, body, name, seq, counts)
-    proposal.retries = retries
-    engine.changes.propose(proposal)
+    records = topic.records
+    expect: list[str | None] = [stream_id(records[key].seq) if key in records else ABSENT for key in keys]
+    return entries, expect
+
+
+def _records(topic: Topic, pending: Pending) -> Iterator[tuple[str, Any]]:
+    """The records of ``topic`` (key, data) as a transaction's earlier commands left them."""
+    if not pending:
+        for key, version in topic.records.items():
+            yield key, version.data
+        return
+    name = topic.name
+    for key, version in topic.records.items():
+        if (name, key) not in pending:
+            yield key, version.data
+    for (changed_topic, key), data in pending.items():
+        if changed_topic == name and data is not None:
+            yield key, data

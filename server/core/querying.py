@@ -244,8 +244,12 @@ def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool)
     records it keeps stay held, so the next delta is relative to what the client has, unless the
     view changed (another select list, say): then the record is sent again in full, as it is now
     (by the snapshot, for ``sow_and_*``)."""
-    for record_key, owed in old.release(math.inf):  # changes waiting for an interval's end
-        topic.deliver(old.session, (old,), record_key, owed)
+    owed, tx = old.release(math.inf)  # changes waiting for an interval's end
+    frames = old.session.tx_frames
+    assert frames is not None
+    with frames.whole(tx):
+        for record_key, owed_change in owed:
+            topic.deliver(old.session, (old,), record_key, owed_change)
     topic.replace(old, new)
     old.closed = True
     old.successor = new

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .changes import apply_entry
 from .history import Past
 from .records import RecordVersion
-from .txlog import DELETE, EXPIRE, OWNER, PUBLISH, Entry, frame, scan
+from .txlog import DELETE, EXPIRE, OWNER, PUBLISH, TX, Entry, frame, scan, transaction_changes
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -164,12 +164,13 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
             if entry.client_name is not None and isinstance(entry.data, str):
                 owners[entry.client_name] = entry.data  # a later claim wins (the owner had left)
             continue
-        topic = durable.get(entry.topic)
-        if topic is None:
-            if entry.op in (PUBLISH, DELETE, EXPIRE):
-                report.skipped_topics.add(entry.topic)
-            continue
-        apply_entry(topic.sow, entry)
+        for change in transaction_changes(entry) if entry.op == TX else (entry,):
+            topic = durable.get(change.topic)
+            if topic is None:
+                if change.op in (PUBLISH, DELETE, EXPIRE):
+                    report.skipped_topics.add(change.topic)
+                continue
+            apply_entry(topic.sow, change)
     for topic in durable.values():
         for version in topic.records.values():
             if version.expires_at is not None:

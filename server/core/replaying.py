@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from . import wire
 from .bookmarks import ReplayRequest
 from .records import RecordVersion
-from .txlog import DELETE, EXPIRE, PUBLISH, Entry
+from .txlog import DELETE, EXPIRE, PUBLISH, TX, Entry, transaction_changes
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -26,26 +26,40 @@ def replay(engine: Engine, request: ReplayRequest, entries: list[Entry]) -> None
     if subscription.closed or topic is None:
         return
     for entry in entries:
-        if entry.topic != topic.name:
-            continue
-        key = entry.key
-        if entry.op == PUBLISH:
-            new = RecordVersion(key, entry.data, entry.lsn, entry.timestamp, entry.expires_at)
-            old = request.state.get(key)
-            request.state[key] = new
-            change = subscription.replayed(key, old, new, {})
-        elif entry.op in (DELETE, EXPIRE):
-            last = request.state.pop(key, None)
-            if last is None:
-                continue
-            # The OOF body is the last state, positioned (bm) at the delete.
-            old = RecordVersion(key, last.data, entry.lsn, entry.timestamp, None)
-            change = subscription.replayed(key, old, None, {}, "expired" if entry.op == EXPIRE else "deleted")
-        else:
-            continue
-        if change is not None:
-            topic.deliver(subscription.session, (subscription,), key, change)
+        if entry.op == TX:  # replayed whole, between tx_begin and tx_end (PROTOCOL 11.3)
+            changes = [change for change in transaction_changes(entry) if change.topic == topic.name]
+            if changes:
+                engine.tx_frames.begin(str(entry.lsn))
+                try:
+                    for change in changes:
+                        _replay_one(request, change)
+                finally:
+                    engine.tx_frames.end()
+        elif entry.topic == topic.name:
+            _replay_one(request, entry)
     engine.settle()
+
+
+def _replay_one(request: ReplayRequest, entry: Entry) -> None:
+    subscription = request.subscription
+    topic = subscription.topic_ref
+    key = entry.key
+    if entry.op == PUBLISH:
+        new = RecordVersion(key, entry.data, entry.lsn, entry.timestamp, entry.expires_at)
+        old = request.state.get(key)
+        request.state[key] = new
+        change = subscription.replayed(key, old, new, {})
+    elif entry.op in (DELETE, EXPIRE):
+        last = request.state.pop(key, None)
+        if last is None:
+            return
+        # The OOF body is the last state, positioned (bm) at the delete.
+        old = RecordVersion(key, last.data, entry.lsn, entry.timestamp, None)
+        change = subscription.replayed(key, old, None, {}, "expired" if entry.op == EXPIRE else "deleted")
+    else:
+        return
+    if change is not None:
+        topic.deliver(subscription.session, (subscription,), key, change)
 
 
 def abort(engine: Engine, request: ReplayRequest, reason: str) -> None:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from . import publishing
+from . import publishing, transactions
 from .applying import apply_change
-from .commands import Publish
+from .commands import Publish, SowDelete
 from .errors import UNAVAILABLE, CommandError
 from .local_log import ack_applied, ack_duplicate
 from .shared_log import CONFLICT, DUPLICATE, GONE, PLAIN_STREAM, Proposal
@@ -103,8 +103,10 @@ def retry(engine: Engine, proposal: Proposal) -> None:
         try:
             if isinstance(body, Publish):
                 publishing.publish(engine, session, header, body, retries=proposal.retries + 1)
-            else:
+            elif isinstance(body, SowDelete):
                 publishing.sow_delete(engine, session, header, body, retries=proposal.retries + 1)
+            else:
+                transactions.transact(engine, session, header, body, retries=proposal.retries + 1)
         except CommandError as error:  # the record changed so that it is refused now
             engine.fail(session, header.cid, error, proposal.seq)
     engine.settle()

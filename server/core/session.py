@@ -20,9 +20,10 @@ from .run import FanOutRun
 
 if TYPE_CHECKING:
     from .config import UserConfig
-    from .delivery import Delivery, QueuePolicy, RunBatch
+    from .delivery import Delivery, QueuePolicy, RunBatch, TxBlock
     from .ports import Reader
     from .subscription import Subscription
+    from .tx_frames import TxFrames
 
 CLOSE_SLOW_CONSUMER = 4001
 CLOSE_NAME_IN_USE = 4002
@@ -61,6 +62,8 @@ class Session:
         self._crowded_at = max(1, outbox.max_messages // 4)
         # While the page is hidden (PROTOCOL 11.2): the interval its subscriptions deliver at.
         self.hidden_interval: float | None = None
+        # Set by the engine: holds the messages of a transaction being applied (tx_frames.py).
+        self.tx_frames: TxFrames | None = None
 
     def __repr__(self) -> str:
         return f"Session({self.id}, client_name={self.client_name!r})"
@@ -87,8 +90,20 @@ class Session:
         self._settle(outbox.push(message), lambda: outbox.push(message), None)
 
     def deliver(self, delivery: Delivery) -> None:
+        frames = self.tx_frames
+        if frames is not None and frames.tx is not None:
+            frames.hold(self, delivery)
+            return
         self._end_run()
         self._deliver(delivery)
+
+    def deliver_tx(self, block: TxBlock) -> None:
+        """Queue a transaction's messages for this socket, whole (tx_frames.py)."""
+        outbox = self.outbox
+        queued = outbox.push_tx(block)
+        if queued == block.counted:
+            self._wake()  # the block is all there is: the writer may be asleep
+        self._settle(queued, lambda: outbox.push_tx(block), None)
 
     def _deliver(self, delivery: Delivery) -> None:
         outbox = self.outbox
@@ -97,6 +112,10 @@ class Session:
 
     def deliver_run(self, batch: RunBatch) -> None:
         """Queue a run (called by the topic while it flushes its run: no run to end)."""
+        frames = self.tx_frames
+        if frames is not None and frames.tx is not None:
+            frames.hold(self, batch)
+            return
         queued = self.outbox.push_run(batch)
         if queued:
             if queued == len(batch.bodies):

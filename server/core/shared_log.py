@@ -24,7 +24,7 @@ from .errors import UNAVAILABLE, CommandError
 from .txlog import Entry
 
 if TYPE_CHECKING:
-    from .commands import Header, Logon, Publish, SowDelete
+    from .commands import Header, Logon, Publish, SowDelete, Transaction
     from .config import UserConfig
     from .session import Session
 
@@ -55,7 +55,7 @@ class Proposal:
     expect: list[str | None]  # per entry: the version (stream ID) it was decided against, ABSENT, or None
     session: Session | None = None  # None: an expiry, which nobody waits for
     header: Header | None = None
-    body: Publish | SowDelete | None = None  # what to decide again after a conflict
+    body: Publish | SowDelete | Transaction | None = None  # what to decide again after a conflict
     client_name: str | None = None
     seq: int | None = None
     fields: dict[str, Any] = field(default_factory=dict)  # of the processed ack (sow_delete counts)

@@ -23,7 +23,7 @@ from .diff import make_merge_delta, make_patch
 from .entitlement import ENTITLEMENT, UNRESTRICTED, Entitlement
 from .filters import Filter
 from .filters.functions import EvalContext
-from .intervals import Pending, changed_fields, conflation_key
+from .intervals import Pending, TxGroup, changed_fields, conflation_key
 from .keys import KeySpec
 from .options import Options
 from .paths import set_path
@@ -99,6 +99,7 @@ class Subscription:
         # Subscription conflation: changes waiting for the end of their interval, per key.
         self.interval = options.conflation_s
         self.pending: dict[Any, Pending] = {}
+        self._tx_groups: dict[str, TxGroup] = {}  # transactions with changes pending, by ID
         self.schedule: Callable[[Subscription, float], None] = lambda subscription, due: None
         self.topic_ref: Any = None  # the Topic, set when the subscription is added to it
         # A live window (PROTOCOL 6.6): what was asked, and the window the topic gave it.
@@ -256,17 +257,47 @@ class Subscription:
         entry.gone = gone
         if new is not None:
             entry.carried |= changed_fields(old.data if old is not None else None, new.data)
+        frames = getattr(self.session, "tx_frames", None)
+        if frames is not None and frames.tx is not None:
+            self._join_transaction(ckey, entry, frames.tx)
 
-    def release(self, now: float) -> list[tuple[str | None, Change]]:
-        """The deliveries of every interval that has ended by ``now``."""
+    def _join_transaction(self, ckey: Any, entry: Pending, tx: str) -> None:
+        """A transaction's change waits: its keys are released together (PROTOCOL 11.3)."""
+        group = self._tx_groups.get(tx)
+        if group is None:
+            group = self._tx_groups[tx] = TxGroup(tx)
+        earlier = entry.group
+        if earlier is not None and earlier is not group:  # two transactions share a key: one group
+            for key in earlier.keys:
+                joined = self.pending.get(key)
+                if joined is not None:
+                    joined.group = group
+                    group.keys.add(key)
+            self._tx_groups.pop(earlier.tx, None)
+        entry.group = group
+        group.keys.add(ckey)
+
+    def forget_pending(self) -> None:
+        self.pending.clear()
+        self._tx_groups.clear()
+
+    def release(self, now: float) -> tuple[list[tuple[str | None, Change]], str | None]:
+        """The deliveries of every interval that has ended by ``now``, and the transaction they
+        complete (None: none): every key a transaction changed goes with any of them."""
+        due = [ckey for ckey, entry in self.pending.items() if entry.due <= now]
+        tx = None
+        for ckey in list(due):
+            group = self.pending[ckey].group
+            if group is not None and self._tx_groups.pop(group.tx, None) is not None:
+                tx = group.tx
+                due += [key for key in group.keys if key in self.pending and self.pending[key].due > now]
         out: list[tuple[str | None, Change]] = []
-        for ckey, entry in list(self.pending.items()):
-            if entry.due <= now:
-                del self.pending[ckey]
-                change = self._conflated(entry, {})  # a memo is good for one change only
-                if change is not None:
-                    out.append((entry.key, change))
-        return in_position_order(self, out)
+        for ckey in due:
+            entry = self.pending.pop(ckey)
+            change = self._conflated(entry, {})  # a memo is good for one change only
+            if change is not None:
+                out.append((entry.key, change))
+        return in_position_order(self, out), tx
 
     def _in_view(
         self, key: str | None, new: RecordVersion, memo: Memo, carried: frozenset[str] = frozenset()

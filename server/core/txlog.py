@@ -28,6 +28,9 @@ import orjson
 
 PUBLISH, DELETE, EXPIRE, SEQUENCE = "p", "d", "x", "n"  # n: only a publisher sequence to remember
 OWNER = "o"  # a client name's owner (with [auth]): it goes where the name's sequences go
+# A transaction (PROTOCOL 11.3): one entry, one LSN; its data is the list of its changes, each
+# ``[op, topic, key, data, expires_at]`` (``transaction_changes`` makes them entries again).
+TX = "t"
 
 _HEADER = struct.Struct(">II")
 HEADER_SIZE = _HEADER.size
@@ -64,6 +67,14 @@ class Entry:
     def from_payload(cls, payload: Any) -> Entry:
         lsn, op, topic, key, data, client_name, seq, timestamp, expires_at = payload
         return cls(lsn, op, topic, key, data, client_name, seq, timestamp, expires_at)
+
+
+def transaction_changes(entry: Entry) -> list[Entry]:
+    """The changes of a transaction entry, as entries of its LSN, time and (no) sequence."""
+    return [
+        Entry(entry.lsn, op, topic, key, data, None, None, entry.timestamp, expires_at)
+        for op, topic, key, data, expires_at in entry.data
+    ]
 
 
 def encode_entry(

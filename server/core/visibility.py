@@ -33,8 +33,10 @@ def set_visibility(engine: Engine, session: Session, header: Header, body: Visib
 
 def _show_or_hide(session: Session, subscription: Subscription, interval: float | None) -> None:
     topic = subscription.topic_ref
-    owed = subscription.release(math.inf) if interval is None else []
+    owed, tx = subscription.release(math.inf) if interval is None else ([], None)
     subscription.hide(interval)
     topic.resort(session)
-    for record_key, change in owed:
-        topic.deliver(session, (subscription,), record_key, change)
+    assert session.tx_frames is not None
+    with session.tx_frames.whole(tx):
+        for record_key, change in owed:
+            topic.deliver(session, (subscription,), record_key, change)

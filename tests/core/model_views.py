@@ -79,8 +79,23 @@ class ClientViews:
         self.cids[cid] = (command, sid)
 
     def receive(self, messages: list[dict[str, Any]]) -> None:
+        """One frame's messages: a transaction's are all in it, between tx_begin and tx_end."""
+        open_tx = None
         for message in messages:
+            c = message.get("c")
+            if c == "tx_begin":
+                if open_tx is not None:
+                    self.fail(MessageViolation, "tx_begin inside a transaction", message)
+                open_tx = message["tx"]
+            elif c == "tx_end":
+                if message["tx"] != open_tx:
+                    self.fail(MessageViolation, f"tx_end of another transaction than {open_tx}", message)
+                open_tx = None
+            elif open_tx is not None and c not in ("p", "oof"):
+                self.fail(MessageViolation, "a message other than p or oof inside a transaction", message)
             self._receive(message)
+        if open_tx is not None:
+            self.fail(MessageViolation, f"transaction {open_tx} split across frames", messages[-1])
 
     def _receive(self, message: dict[str, Any]) -> None:
         c = message.get("c")
@@ -139,7 +154,7 @@ class ClientViews:
             self.live.discard(sid)
             self.ended.add(sid)
             self.dropped.append(sid)
-        else:
+        elif c not in ("tx_begin", "tx_end"):  # checked per frame (receive)
             self.fail(MessageViolation, "an unexpected message", message)
 
     def _ack(self, message: dict[str, Any]) -> None:

@@ -84,6 +84,7 @@ class Client:
         self.stalled = False
         self.closed = False
         self.commands_since_empty = 0
+        self.transactions_since_empty = 0  # transactions' blocks are never conflated
         self.written: list[dict[str, Any]] = []  # taken by try_write, not yet read
         peer.session.try_write = self._try_write
 
@@ -94,7 +95,7 @@ class Client:
 
     def read(self) -> None:
         messages, self.written = [*self.written, *self.peer.take()], []
-        self.commands_since_empty = 0
+        self.commands_since_empty = self.transactions_since_empty = 0
         self.views.receive(messages)
 
 
@@ -253,6 +254,8 @@ class EngineMachine(RuleBasedStateMachine):
         after it), and one ``unsubscribed`` per subscription of an ``unsubscribe`` topic."""
         if client.commands_since_empty:
             return "its own commands' acks and snapshots are queued"
+        if client.transactions_since_empty:
+            return "a transaction's messages are queued whole, never conflated"
         subs = [sub for sub in self._subs_of(client) if not sub.dropped]
         policies = {TOPICS[sub.topic]["conflation"] for sub in subs}
         if "off" in policies:
@@ -304,8 +307,14 @@ class EngineMachine(RuleBasedStateMachine):
                 ops.append(("publish", slot, data, None))
         self._write(ops)
 
-    def _write(self, ops: list[tuple[Any, ...]]) -> None:
-        """One frame of publishes, delta publishes and deletes from the publisher."""
+    @rule(ops=st.lists(write_op, min_size=2, max_size=8))
+    def transaction(self, ops: list[tuple[Any, ...]]) -> None:
+        """The changes as one transaction (PROTOCOL 11.3): applied whole, delivered in one frame."""
+        self._write(ops, transaction=True)
+
+    def _write(self, ops: list[tuple[Any, ...]], transaction: bool = False) -> None:
+        """One frame of publishes, delta publishes and deletes from the publisher (or one
+        transaction of them)."""
         commands = []
         now = self.h.clock.now
         for op in ops:
@@ -329,6 +338,12 @@ class EngineMachine(RuleBasedStateMachine):
                 command.update(c="sow_delete", filter=op[2].text)
                 self.model.delete_where(topic, op[2].matches)
             commands.append(command)
+        if transaction:
+            for command in commands:
+                del command["cid"]
+            commands = [{"c": "tx", "cid": self.next("t"), "cmds": commands}]
+            for client in self.clients:
+                client.transactions_since_empty += 1
         self._send(self.publisher, commands)
 
     @rule(

@@ -1,0 +1,63 @@
+"""Delivering a transaction whole (PROTOCOL 11.3): while one is applied, every message its
+changes cause for a socket is held, and when it ends each socket that got any is queued one
+``TxBlock``: ``tx_begin``, the messages in the order of the transaction's commands, ``tx_end``,
+written in one frame and never conflated.
+
+One instance is shared by the engine and its sessions, as the fan-out run is (run.py): a
+session's ``deliver`` and ``deliver_run`` hand it their messages while a transaction is open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import orjson
+
+from .delivery import Delivery, RunBatch, TxBlock
+from .run import FanOutRun
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+class TxFrames:
+    __slots__ = ("_held", "_run", "tx")
+
+    def __init__(self, run: FanOutRun) -> None:
+        self._run = run
+        self.tx: str | None = None  # the open transaction's ID (its LSN), None: none is open
+        self._held: dict[Session, list[Delivery | RunBatch]] = {}
+
+    def begin(self, tx: str) -> None:
+        self._run.flush()  # what was decided before the transaction goes before it
+        self.tx = tx
+
+    @contextmanager
+    def whole(self, tx: str | None) -> Iterator[None]:
+        """Around delivering what a conflation interval held: when it completes transaction
+        ``tx``, its messages go as that transaction's block."""
+        if tx is None or self.tx is not None:
+            yield
+            return
+        self.begin(tx)
+        try:
+            yield
+        finally:
+            self.end()
+
+    def hold(self, session: Session, item: Delivery | RunBatch) -> None:
+        self._held.setdefault(session, []).append(item)
+
+    def end(self) -> None:
+        """Queue each socket's messages of the transaction as one block."""
+        self._run.flush()  # the fast lane's messages of the transaction are in the block too
+        held, self._held = self._held, {}
+        tx, self.tx = self.tx, None
+        if not held:
+            return
+        begin = orjson.dumps({"c": "tx_begin", "tx": tx})
+        end = orjson.dumps({"c": "tx_end", "tx": tx})
+        for session, items in held.items():
+            session.deliver_tx(TxBlock(begin, items, end))
