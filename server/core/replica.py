@@ -14,12 +14,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from . import publishing, transactions
-from .applying import apply_change
+from .applying import apply_change, apply_transaction
 from .commands import Publish, SowDelete
 from .errors import UNAVAILABLE, CommandError
 from .local_log import ack_applied, ack_duplicate
 from .shared_log import CONFLICT, DUPLICATE, GONE, PLAIN_STREAM, Proposal
-from .txlog import Entry
+from .txlog import TX, Entry
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -37,9 +37,12 @@ def apply(engine: Engine, stream: str, entry: Entry, origin: str) -> None:
     name, seq = entry.client_name, entry.seq
     if name is not None and seq is not None and seq > engine.sequences.get(name, 0):
         engine.sequences[name] = seq  # the highest is the highest whatever order streams are read in
-    topic = engine.topics.get(entry.topic if stream == PLAIN_STREAM else stream)
-    if topic is not None and (stream != PLAIN_STREAM or topic.config is None):
-        apply_change(topic, entry, engine.timers)
+    if entry.op == TX:
+        apply_transaction(engine.topics.get, entry, engine.timers, engine.tx_frames)
+    else:
+        topic = engine.topics.get(entry.topic if stream == PLAIN_STREAM else stream)
+        if topic is not None and (stream != PLAIN_STREAM or topic.config is None):
+            apply_change(topic, entry, engine.timers)
     shared.positions[stream] = lsn
     shared.applied += 1
     token = shared.own_token(origin)

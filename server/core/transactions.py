@@ -15,7 +15,7 @@ from .commands import Header, Publish, Transaction
 from .errors import BAD_MESSAGE, CommandError
 from .local_log import ack_duplicate
 from .publishing import decide_delete, decide_publish
-from .shared_log import Proposal
+from .shared_log import PLAIN_STREAM, Proposal
 from .txlog import TX, Entry
 
 if TYPE_CHECKING:
@@ -34,27 +34,48 @@ def transact(engine: Engine, session: Session, header: Header, body: Transaction
     if seq is not None and name is not None and seq <= engine.sequences.get(name, 0):
         ack_duplicate(engine, session, header, seq)
         return
-    if engine.shared is not None:
-        raise CommandError(BAD_MESSAGE, "transactions are not available in a cluster yet")
+    stream = _stream(engine, body) if engine.shared is not None else ""
     engine.changes.check_available()
     pending: dict[tuple[str, str], Any] = {}
+    expects: dict[str, str] = {}  # per record: the version its first change was decided against
     changes: list[list[Any]] = []
     for index, command in enumerate(body.commands):
         try:
             if isinstance(command, Publish):
-                entry, _ = decide_publish(engine, session, command, pending)
-                decided = [entry]
+                entry, expect = decide_publish(engine, session, command, pending)
+                decided, expected = [entry], [expect]
             else:
-                decided, _ = decide_delete(engine, session, command, pending)
+                decided, expected = decide_delete(engine, session, command, pending)
         except CommandError as error:
             raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
-        for entry in decided:
+        for entry, expect in zip(decided, expected, strict=True):
             if entry.key:  # a record's change: the next commands see it
+                if expect is not None and (entry.topic, entry.key) not in pending:
+                    expects[entry.key] = expect
                 pending[(entry.topic, entry.key)] = entry.data
             changes.append([entry.op, entry.topic, entry.key, entry.data, entry.expires_at])
     if not retries:
         engine.received(session, header)
-    transaction = Entry(0, TX, "", "", changes, name, seq, engine.clock(), None)
-    proposal = Proposal("", [transaction], [None], session, header, body, name, seq)
+    # In a cluster the script reads, as the entry's key and expectation, the records it writes
+    # (p) or deletes (d) and the versions it was decided against (redis_script.py).
+    written = "\n".join(("d" if data is None else "p") + key for (_, key), data in pending.items())
+    guard = "\n".join(f"{key}={version}" for key, version in expects.items()) or None
+    transaction = Entry(0, TX, "", written if stream else "", changes, name, seq, engine.clock(), None)
+    proposal = Proposal(stream, [transaction], [guard], session, header, body, name, seq)
     proposal.retries = retries
     engine.changes.propose(proposal)
+
+
+def _stream(engine: Engine, body: Transaction) -> str:
+    """A cluster's transaction is one entry of one topic's stream: its commands share a topic
+    (or are all on plain topics)."""
+    streams = []
+    for command in body.commands:
+        topic = engine.topics.get(command.topic)
+        streams.append(topic.name if topic is not None and topic.is_sow else PLAIN_STREAM)
+    for index, stream in enumerate(streams):
+        if stream != streams[0]:
+            raise CommandError(
+                BAD_MESSAGE, f"cmds[{index}]: a transaction in a cluster changes the records of one topic"
+            )
+    return streams[0]

@@ -13,7 +13,9 @@ KEYS: the sequences hash, then per topic of the batch its stream and its version
 key -> the ID of the entry that wrote the record).
 ARGV: per proposal: its topic's place among the KEYS pairs (1-based), client name, sequence,
 origin, versioned (``1``: a configured topic), entry count, then four per entry: op, record key,
-expected version (empty: none; ``-``: absent), payload.
+expected version (empty: none; ``-``: absent), payload. A transaction (op ``t``, PROTOCOL 11.3)
+is one entry whose record key is the lines ``p<key>`` or ``d<key>`` (the records it writes or
+deletes) and whose expected version is the lines ``<key>=<version>``.
 Answer: per proposal ``{"ok", id...}`` or ``{outcome, detail}``.
 """
 
@@ -39,6 +41,13 @@ local function append(stream, payload, origin)
   redis.call('XDEL', stream, id)
   return redis.call('XADD', stream, string.format('%d-0', tonumber(ms) + 1), 'e', payload, 'o', origin)
 end
+-- Whether a record's version is not the one a change was decided against.
+local function replaced(versions, key, expect)
+  return (redis.call('HGET', versions, key) or '-') ~= expect
+end
+local function lines(text)
+  return string.gmatch(text, '[^\\n]+')
+end
 local answers = {}
 local i = 1
 while i <= #ARGV do
@@ -55,7 +64,16 @@ while i <= #ARGV do
   if not answer then
     for e = first, last, 4 do
       local expect = ARGV[e + 2]
-      if expect ~= '' and (redis.call('HGET', versions, ARGV[e + 1]) or '-') ~= expect then
+      local stale = false
+      if ARGV[e] == 't' then
+        for line in lines(expect) do
+          local key, version = string.match(line, '^([^=]*)=(.*)$')
+          if replaced(versions, key, version) then stale = true end
+        end
+      else
+        stale = expect ~= '' and replaced(versions, ARGV[e + 1], expect)
+      end
+      if stale then
         local outcome = 'conflict'
         if ARGV[e] == 'x' then outcome = 'gone' end
         local tail = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
@@ -69,7 +87,15 @@ while i <= #ARGV do
     answer = {'ok'}
     for e = first, last, 4 do
       local id = append(stream, ARGV[e + 3], origin)
-      if versioned then
+      if versioned and ARGV[e] == 't' then
+        for line in lines(ARGV[e + 1]) do
+          if string.sub(line, 1, 1) == 'p' then
+            redis.call('HSET', versions, string.sub(line, 2), id)
+          else
+            redis.call('HDEL', versions, string.sub(line, 2))
+          end
+        end
+      elseif versioned then
         if ARGV[e] == 'p' then
           redis.call('HSET', versions, ARGV[e + 1], id)
         else
