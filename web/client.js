@@ -1,5 +1,7 @@
-// PushClient: logon, views re-established once after every reconnect, a publish store that
-// re-sends unacknowledged publishes with their sequence numbers, and one-off queries. The
+// PushClient: logon, views re-established once after every reconnect (resumed from their
+// bookmarks: view.js), a publish store that re-sends unacknowledged publishes with their sequence
+// numbers, transactions, one-off queries, and the page's visibility told to the server (PROTOCOL
+// 11.2: a hidden tab costs one message per record per interval). The
 // connection itself (one socket at a time, the reconnect loop, backoff, heartbeats) is the state
 // machine in connection.js.
 
@@ -21,6 +23,7 @@ import { View } from "./view.js";
  * @property {number} [maxBackoffMs]  the longest wait between attempts (10000)
  * @property {Partial<Backoff>} [backoff]  the whole backoff, if `maxBackoffMs` is not enough
  * @property {number} [connectTimeoutMs]  an attempt that is not logged on by then fails (10000)
+ * @property {boolean} [reportVisibility]  true by default: tell the server when the page is hidden
  *
  * @typedef {object} Pending
  * @property {any} message
@@ -56,6 +59,21 @@ export class PushClient extends Emitter {
     this._queries = new Map();
     this._counter = 0;
     this._seq = 0;
+    /** @type {{ tx: string, views: Set<View> } | null} the transaction being received */
+    this._tx = null;
+    if (typeof document !== "undefined" && this.options.reportVisibility !== false) {
+      document.addEventListener("visibilitychange", () => this._reportVisibility());
+    }
+  }
+
+  /** Whether the page is hidden (never, outside a browser). */
+  get hidden() {
+    return typeof document !== "undefined" && this.options.reportVisibility !== false
+      && document.visibilityState === "hidden";
+  }
+
+  _reportVisibility() {
+    if (this.state === "open") this.connection.send({ c: "visibility", hidden: this.hidden });
   }
 
   /** @returns {ConnectionState} */
@@ -112,6 +130,7 @@ export class PushClient extends Emitter {
 
   /** A new connection is logged on: every view once, then whatever was waiting to be sent. */
   _opened() {
+    if (this.hidden) this._reportVisibility(); // a new socket starts out visible
     for (const view of this.views.values()) this._open(view);
     for (const [cid, pending] of this._pending) {
       if (pending.publish || !pending.sent) pending.sent = this.connection.send({ ...pending.message, cid });
@@ -144,8 +163,20 @@ export class PushClient extends Emitter {
     for (const message of messages) {
       if (message.c === "ack") {
         this._ack(message);
+      } else if (message.c === "tx_begin") {
+        this._tx = { tx: message.tx, views: new Set() };
+      } else if (message.c === "tx_end") {
+        // A transaction arrives in one frame and is applied in this one task: no paint falls
+        // between its messages. Then one event names it and the views it changed.
+        const done = this._tx;
+        this._tx = null;
+        if (done) this.emit("transaction", done);
       } else if (message.sids) {
-        for (const sid of message.sids) this.views.get(String(sid))?.handle(message, share);
+        for (const sid of message.sids) {
+          const view = this.views.get(String(sid));
+          view?.handle(message, share);
+          if (view && this._tx) this._tx.views.add(view);
+        }
       } else if (message.query_id !== undefined) {
         const id = String(message.query_id);
         const query = this._queries.get(id);
@@ -209,6 +240,18 @@ export class PushClient extends Emitter {
    */
   deltaPublish(topic, data, { expiration } = {}) {
     return this._publish("delta_publish", topic, data, expiration);
+  }
+
+  /**
+   * Apply several publishes, delta publishes and deletes as one step (PROTOCOL 11.3): all or
+   * nothing, delivered whole. Resolves on the processed ack.
+   * @param {Array<Record<string, any>>} commands  e.g. {c: "publish", t: "orders", data: {...}}
+   */
+  transaction(commands) {
+    /** @type {Record<string, any>} */
+    const message = { c: "tx", cmds: commands };
+    if (this.options.clientName) message.s = ++this._seq;
+    return this._request(message, { publish: true });
   }
 
   /**

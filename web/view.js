@@ -3,6 +3,10 @@
 // Events: "change" (Change), "ready", "error" ({reason}), "unsubscribed" ({reason}) and "stale"
 // ({stale}): true when the connection is lost (records kept, last known values), false once the
 // view is re-established on a new connection (its snapshot in, for the sow_and_* commands).
+//
+// A sow_and_* view subscribes with the option `resume` (PROTOCOL 11.1): every message carries a
+// bookmark, and after a reconnect it subscribes again from the newest one it holds, so the server
+// sends only the net change of the view (`resumed: true`) instead of the whole snapshot.
 
 import { Emitter } from "./emitter.js";
 import { mergeRecord } from "./merge.js";
@@ -19,7 +23,7 @@ export class View extends Emitter {
    * @param {import("./client.js").PushClient} client
    * @param {string} command  the subscribe command that opens the view
    * @param {string} topic
-   * @param {{ filter?: string, options?: string, subId: string }} settings
+   * @param {{ filter?: string, options?: string, subId: string, resume?: boolean }} settings
    */
   constructor(client, command, topic, settings) {
     super();
@@ -42,6 +46,12 @@ export class View extends Emitter {
     /** The connection (its `opens` count) this view was last subscribed on; set by the client. */
     this.openedOn = 0;
     this._collecting = /** @type {Map<string, any> | null} */ (null);
+    /** The newest bookmark of a complete view (after its group_end): where a resume starts. */
+    this.bookmark = /** @type {string | null} */ (null);
+    /** Whether the last snapshot was a resume (only the net change was sent). */
+    this.resumed = false;
+    /** Whether it resumes after a reconnect (sow_and_* views, unless `resume: false`). */
+    this.resumes = this.hasSnapshot && settings.resume !== false;
     this._plainKeys = 0;
     this._resetReady();
   }
@@ -54,12 +64,28 @@ export class View extends Emitter {
     this.ready.catch(() => {}); // a refused view is reported through `error` and the "error" event
   }
 
-  /** The subscribe command, sent when the view opens and again after every reconnect. */
+  /** The subscribe command, sent when the view opens and again after every reconnect (from
+   * the newest bookmark it holds, when it resumes). */
   request() {
+    /** @type {Record<string, any>} */
     const message = { c: this.command, t: this.topic, sub_id: this.subId };
     if (this.filter) message.filter = this.filter;
-    if (this.options) message.o = this.options;
+    const asked = (this.options ?? "").split(",").map((item) => item.trim());
+    const options = this.resumes && !asked.includes("resume")
+      ? [this.options, "resume"].filter(Boolean).join(",")
+      : this.options;
+    if (options) message.o = options;
+    if (this.resumes && this.bookmark !== null) message.bm = this.bookmark;
     return message;
+  }
+
+  /** @param {any} bm */
+  _noteBookmark(bm) {
+    if (typeof bm !== "string" || this._collecting !== null) return;
+    // Bookmarks are decimal integers beyond 2^53: compared as text, by length first.
+    const newer = this.bookmark === null || bm.length > this.bookmark.length
+      || (bm.length === this.bookmark.length && bm > this.bookmark);
+    if (newer) this.bookmark = bm;
   }
 
   get hasSnapshot() {
@@ -105,16 +131,20 @@ export class View extends Emitter {
         (this._collecting ?? this.records).set(this._key(message), message.data);
         break;
       case "group_end":
-        this._endSnapshot();
+        this._endSnapshot(message.resumed === true);
+        if (this.resumes) this._noteBookmark(message.bm);
         break;
       case "p":
         this._update(message, bytes);
+        this._noteBookmark(message.bm);
         break;
       case "oof": {
         const key = this._key(message);
+        this._collecting?.delete(key); // (inside a snapshot only when it is a resume)
         this.records.delete(key);
         this.stats.updates += 1;
         this.emit("change", { key, record: message.data, kind: "oof", reason: message.reason });
+        this._noteBookmark(message.bm);
         break;
       }
       case "unsubscribed":
@@ -130,11 +160,13 @@ export class View extends Emitter {
     return message.k ?? `#${++this._plainKeys}`;
   }
 
-  _endSnapshot() {
+  /** @param {boolean} resumed  only the net change came: the rows it does not name stand */
+  _endSnapshot(resumed) {
     const fresh = this._collecting ?? new Map();
     this._collecting = null;
-    // After a reconnect the snapshot is the truth: rows it lacks are gone.
-    for (const [key, record] of this.records) {
+    this.resumed = resumed;
+    // After a reconnect the whole snapshot is the truth: rows it lacks are gone.
+    for (const [key, record] of resumed ? [] : this.records) {
       if (!fresh.has(key)) {
         this.records.delete(key);
         this.emit("change", { key, record, kind: "oof", reason: "stale" });
