@@ -85,6 +85,7 @@ class ServerSettings:
     hidden_interval_s: float = 1.0  # delivery interval for a socket whose page is hidden (11.2)
     resume_history_s: float = 600.0  # each SOW topic keeps its changes this long to resume views (11.1)
     resume_history_changes: int = 100_000  # and at most this many
+    resume_history_bytes: int = 16 * 1024 * 1024  # and the versions they replaced in this many bytes
     metrics_token: str | None = None  # with [auth]: the bearer token /metrics asks for
     background_conflation: bool = True  # conflate queues past a quarter of their limit while idle
 
@@ -257,6 +258,10 @@ def _parse_server(table: dict[str, Any]) -> ServerSettings:
         resume_history_changes=_positive(
             _typed(table, "resume_history_changes", int, "server", defaults.resume_history_changes),
             "resume_history_changes",
+        ),
+        resume_history_bytes=_positive(
+            _typed(table, "resume_history_bytes", int, "server", defaults.resume_history_bytes),
+            "resume_history_bytes",
         ),
         metrics_token=_typed(table, "metrics_token", str, "server", None) or None,
         background_conflation=_typed(

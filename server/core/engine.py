@@ -91,7 +91,9 @@ class Engine:
         settings = config.server
         for topic in self.topics.values():
             if topic.is_sow:  # what resuming a view reads (PROTOCOL 11.1)
-                topic.sow.history = History(settings.resume_history_changes, settings.resume_history_s)
+                topic.sow.history = History(
+                    settings.resume_history_changes, settings.resume_history_s, settings.resume_history_bytes
+                )
         self._dropped: list[tuple[Session, list[Subscription]]] = []
         # Background conflation: sessions whose queues passed a quarter of a bound, in order,
         # and the runtime's wake-up for them (it conflates them when it has nothing else to do).

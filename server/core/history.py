@@ -4,8 +4,9 @@
 A resume from bookmark B needs, for every record changed after B, how it was at B (the version
 its first change after B replaced: was it in the view then?) and how it is now (the SOW). So the
 history keeps, per change, its LSN, the record's key, the version it replaced and how it ended
-the record (a delete or an expiry). It is bounded in changes and in age; ``floor`` is the LSN
-after which it holds every change, so a bookmark below it cannot be resumed.
+the record (a delete or an expiry). It is bounded in changes, in the encoded bytes of the
+versions it keeps alive (a feed of big records must not hold gigabytes) and in age; ``floor`` is
+the LSN after which it holds every change, so a bookmark below it cannot be resumed.
 
 Versions are immutable and shared with the SOW and the queues: a change costs a tuple here,
 and keeps its replaced version alive until the change leaves the history.
@@ -18,7 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import orjson
+
 from .records import RecordVersion
+
+ENTRY_BYTES = 100  # what one change costs the history besides its replaced version's data
 
 
 class Past(NamedTuple):
@@ -40,9 +45,12 @@ class Then:
 
 
 class History:
-    def __init__(self, max_changes: int, max_age_s: float, floor: int = 0) -> None:
+    def __init__(self, max_changes: int, max_age_s: float, max_bytes: int, floor: int = 0) -> None:
         self.max_changes = max_changes
         self.max_age_s = max_age_s
+        self.max_bytes = max_bytes
+        self.bytes = 0  # what the changes held cost, about: their replaced versions encoded
+        self._sizes: list[int] = []
         self.floor = floor  # every change with a greater LSN is held
         self._changes: list[Past] = []
         self._lsns: list[int] = []  # the changes' LSNs, for bisecting
@@ -52,10 +60,19 @@ class History:
         return len(self._changes) - self._start
 
     def note(self, past: Past) -> None:
+        size = ENTRY_BYTES + (len(orjson.dumps(past.old.data)) if past.old is not None else 0)
         self._changes.append(past)
         self._lsns.append(past.lsn)
+        self._sizes.append(size)
+        self.bytes += size
         if len(self) > self.max_changes:
             self._drop(len(self) - self.max_changes)
+        if self.bytes > self.max_bytes:
+            excess, count = self.bytes - self.max_bytes, 0
+            while excess > 0:
+                excess -= self._sizes[self._start + count]
+                count += 1
+            self._drop(count)
         if self._changes[self._start].timestamp < past.timestamp - self.max_age_s:
             self.trim(past.timestamp)
 
@@ -71,15 +88,18 @@ class History:
     def _drop(self, count: int) -> None:
         last = self._start + count - 1
         self.floor = max(self.floor, self._lsns[last])
+        self.bytes -= sum(self._sizes[self._start : last + 1])
         self._start += count
         if self._start > 1024 and self._start * 2 > len(self._changes):
             del self._changes[: self._start]
             del self._lsns[: self._start]
+            del self._sizes[: self._start]
             self._start = 0
 
     def reset(self, floor: int) -> None:
         """Forget every change: the topic was rebuilt as of LSN ``floor`` (a cluster's snapshot)."""
-        self._changes, self._lsns, self._start, self.floor = [], [], 0, floor
+        self._changes, self._lsns, self._sizes, self._start, self.floor = [], [], [], 0, floor
+        self.bytes = 0
 
     def holds(self, lsn: int) -> bool:
         """Whether every change after ``lsn`` is here."""

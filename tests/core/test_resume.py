@@ -220,3 +220,17 @@ def test_a_resumed_view_ends_equal_to_the_servers(
     got = h.peer().send({**subscription, "bm": str(bm)})
     assert of_type(got, "group_end")[0]["resumed"] is True
     assert view_of(got, view) == server_view(h, "/qty < 100")
+
+
+def test_the_history_is_bounded_in_bytes() -> None:
+    h = Harness(server={"resume_history_bytes": 50_000})
+    publisher, watcher = h.peer(), h.peer()
+    publisher.send(publish(1, pad="x" * 10_000))
+    bm = last_bm(subscribe(watcher))
+    publisher.send(publish(1, pad="y" * 10_000))  # holds the 10 KB version it replaced
+    assert of_type(subscribe(h.peer(), bm=bm), "group_end")[0]["resumed"] is True
+    for n in range(5):
+        publisher.send(publish(1, pad=str(n) * 10_000))
+    history = h.engine.topics["orders"].sow.history
+    assert history is not None and history.bytes <= 50_000
+    assert of_type(subscribe(h.peer(), bm=bm), "group_end")[0]["resumed"] is False
