@@ -18,6 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .wire import OOF as OOF_COMMAND
+from .wire import P as P_COMMAND
+from .wire import head
+
 if TYPE_CHECKING:
     from .ports import Reader
     from .records import RecordVersion
@@ -124,9 +128,10 @@ class TxBlock:
     ``tx_end``: queued as one entry, written in one frame, never conflated or split. Its records
     (topic, key) are passed like a snapshot's: a later change of one goes after the block."""
 
-    __slots__ = ("count", "counted", "counted_size", "parts", "records", "size")
+    __slots__ = ("begin", "count", "counted", "counted_size", "end", "held", "parts", "records", "size")
 
     def __init__(self, begin: bytes, held: list[Delivery | RunBatch], end: bytes) -> None:
+        self.begin, self.held, self.end = begin, held, end
         parts = [begin]
         records: list[tuple[str, str]] = []
         for item in held:
@@ -147,3 +152,21 @@ class TxBlock:
         self.size = sum(len(part) + 1 for part in parts)
         # What it counts against a queue's bounds (set by the queue: at most half of each).
         self.counted, self.counted_size = self.count, self.size
+
+    def without_dropped(self) -> TxBlock | None:
+        """The block without the messages of subscriptions dropped for back pressure since it was
+        made (a dropped subscription gets nothing after its ``unsubscribed``); None: nothing left."""
+        held: list[Delivery | RunBatch] = []
+        for item in self.held:
+            subs = tuple(sub for sub in item.subs if not sub.dropped)
+            if not subs:
+                continue
+            if isinstance(item, Delivery) and len(subs) < len(item.subs):
+                command = OOF_COMMAND if item.kind == OOF else P_COMMAND
+                sids = head(command, item.policy.name_json, [sub.sub_id for sub in subs])
+                kept = Delivery(item.policy, item.record, item.kind, sids, item.body, subs)
+                kept.base, kept.view, kept.version = item.base, item.view, item.version
+                held.append(kept)
+            else:
+                held.append(item)
+        return TxBlock(self.begin, held, self.end) if held else None

@@ -103,7 +103,13 @@ class Session:
         queued = outbox.push_tx(block)
         if queued == block.counted:
             self._wake()  # the block is all there is: the writer may be asleep
-        self._settle(queued, lambda: outbox.push_tx(block), None)
+
+        def retry() -> int:
+            # Relief may have dropped subscriptions the block has messages for: not theirs.
+            left = block.without_dropped()
+            return outbox.queued_messages or 1 if left is None else outbox.push_tx(left)
+
+        self._settle(queued, retry, None)
 
     def _deliver(self, delivery: Delivery) -> None:
         outbox = self.outbox

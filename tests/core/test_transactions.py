@@ -189,3 +189,23 @@ def test_a_hidden_page_gets_a_transaction_whole_when_shown() -> None:
     watcher.engine.receive(watcher.session, b'{"c":"visibility","hidden":false}')
     [frame] = frames(watcher)
     assert [m["c"] for m in frame] == ["tx_begin", "p", "p", "tx_end"]
+
+
+def test_a_subscription_dropped_to_make_room_gets_nothing_of_the_transaction() -> None:
+    topics = [
+        {"name": "quotes", "key": ["/id"], "conflation": "unsubscribe"},
+        {"name": "orders", "key": ["/order"]},
+    ]
+    h = Harness(topics=topics, server={"queue_max_messages": 10})
+    publisher, watcher = h.peer(), h.peer()
+    watcher.send(
+        {"c": "subscribe", "t": "quotes", "sub_id": "q"}, {"c": "subscribe", "t": "orders", "sub_id": "o"}
+    )
+    watcher.take()
+    publisher.send(*[{"c": "publish", "t": "quotes", "data": {"id": n}} for n in range(8)])  # not read
+    publisher.send(tx({"c": "publish", "t": "quotes", "data": {"id": 1, "v": 2}}, publish(1, qty=1)))
+    messages = [m for frame in frames(watcher) for m in frame]
+    dropped_at = next(i for i, m in enumerate(messages) if m["c"] == "unsubscribed")
+    assert all("q" not in m.get("sids", []) for m in messages[dropped_at:])
+    kinds = [(m["c"], m.get("sids")) for m in messages[dropped_at + 1 :]]
+    assert kinds == [("tx_begin", None), ("p", ["o"]), ("tx_end", None)]
