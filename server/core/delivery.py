@@ -107,6 +107,32 @@ class RunBatch:
         self.versions = versions
         self.size = size
 
+    def take_into(self, parts: list[bytes], size: int, max_frame_bytes: int) -> tuple[int, int]:
+        """Move as many of the run's messages into ``parts`` (a frame ``size`` bytes full) as fit in
+        ``max_frame_bytes``, at least one into an empty frame: the bytes and messages moved. The
+        rest stays in the run."""
+        count = len(self.bodies)
+        if size + self.size <= max_frame_bytes or (not parts and count == 1):
+            interleaved = [self.head] * (2 * count)
+            interleaved[1::2] = self.bodies  # in C: no Python work per message
+            parts.extend(interleaved)
+            return self.size, count
+        head_size = len(self.head) + 2
+        taken = taken_bytes = 0
+        for body in self.bodies:
+            message = head_size + len(body)
+            if (parts or taken) and size + taken_bytes + message > max_frame_bytes:
+                break
+            taken_bytes += message
+            taken += 1
+        for body in self.bodies[:taken]:
+            parts.append(self.head)
+            parts.append(body)
+        # The lists are shared with other sockets: slice, never modify.
+        self.bodies, self.keys, self.versions = self.bodies[taken:], self.keys[taken:], self.versions[taken:]
+        self.size -= taken_bytes
+        return taken_bytes, taken
+
     def deliveries(self) -> list[Delivery]:
         head, policy = self.head, self.policy
         return [

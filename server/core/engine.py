@@ -180,7 +180,7 @@ class Engine:
         """End a subscription and release what it holds: its views, the changes waiting for the end
         of a conflation interval (and their timer entries), a replay's buffer."""
         subscription.closed = True
-        subscription.forget_pending()
+        subscription.waiting.clear()
         if subscription.held is not None:
             subscription.held.clear()
         subscription.replay_buffer.clear()

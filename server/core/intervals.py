@@ -55,3 +55,72 @@ def changed_fields(before: Any, after: Any) -> set[str]:
     if type(before) is not dict:
         return set(after)
     return {name for name, value in after.items() if name not in before or before[name] != value}
+
+
+class Waiting:
+    """One subscription's changes waiting for the end of their interval, per conflation key, and
+    the transactions they belong to."""
+
+    __slots__ = ("_groups", "pending")
+
+    def __init__(self) -> None:
+        self.pending: dict[Hashable, Pending] = {}
+        self._groups: dict[str, TxGroup] = {}  # transactions with changes pending, by ID
+
+    def add(
+        self,
+        ckey: Hashable,
+        key: str | None,
+        old: RecordVersion | None,
+        new: RecordVersion | None,
+        gone: str,
+        due: float,
+        tx: str | None,
+    ) -> Pending | None:
+        """Fold a change into the key's waiting one; the new entry when there was none (its
+        interval ends at ``due``: the caller schedules it)."""
+        entry = self.pending.get(ckey)
+        created = entry is None
+        if entry is None:
+            entry = self.pending[ckey] = Pending(key, new, old if new is None else None, due)
+        else:
+            entry.key, entry.latest = key, new
+            entry.deleted_from = old if new is None else None
+        entry.gone = gone
+        if new is not None:
+            entry.carried |= changed_fields(old.data if old is not None else None, new.data)
+        if tx is not None:
+            self._join(ckey, entry, tx)
+        return entry if created else None
+
+    def _join(self, ckey: Hashable, entry: Pending, tx: str) -> None:
+        """A transaction's change waits: its keys are released together (PROTOCOL 11.3)."""
+        group = self._groups.get(tx)
+        if group is None:
+            group = self._groups[tx] = TxGroup(tx)
+        earlier = entry.group
+        if earlier is not None and earlier is not group:  # two transactions share a key: one group
+            for key in earlier.keys:
+                joined = self.pending.get(key)
+                if joined is not None:
+                    joined.group = group
+                    group.keys.add(key)
+            self._groups.pop(earlier.tx, None)
+        entry.group = group
+        group.keys.add(ckey)
+
+    def due(self, now: float) -> tuple[list[Pending], str | None]:
+        """Take the entries whose interval has ended by ``now``, with every key of a transaction
+        any of them belongs to, and that transaction's ID (None: none)."""
+        due = [ckey for ckey, entry in self.pending.items() if entry.due <= now]
+        tx = None
+        for ckey in list(due):
+            group = self.pending[ckey].group
+            if group is not None and self._groups.pop(group.tx, None) is not None:
+                tx = group.tx
+                due += [key for key in group.keys if key in self.pending and self.pending[key].due > now]
+        return [self.pending.pop(ckey) for ckey in due], tx
+
+    def clear(self) -> None:
+        self.pending.clear()
+        self._groups.clear()

@@ -338,10 +338,14 @@ class Outbox:
                 self.queued_bytes -= entry.counted_size
                 self.queued_messages -= entry.counted
             elif isinstance(entry, RunBatch):
-                taken, whole = self._take_run(entry, parts, size, max_frame_bytes)
-                size += taken
-                if not whole:
-                    break
+                count = len(entry.bodies)
+                taken_bytes, taken = entry.take_into(parts, size, max_frame_bytes)
+                size += taken_bytes
+                self.queued_bytes -= taken_bytes
+                self.queued_messages -= taken
+                if taken < count:
+                    break  # the rest of the run goes in the next frame
+                entries.popleft()
             else:
                 streamed = entry.peek()
                 if streamed is None:
@@ -373,38 +377,3 @@ class Outbox:
         stream.messages -= records
         self.queued_messages -= records
         self.queued_bytes -= records * stream.unit
-
-    def _take_run(
-        self, batch: RunBatch, parts: list[bytes], size: int, max_frame_bytes: int
-    ) -> tuple[int, bool]:
-        """Move as much of ``batch`` into ``parts`` as fits: the bytes moved, and whether all went."""
-        count = len(batch.bodies)
-        if size + batch.size <= max_frame_bytes or (not parts and count == 1):
-            interleaved = [batch.head] * (2 * count)
-            interleaved[1::2] = batch.bodies  # in C: no Python work per message
-            parts.extend(interleaved)
-            self._entries.popleft()
-            self.queued_bytes -= batch.size
-            self.queued_messages -= count
-            return batch.size, True
-        head_size = len(batch.head) + 2
-        taken = taken_bytes = 0
-        for body in batch.bodies:
-            message = head_size + len(body)
-            if (parts or taken) and size + taken_bytes + message > max_frame_bytes:
-                break
-            taken_bytes += message
-            taken += 1
-        for body in batch.bodies[:taken]:
-            parts.append(batch.head)
-            parts.append(body)
-        # The lists are shared with other sockets: slice, never modify.
-        batch.bodies, batch.keys, batch.versions = (
-            batch.bodies[taken:],
-            batch.keys[taken:],
-            batch.versions[taken:],
-        )
-        batch.size -= taken_bytes
-        self.queued_bytes -= taken_bytes
-        self.queued_messages -= taken
-        return taken_bytes, False

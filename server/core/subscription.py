@@ -23,7 +23,7 @@ from .diff import make_merge_delta, make_patch
 from .entitlement import ENTITLEMENT, UNRESTRICTED, Entitlement
 from .filters import Filter
 from .filters.functions import EvalContext
-from .intervals import Pending, TxGroup, changed_fields, conflation_key
+from .intervals import Pending, Waiting, conflation_key
 from .keys import KeySpec
 from .options import Options
 from .paths import set_path
@@ -98,8 +98,7 @@ class Subscription:
         self.successor: Subscription | None = None
         # Subscription conflation: changes waiting for the end of their interval, per key.
         self.interval = options.conflation_s
-        self.pending: dict[Any, Pending] = {}
-        self._tx_groups: dict[str, TxGroup] = {}  # transactions with changes pending, by ID
+        self.waiting = Waiting()
         self.schedule: Callable[[Subscription, float], None] = lambda subscription, due: None
         self.topic_ref: Any = None  # the Topic, set when the subscription is added to it
         # A live window (PROTOCOL 6.6): what was asked, and the window the topic gave it.
@@ -246,54 +245,18 @@ class Subscription:
         latest = new if new is not None else old
         assert latest is not None
         ckey = conflation_key(self.options.conflation_key, key, latest.data)
-        entry = self.pending.get(ckey)
-        if entry is None:
-            due = self.ctx.clock() + self.interval
-            entry = self.pending[ckey] = Pending(key, new, old if new is None else None, due)
+        frames = self.session.tx_frames
+        tx = frames.tx if frames is not None else None
+        due = self.ctx.clock() + self.interval
+        if self.waiting.add(ckey, key, old, new, gone, due, tx) is not None:
             self.schedule(self, due)
-        else:
-            entry.key, entry.latest = key, new
-            entry.deleted_from = old if new is None else None
-        entry.gone = gone
-        if new is not None:
-            entry.carried |= changed_fields(old.data if old is not None else None, new.data)
-        frames = getattr(self.session, "tx_frames", None)
-        if frames is not None and frames.tx is not None:
-            self._join_transaction(ckey, entry, frames.tx)
-
-    def _join_transaction(self, ckey: Any, entry: Pending, tx: str) -> None:
-        """A transaction's change waits: its keys are released together (PROTOCOL 11.3)."""
-        group = self._tx_groups.get(tx)
-        if group is None:
-            group = self._tx_groups[tx] = TxGroup(tx)
-        earlier = entry.group
-        if earlier is not None and earlier is not group:  # two transactions share a key: one group
-            for key in earlier.keys:
-                joined = self.pending.get(key)
-                if joined is not None:
-                    joined.group = group
-                    group.keys.add(key)
-            self._tx_groups.pop(earlier.tx, None)
-        entry.group = group
-        group.keys.add(ckey)
-
-    def forget_pending(self) -> None:
-        self.pending.clear()
-        self._tx_groups.clear()
 
     def release(self, now: float) -> tuple[list[tuple[str | None, Change]], str | None]:
         """The deliveries of every interval that has ended by ``now``, and the transaction they
         complete (None: none): every key a transaction changed goes with any of them."""
-        due = [ckey for ckey, entry in self.pending.items() if entry.due <= now]
-        tx = None
-        for ckey in list(due):
-            group = self.pending[ckey].group
-            if group is not None and self._tx_groups.pop(group.tx, None) is not None:
-                tx = group.tx
-                due += [key for key in group.keys if key in self.pending and self.pending[key].due > now]
+        entries, tx = self.waiting.due(now)
         out: list[tuple[str | None, Change]] = []
-        for ckey in due:
-            entry = self.pending.pop(ckey)
+        for entry in entries:
             change = self._conflated(entry, {})  # a memo is good for one change only
             if change is not None:
                 out.append((entry.key, change))

@@ -223,9 +223,9 @@ def test_an_unsubscribed_conflated_subscription_releases_everything() -> None:
         subscription = peer.session.subscriptions["s"]
         refs.append(weakref.ref(subscription))
         publisher.send(*[publish(n, qty=round_ + 2) for n in range(50)])
-        assert subscription.pending and subscription.held
+        assert subscription.waiting.pending and subscription.held
         peer.send({"c": "unsubscribe", "sub_id": "s"})
-        assert not subscription.pending and not subscription.held
+        assert not subscription.waiting.pending and not subscription.held
         del subscription
         peer.take()
     gc.collect()
