@@ -15,8 +15,8 @@ and keeps its replaced version alive until the change leaves the history.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import NamedTuple
 
 import orjson
@@ -109,18 +109,13 @@ class History:
         """The records changed after ``lsn``, in the order of their first change after it."""
         changed: dict[str, Then] = {}
         first = max(self._start, bisect_right(self._lsns, lsn, lo=self._start))
-        for past in self._iter(first):
+        for past in islice(self._changes, first, None):
             then = changed.get(past.key)
             if then is None:
                 then = changed[past.key] = Then(past.old, None, None)
             then.gone = past.gone
             then.removed = past.old if past.gone is not None else None
         return changed
-
-    def _iter(self, first: int) -> Iterator[Past]:
-        changes = self._changes
-        for index in range(first, len(changes)):
-            yield changes[index]
 
     def held(self) -> list[Past]:
         """Every change held, oldest first (for a snapshot of the durable state)."""

@@ -33,7 +33,7 @@ Pending = Mapping[tuple[str, str], Any]
 NOTHING_PENDING: Pending = {}
 
 
-def _is_duplicate(engine: Engine, session: Session, seq: int | None) -> bool:
+def is_duplicate(engine: Engine, session: Session, seq: int | None) -> bool:
     name = session.client_name
     return name is not None and seq is not None and seq <= engine.sequences.get(name, 0)
 
@@ -44,7 +44,7 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish, ret
     if session.user is not None:
         engine.check_write(session, body.topic)
     seq, name = body.seq, session.client_name
-    if seq is not None and _is_duplicate(engine, session, seq):
+    if seq is not None and is_duplicate(engine, session, seq):
         ack_duplicate(engine, session, header, seq)
         return
     engine.changes.check_available()
@@ -99,7 +99,7 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
     topic = engine.topics.get(body.topic)
     if topic is None or topic.key_spec is None:
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
-    if _is_duplicate(engine, session, body.seq):
+    if is_duplicate(engine, session, body.seq):
         assert body.seq is not None
         ack_duplicate(engine, session, header, body.seq)
         return

@@ -107,7 +107,9 @@ class Session:
         def retry() -> int:
             # Relief may have dropped subscriptions the block has messages for: not theirs.
             left = block.without_dropped()
-            return outbox.queued_messages or 1 if left is None else outbox.push_tx(left)
+            if left is None:
+                return outbox.queued_messages or 1  # nothing of it is left to queue: it "fits"
+            return outbox.push_tx(left)
 
         self._settle(queued, retry, None)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .commands import Header, Publish, Transaction
 from .errors import BAD_MESSAGE, CommandError
 from .local_log import ack_duplicate
-from .publishing import decide_delete, decide_publish
+from .publishing import decide_delete, decide_publish, is_duplicate
 from .shared_log import PLAIN_STREAM, Proposal
 from .txlog import TX, Entry
 
@@ -31,7 +31,7 @@ def transact(engine: Engine, session: Session, header: Header, body: Transaction
         except CommandError as error:
             raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
     name, seq = session.client_name, body.seq
-    if seq is not None and name is not None and seq <= engine.sequences.get(name, 0):
+    if seq is not None and is_duplicate(engine, session, seq):
         ack_duplicate(engine, session, header, seq)
         return
     stream = _stream(engine, body) if engine.shared is not None else ""

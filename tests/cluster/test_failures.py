@@ -12,6 +12,7 @@ import pytest
 import websockets
 
 from ..integration.client import Client
+from ..integration.server_process import ServerProcess
 from .conftest import StartNode, wait_ready
 from .redis_process import RedisProcess
 from .test_cluster import data_messages, quiet_sows
@@ -28,14 +29,21 @@ def health(url: str) -> int:
         return error.code
 
 
+async def watched_feed(nodes: list[ServerProcess], command: str) -> tuple[Client, Client]:
+    """A watcher on the second node (``command`` on orders) and a publisher logged on as ``feed``
+    on the first."""
+    watcher = await Client.connect(nodes[1].url)
+    await watcher.request({"c": command, "t": "orders", "sub_id": "w", "cid": "q"})
+    publisher = await Client.connect(nodes[0].url)
+    await publisher.request({"c": "logon", "client_name": "feed", "cid": "l"})
+    return watcher, publisher
+
+
 async def test_a_node_killed_mid_stream_loses_nothing_acked_and_a_restart_catches_up(
     start_node: StartNode,
 ) -> None:
     nodes = [start_node() for _ in range(3)]
-    watcher = await Client.connect(nodes[1].url)
-    await watcher.request({"c": "subscribe", "t": "orders", "sub_id": "w", "cid": "q"})
-    publisher = await Client.connect(nodes[0].url)
-    await publisher.request({"c": "logon", "client_name": "feed", "cid": "l"})
+    watcher, publisher = await watched_feed(nodes, "subscribe")
     for s in range(1, 101):
         await publisher.send({"c": "publish", "t": "orders", "data": {"id": s}, "s": s, "a": "persisted"})
     persisted = 0
@@ -64,10 +72,7 @@ async def test_redis_killed_mid_stream_refuses_changes_and_resumes_with_nothing_
     start_node: StartNode, redis_server: RedisProcess
 ) -> None:
     nodes = [start_node() for _ in range(2)]
-    watcher = await Client.connect(nodes[1].url)
-    await watcher.request({"c": "sow_and_subscribe", "t": "orders", "sub_id": "w", "cid": "q"})
-    publisher = await Client.connect(nodes[0].url)
-    await publisher.request({"c": "logon", "client_name": "feed", "cid": "l"})
+    watcher, publisher = await watched_feed(nodes, "sow_and_subscribe")
     for s in range(1, 31):
         command = {"c": "publish", "t": "orders", "data": {"id": s}, "s": s, "cid": s, "a": "persisted"}
         await publisher.request(command, "persisted")
