@@ -22,6 +22,18 @@ function formatBytes(bytes) {
   return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
+function formatMs(ms) {
+  return ms < 10 ? `${ms.toFixed(1)} ms` : ms < 10_000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(0)} s`;
+}
+
+/** The view's options with `timestamp` (each update then carries the server's `ts`, from which
+ * the panel shows its latency); the URL and the panel's title keep the options as typed. */
+function withTimestamp(options) {
+  const list = (options || "").split(",").map((o) => o.trim()).filter(Boolean);
+  if (!list.includes("timestamp")) list.push("timestamp");
+  return list.join(",");
+}
+
 class Panel {
   constructor(topic, filter, options) {
     this.topic = topic;
@@ -40,7 +52,7 @@ class Panel {
     this.lastUpdates = 0;
     this.shownRows = "";
     document.getElementById("views").appendChild(this.element);
-    this.view = client.sowAndDeltaSubscribe(topic, { filter: filter || undefined, options: options || undefined });
+    this.view = client.sowAndDeltaSubscribe(topic, { filter: filter || undefined, options: withTimestamp(options) });
     this.view.on("change", ({ key, record, kind, reason }) => {
       const earlier = this.pending.get(key);
       // A record that arrived and left within one frame never needs a row.
@@ -105,6 +117,8 @@ class Panel {
     this.lastUpdates = updates;
     this.element.querySelector(".received").textContent = formatBytes(bytes);
     this.element.querySelector(".saved").textContent = formatBytes(bytesSaved);
+    const { p50, p99 } = this.view.latency.percentiles();
+    this.element.querySelector(".latency").textContent = p50 === null ? "–" : `${formatMs(p50)} / ${formatMs(p99)}`;
   }
 }
 

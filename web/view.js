@@ -9,6 +9,7 @@
 // sends only the net change of the view (`resumed: true`) instead of the whole snapshot.
 
 import { Emitter } from "./emitter.js";
+import { LatencyWindow } from "./latency.js";
 import { mergeRecord } from "./merge.js";
 import { applyPatch } from "./patch.js";
 
@@ -37,6 +38,8 @@ export class View extends Emitter {
     this.records = new Map();
     /** Live figures: messages applied, bytes received, bytes saved by deltas against full records. */
     this.stats = { updates: 0, bytes: 0, bytesSaved: 0 };
+    /** Server `ts` to receipt of the live messages of the last minute (with the `timestamp` option). */
+    this.latency = new LatencyWindow();
     /** @type {string | null} the server's reason when it refused the view */
     this.error = null;
     this.closed = false;
@@ -135,10 +138,12 @@ export class View extends Emitter {
         if (this.resumes) this._noteBookmark(message.bm);
         break;
       case "p":
+        if (message.ts !== undefined) this.latency.add(message.ts);
         this._update(message, bytes);
         this._noteBookmark(message.bm);
         break;
       case "oof": {
+        if (message.ts !== undefined) this.latency.add(message.ts);
         const key = this._key(message);
         this._collecting?.delete(key); // (inside a snapshot only when it is a resume)
         this.records.delete(key);

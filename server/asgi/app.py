@@ -1,4 +1,4 @@
-"""The Starlette application: dashboard, JavaScript client, health, metrics, WebSocket."""
+"""The Starlette application: dashboard, JavaScript client, health, metrics, status, WebSocket."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from starlette.types import ASGIApp
 
 from ..core.access import topic_listing
 from ..runtime.hub import Hub
+from ..runtime.status import Status
 from .guards import check_metrics, topics_reader
 from .metrics import render_metrics
 from .uvicorn_protocol import TransportMiddleware
@@ -48,6 +49,17 @@ async def metrics(request: Request) -> Response:
     return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
+async def status_page(request: Request) -> Response:
+    return FileResponse(STATIC_DIR / "status.html")
+
+
+async def status_report(request: Request) -> Response:
+    """What the status page shows (guarded like ``/metrics``: it names clients and addresses)."""
+    check_metrics(request, request.app.state.hub)
+    status: Status = request.app.state.status
+    return JSONResponse(await status.report(), headers={"Cache-Control": "no-store"})
+
+
 async def topics(request: Request) -> Response:
     """The configured topics, for the dashboard's topic list (with ``[auth]``: those the user of
     the request's Basic credentials may read)."""
@@ -63,6 +75,8 @@ def create_app(hub: Hub) -> ASGIApp:
             Route("/healthz", healthz),
             Route("/favicon.ico", favicon),
             Route("/metrics", metrics),
+            Route("/status", status_page),
+            Route("/status.json", status_report),
             Route("/topics", topics),
             WebSocketRoute("/ws", websocket_endpoint),
             Mount("/web", StaticFiles(directory=WEB_DIR, check_dir=False), name="web"),
@@ -70,4 +84,5 @@ def create_app(hub: Hub) -> ASGIApp:
         ],
     )
     app.state.hub = hub
+    app.state.status = Status(hub)
     return TransportMiddleware(app)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ..core.topic import Topic
 from ..runtime.hub import Hub
 from ..runtime.redis_log import RedisLog
+from ..runtime.status import merged, queue_depths, topics_by_label
 
 
 class HubCollector(Collector):
@@ -27,14 +30,15 @@ class HubCollector(Collector):
             "Socket queues conflated early, in idle time, past a quarter of their limit",
             value=engine.background_conflations,
         )
+        groups = topics_by_label(self.hub)
         records = GaugeMetricFamily("push_sow_records", "Records in each topic's SOW", labels=["topic"])
         subscriptions = GaugeMetricFamily(
             "push_subscriptions", "Live subscriptions per topic", labels=["topic"]
         )
-        for name, topic in engine.topics.items():
-            if topic.is_sow:
-                records.add_metric([name], len(topic.records))
-            subscriptions.add_metric([name], sum(len(subs) for subs in topic.subscribers.values()))
+        for label, topics in groups.items():
+            if topics[0].is_sow:
+                records.add_metric([label], sum(len(topic.records) for topic in topics))
+            subscriptions.add_metric([label], sum(len(s) for t in topics for s in t.subscribers.values()))
         yield records
         yield subscriptions
         for counter, help_text in (
@@ -44,9 +48,19 @@ class HubCollector(Collector):
             ("closed_slow", "Sockets closed with 4001 on a message of this topic"),
         ):
             family = CounterMetricFamily(f"push_{counter}", help_text, labels=["topic"])
-            for name, topic in engine.topics.items():
-                family.add_metric([name], topic.counters[counter])
+            for label, topics in groups.items():
+                family.add_metric([label], sum(topic.counters[counter] for topic in topics))
             yield family
+        depth = GaugeMetricFamily(
+            "push_queued_messages",
+            "Messages about each topic's changes waiting in socket queues",
+            labels=["topic"],
+        )
+        depths = queue_depths(self.hub)
+        for label in groups:
+            depth.add_metric([label], depths.get(label, 0))
+        yield depth
+        yield from latency_metrics(groups)
         store = self.hub.store
         yield CounterMetricFamily(
             "push_log_damaged_frames",
@@ -57,6 +71,30 @@ class HubCollector(Collector):
         yield GaugeMetricFamily("push_queued_bytes", "Bytes waiting in outbound socket queues", value=queued)
         if self.hub.cluster is not None:
             yield from cluster_metrics(self.hub.cluster)
+
+
+def latency_metrics(groups: dict[str, list[Topic]]) -> Iterator[Metric]:
+    for kind, name, help_text in (
+        (
+            "written",
+            "push_write_latency_seconds",
+            "From a change's ts to its message's frame handed to a socket",
+        ),
+        (
+            "persisted",
+            "push_persist_latency_seconds",
+            "From a durable change's ts to its log write synced to disk",
+        ),
+    ):
+        family = HistogramMetricFamily(name, help_text, labels=["topic"])
+        for label, topics in groups.items():
+            histogram = merged([getattr(topic.latency, kind) for topic in topics])
+            buckets = [
+                ("+Inf" if math.isinf(bound) else repr(bound), count)
+                for bound, count in histogram.cumulative()
+            ]
+            family.add_metric([label], buckets, histogram.sum)
+        yield family
 
 
 def cluster_metrics(cluster: RedisLog) -> Iterator[Metric]:

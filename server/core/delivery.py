@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .latency import TopicLatency
 from .wire import OOF as OOF_COMMAND
 from .wire import P as P_COMMAND
 from .wire import head
@@ -32,10 +33,10 @@ INSERT, UPDATE, OOF, FULL = "insert", "update", "oof", "full"
 class QueuePolicy:
     """What a socket queue needs to know of a topic, as one small value every delivery carries:
     its name (for message heads and log lines), its conflation policy (off, conflate, always,
-    unsubscribe) and mode (replace, append), its merger and matcher, and its counters (shared
-    with the topic, which reports them)."""
+    unsubscribe) and mode (replace, append), its merger and matcher, and its counters and latency
+    histograms (shared with the topic, which reports them)."""
 
-    __slots__ = ("conflation", "counters", "match", "merge", "mode", "name", "name_json")
+    __slots__ = ("conflation", "counters", "latency", "match", "merge", "mode", "name", "name_json")
 
     def __init__(
         self,
@@ -46,6 +47,7 @@ class QueuePolicy:
         merge: Any,
         match: Any,
         counters: dict[str, int],
+        latency: TopicLatency,
     ) -> None:
         self.name = name
         self.name_json = name_json
@@ -54,6 +56,7 @@ class QueuePolicy:
         self.merge = merge
         self.match = match
         self.counters = counters
+        self.latency = latency
 
 
 class Delivery:

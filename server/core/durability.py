@@ -22,6 +22,7 @@ from . import wire
 from .txlog import frame_entries
 
 if TYPE_CHECKING:
+    from .latency import Histogram
     from .session import Session
 
 
@@ -45,6 +46,8 @@ class Durability:
         self.appended = 0
         self._waiters: deque[_Waiter] = deque()
         self.persisted_sequences: dict[str, int] = {}
+        # Changes appended and not yet on disk: (LSN, its topic's persisted latency, its ts).
+        self._timed: deque[tuple[int, Histogram, float]] = deque()
 
     def __bool__(self) -> bool:
         return bool(self._pending)
@@ -53,6 +56,10 @@ class Durability:
         self._pending.append(payload)
         self.appended += 1
         self.last_lsn = max(self.last_lsn, lsn)
+
+    def time(self, lsn: int, histogram: Histogram, timestamp: float) -> None:
+        """Observe in ``histogram`` how long after ``timestamp`` the change at ``lsn`` is on disk."""
+        self._timed.append((lsn, histogram, timestamp))
 
     def take(self) -> tuple[bytes, int] | None:
         """Everything pending as one frame (a group commit), and the LSN it reaches; None when nothing is."""
@@ -104,9 +111,13 @@ class Durability:
         if seq > self.persisted_sequences.get(client_name, 0):
             self.persisted_sequences[client_name] = seq
 
-    def made_durable(self, lsn: int) -> list[tuple[Session, bytes]]:
-        """The log is on disk up to ``lsn``: the acks that are now due, in order, per socket."""
+    def made_durable(self, lsn: int, now: float) -> list[tuple[Session, bytes]]:
+        """The log is on disk up to ``lsn`` at ``now``: the acks that are now due, in order, per socket."""
         self.durable_lsn = max(self.durable_lsn, lsn)
+        timed = self._timed
+        while timed and timed[0][0] <= self.durable_lsn:
+            _, histogram, timestamp = timed.popleft()
+            histogram.observe(now - timestamp)
         acks: list[tuple[Session, bytes]] = []
         batched: dict[tuple[Session, str], int] = {}
         waiters = self._waiters

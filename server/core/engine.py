@@ -53,7 +53,7 @@ from .subscription import Subscription
 from .timers import Timers
 from .topic import Topic
 from .tx_frames import TxFrames
-from .txlog import EXPIRE, Entry
+from .txlog import EXPIRE, Entry, changed_topics
 
 log = logging.getLogger("server.engine")
 
@@ -236,6 +236,10 @@ class Engine:
 
     def log(self, entry: Entry) -> None:
         self.log_payload(entry.lsn, entry.encode())
+        for name in changed_topics(entry):  # how long a change takes to be on disk is measured
+            topic = self.topics.get(name)
+            if topic is not None:
+                self.durability.time(entry.lsn, topic.latency.persisted, entry.timestamp)
 
     def log_payload(self, lsn: int, payload: bytes) -> None:
         waiting = bool(self.durability)
@@ -249,7 +253,7 @@ class Engine:
 
     def made_durable(self, lsn: int) -> None:
         """The runtime wrote and synced the log up to ``lsn``: send the persisted acks now due."""
-        for session, ack in self.durability.made_durable(lsn):
+        for session, ack in self.durability.made_durable(lsn, self.clock()):
             session.send(ack)
         self.settle()
 

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from . import queue_figures
 from .conflation import Net, RecordEntry, conflate_with
 from .delivery import Delivery, RunBatch, TxBlock
 from .snapshots import SnapshotStream
@@ -53,6 +54,9 @@ class Outbox:
         # The newest queued entry of each keyed record: every later change of it goes there.
         self._latest: dict[tuple[str, str], RecordEntry] = {}
         self.conflation = True  # a session may turn conflation off for itself
+        # Since the socket opened: messages taken into frames, and messages merged into newer ones.
+        self.sent = 0
+        self.conflated = 0
 
     def __bool__(self) -> bool:
         return bool(self._entries)
@@ -203,6 +207,7 @@ class Outbox:
             queued.append(net)
         if conflated:
             policy.counters["conflated"] += 1
+            self.conflated += 1
         for entry in touched:
             entry.recount()
         self.queued_bytes += sum(entry.size for entry in touched) - before_bytes
@@ -272,6 +277,10 @@ class Outbox:
             return
         self._add(delivery, delivery.size, 1)
 
+    def depth_by_topic(self) -> dict[str, int]:
+        """Messages about each topic's changes waiting here (snapshots and acks are not counted)."""
+        return queue_figures.depth_by_topic(self._entries)
+
     def close(self) -> None:
         """Drop everything queued and refuse every later push."""
         self._entries.clear()
@@ -283,8 +292,11 @@ class Outbox:
 
     # -- draining -------------------------------------------------------------------------
 
-    def take_frame(self, max_frame_bytes: int) -> bytes | None:
-        """The next array frame: as many queued messages as fit in ``max_frame_bytes`` (at least one)."""
+    def take_frame(self, max_frame_bytes: int, now: float | None = None) -> bytes | None:
+        """The next array frame: as many queued messages as fit in ``max_frame_bytes`` (at least one).
+
+        With ``now`` (the clock of the changes' ``ts``), each message about a change is observed in
+        its topic's ``written`` latency (snapshots, replays and acks are not changes)."""
         parts: list[bytes] = []
         size = 1
         entries = self._entries
@@ -298,6 +310,7 @@ class Outbox:
                 size += len(entry) + 1
                 self.queued_bytes -= len(entry) + 1
                 self.queued_messages -= 1
+                self.sent += 1
             elif isinstance(entry, Delivery):
                 entries.popleft()
                 if parts and size + entry.size > max_frame_bytes:
@@ -308,6 +321,9 @@ class Outbox:
                 size += entry.size
                 self.queued_bytes -= entry.size
                 self.queued_messages -= 1
+                self.sent += 1
+                if now is not None:
+                    queue_figures.observe_written(entry, now)
             elif isinstance(entry, RecordEntry):
                 if entry.dead:
                     entries.popleft()
@@ -321,6 +337,7 @@ class Outbox:
                 size += rendered_size
                 self.queued_bytes -= entry.size
                 self.queued_messages -= entry.count
+                self.sent += len(rendered) // 2
                 for net in entry.nets:
                     queued = self._index.get((entry.record, net.sub))
                     if queued is not None:
@@ -329,6 +346,8 @@ class Outbox:
                             del self._index[(entry.record, net.sub)]
                 if self._latest.get(entry.record) is entry:
                     del self._latest[entry.record]
+                if now is not None:
+                    queue_figures.observe_written(entry, now)
             elif isinstance(entry, TxBlock):
                 if parts and size + entry.size > max_frame_bytes:
                     break  # a transaction is one frame, of its own when it must be
@@ -337,12 +356,19 @@ class Outbox:
                 size += entry.size
                 self.queued_bytes -= entry.counted_size
                 self.queued_messages -= entry.counted
+                self.sent += entry.count
+                if now is not None:
+                    queue_figures.observe_written(entry, now)
             elif isinstance(entry, RunBatch):
                 count = len(entry.bodies)
+                first = entry.versions[0] if count else None  # the run's oldest change
                 taken_bytes, taken = entry.take_into(parts, size, max_frame_bytes)
+                if now is not None and first is not None:
+                    entry.policy.latency.written.observe(now - first.timestamp, taken)
                 size += taken_bytes
                 self.queued_bytes -= taken_bytes
                 self.queued_messages -= taken
+                self.sent += taken
                 if taken < count:
                     break  # the rest of the run goes in the next frame
                 entries.popleft()
@@ -362,6 +388,7 @@ class Outbox:
                 entry.head = None
                 parts.append(streamed)
                 size += len(streamed) + 1
+                self.sent += 1
                 if entry.messages:
                     self._written(entry, 1)
         if not entries:

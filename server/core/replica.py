@@ -19,7 +19,7 @@ from .commands import Publish, SowDelete
 from .errors import UNAVAILABLE, CommandError
 from .local_log import ack_applied, ack_duplicate
 from .shared_log import CONFLICT, DUPLICATE, GONE, PLAIN_STREAM, Proposal
-from .txlog import TX, Entry
+from .txlog import TX, Entry, changed_topics
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -48,6 +48,11 @@ def apply(engine: Engine, stream: str, entry: Entry, origin: str) -> None:
     token = shared.own_token(origin)
     proposal = shared.pending.get(token) if token is not None else None
     if proposal is not None:
+        # In a cluster a change is persisted once Redis holds it and this node applied it.
+        now = engine.clock()
+        for name in changed_topics(entry):
+            if (changed := engine.topics.get(name)) is not None:
+                changed.latency.persisted.observe(now - entry.timestamp)
         proposal.waiting -= 1
         if proposal.waiting == 0:
             done(engine, proposal)

@@ -17,6 +17,7 @@ from .config import TopicConfig
 from .delivery import OOF as OOF_KIND
 from .delivery import Delivery, QueuePolicy, RunBatch
 from .keys import KeySpec
+from .latency import TopicLatency
 from .records import RecordVersion
 from .run import FanOutRun
 from .sow import Sow
@@ -46,6 +47,7 @@ class Topic:
         self.config = config
         self.key_spec: KeySpec | None = config.key_spec if config is not None else None
         self.counters = dict.fromkeys(COUNTERS, 0)
+        self.latency = TopicLatency()
         self.sow = Sow()  # the only writer of the records
         self.subscribers: dict[Subscriber, list[Subscription]] = {}
         self.name_json = orjson.dumps(name)
@@ -59,6 +61,7 @@ class Topic:
             merge_function,
             match_function,
             self.counters,
+            self.latency,
         )
         # Two lanes, each socket in one. The fast lane holds sockets whose only subscription
         # here is stateless (the common dashboard case): they get the shared body, batched into

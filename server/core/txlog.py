@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,14 @@ OWNER = "o"  # a client name's owner (with [auth]): it goes where the name's seq
 # A transaction (PROTOCOL 11.3): one entry, one LSN; its data is the list of its changes, each
 # ``[op, topic, key, data, expires_at]`` (``transaction_changes`` makes them entries again).
 TX = "t"
+
+
+def changed_topics(entry: Entry) -> Iterable[str]:
+    """The topics whose records ``entry`` changes (none for a sequence or an owner)."""
+    if entry.op == TX:
+        return {change[1] for change in entry.data}
+    return (entry.topic,) if entry.op in (PUBLISH, DELETE, EXPIRE) else ()
+
 
 _HEADER = struct.Struct(">II")
 HEADER_SIZE = _HEADER.size

@@ -69,7 +69,7 @@ class Connection:
         burst to a healthy socket is written rather than conflated (PROTOCOL 6.3, first step)."""
         outbox, handle = self.session.outbox, self.handle
         while handle.can_write_now():
-            frame = outbox.take_frame(self.max_frame_bytes)
+            frame = outbox.take_frame(self.max_frame_bytes, self.engine.clock())
             if frame is None:
                 return
             handle.write_now(frame, self.binary)
@@ -103,13 +103,13 @@ class Connection:
             await cluster.paced(session)
 
     async def _write_loop(self) -> None:
-        session, outbox = self.session, self.session.outbox
+        session, outbox, clock = self.session, self.session.outbox, self.engine.clock
         try:
             while True:
                 await self.wake.wait()
                 self.wake.clear()
                 while session.close_code != 4001:
-                    frame = outbox.take_frame(self.max_frame_bytes)
+                    frame = outbox.take_frame(self.max_frame_bytes, clock())
                     if frame is None:
                         break
                     await self.send(frame)

@@ -102,6 +102,19 @@ class RedisNames:
             finally:
                 await pubsub.aclose()
 
+    async def live_nodes(self) -> list[str]:
+        """The nodes whose liveness key has not expired (this one among them, while it can write);
+        an empty list when Redis cannot be asked."""
+        pattern = f"{self.prefix}:node:*"
+        cut = len(pattern) - 1
+        try:
+            return sorted(
+                [key.decode()[cut:] async for key in self.redis.scan_iter(match=pattern, count=100)]
+            )
+        except (RedisError, OSError) as error:
+            log.debug("could not list the cluster's nodes: %s", error)
+            return []
+
     async def keep_alive(self) -> None:
         key = f"{self.prefix}:node:{self.shared.node}"
         while True:

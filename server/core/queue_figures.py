@@ -1,0 +1,55 @@
+"""What a socket's queue tells the metrics: how long its messages about changes waited, and how
+many of each topic's are waiting. Read by the outbox as it writes, and by the status page."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .conflation import RecordEntry
+from .delivery import Delivery, RunBatch, TxBlock
+
+
+def observe_written(entry: Delivery | RunBatch | RecordEntry | TxBlock, now: float) -> None:
+    """``entry`` is being written at ``now``: observe, in its topic's ``written`` latency, the
+    time since each change it sends was made (its ``ts``).
+
+    A run (RunBatch) is one settle's changes: its first is its oldest and stands for all of them,
+    so the fast lane pays one observation per frame, not per message. A conflated entry is timed
+    from the newest change it folded: the state the client is shown."""
+    if isinstance(entry, RunBatch):
+        if entry.versions:
+            entry.policy.latency.written.observe(now - entry.versions[0].timestamp, len(entry.versions))
+    elif isinstance(entry, Delivery):
+        if entry.version is not None:
+            entry.policy.latency.written.observe(now - entry.version.timestamp)
+    elif isinstance(entry, RecordEntry):
+        lasts = {id(net.last): net.last for net in entry.nets if not net.sub.dropped}
+        for delivery in lasts.values():
+            observe_written(delivery, now)
+    else:
+        for item in entry.held:
+            observe_written(item, now)
+
+
+def depth_by_topic(entries: Iterable[object]) -> dict[str, int]:
+    """Messages about each topic's changes among a queue's ``entries`` (snapshots and acks are
+    not counted)."""
+    depth: dict[str, int] = {}
+    for entry in entries:
+        if isinstance(entry, TxBlock):
+            for item in entry.held:
+                _count(depth, item)
+        elif isinstance(entry, Delivery | RunBatch | RecordEntry):
+            _count(depth, entry)
+    return depth
+
+
+def _count(depth: dict[str, int], entry: Delivery | RunBatch | RecordEntry) -> None:
+    if isinstance(entry, RunBatch):
+        count = len(entry.bodies)
+    elif isinstance(entry, RecordEntry):
+        count = entry.count
+    else:
+        count = 1
+    name = entry.policy.name
+    depth[name] = depth.get(name, 0) + count

@@ -1,0 +1,111 @@
+"""Latency you can see: /metrics' histograms and queue depths, and /status.json, on a real server."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .client import Client
+from .conftest import StartServer
+from .test_front_door import http
+
+ROUNDS = 40  # of 100 records of 4 kB: more than loopback's socket buffers hold
+
+TOPICS = [
+    {"name": "orders", "key": ["/order"], "durable": True},
+    {"name": "quotes", "key": ["/sym"]},
+]
+
+
+def sample(metrics: str, name: str, **labels: str) -> float:
+    """The value of one sample of the Prometheus text ``metrics`` (labels in any order)."""
+    for line in metrics.splitlines():
+        match = re.fullmatch(r"(\w+)(?:\{(.*)\})? (\S+)", line)
+        if match is None or match.group(1) != name:
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2) or ""))
+        if found == labels:
+            return float(match.group(3))
+    raise AssertionError(f"no sample {name}{labels} in /metrics")
+
+
+async def test_metrics_time_changes_to_sockets_and_to_disk(start_server: StartServer) -> None:
+    server = start_server({}, TOPICS)
+    publisher, reader = await Client.connect(server.url), await Client.connect(server.url)
+    await reader.send({"c": "sow_and_subscribe", "t": "orders", "cid": "s"})
+    await reader.until(lambda m: m.get("c") == "group_end")
+    await publisher.send({"c": "logon", "client_name": "feed"})
+    for n in range(20):
+        await publisher.send({"c": "publish", "t": "orders", "s": n + 1, "data": {"order": n}})
+    await publisher.request(
+        {"c": "publish", "t": "orders", "cid": "last", "a": "persisted", "data": {"order": 99}}, "persisted"
+    )
+    await reader.until(lambda m: m.get("c") == "p" and m["data"]["order"] == 99)
+    # Anyone may subscribe to new names: they share one label instead of growing the label set.
+    for n in range(5):
+        await reader.request({"c": "subscribe", "t": f"scratch-{n}", "cid": f"x{n}"})
+
+    status, _, metrics = http(server.http + "/metrics")
+    assert status == 200
+    written = sample(metrics, "push_write_latency_seconds_count", topic="orders")
+    assert written == 21
+    assert sample(metrics, "push_write_latency_seconds_bucket", topic="orders", le="+Inf") == 21
+    assert 0 < sample(metrics, "push_write_latency_seconds_sum", topic="orders") < 21 * 5
+    assert sample(metrics, "push_persist_latency_seconds_count", topic="orders") == 21
+    assert sample(metrics, "push_persist_latency_seconds_count", topic="quotes") == 0
+    assert sample(metrics, "push_queued_messages", topic="orders") == 0
+    assert "scratch-" not in metrics
+    assert sample(metrics, "push_subscriptions", topic="(unconfigured)") == 5
+    await publisher.close()
+    await reader.close()
+
+
+async def test_status_names_the_slowest_sockets_and_each_topics_figures(start_server: StartServer) -> None:
+    server = start_server({"queue_max_messages": 100_000}, TOPICS)
+    publisher, reader = await Client.connect(server.url), await Client.connect(server.url)
+    stalled = await Client.connect(server.url, max_queue=1)  # stops reading after one frame
+    await stalled.send({"c": "logon", "client_name": "stalled-desk"})
+    await stalled.send({"c": "subscribe", "t": "quotes", "cid": "q"})
+    await reader.request({"c": "subscribe", "t": "quotes", "cid": "q"})
+    away = await Client.connect(server.url)
+    await away.request({"c": "logon", "cid": "l", "client_name": "away-desk"})
+    await away.request({"c": "visibility", "cid": "v", "hidden": True})
+    pad = "x" * 4000
+    for round_ in range(ROUNDS):
+        await publisher.send(
+            *[
+                {"c": "publish", "t": "quotes", "data": {"sym": f"S{n}", "r": round_, "pad": pad}}
+                for n in range(100)
+            ]
+        )
+    await publisher.request({"c": "flush", "cid": "f"})
+    last = {"sym": "S99", "r": ROUNDS - 1, "pad": pad}
+    await reader.until(lambda m: m.get("c") == "p" and m["data"] == last)
+
+    status, headers, body = http(server.http + "/status.json")
+    assert status == 200 and headers["cache-control"] == "no-store"
+    report = json.loads(body)
+    assert report["connections"] == 4
+    quotes = next(row for row in report["topics"] if row["topic"] == "quotes")
+    assert quotes["records"] == 100 and quotes["subscriptions"] == 2 and quotes["sow"] is True
+    assert quotes["written"]["count"] > 100 * ROUNDS // 2  # the reader's messages (some conflated)
+    assert quotes["written"]["p50_ms"] is not None
+    slowest = report["slowest"][0]
+    assert slowest["client_name"] == "stalled-desk" and slowest["hidden"] is False
+    assert slowest["queued_messages"] > 0 and slowest["queued_bytes"] > 0
+    assert {row["client_name"]: row["hidden"] for row in report["slowest"]}["away-desk"] is True
+    assert report["cluster"] is None
+    status, _, page = http(server.http + "/status")
+    assert status == 200 and "/static/status.js" in page
+    for client in (publisher, reader, stalled, away):
+        await client.close()
+
+
+async def test_status_is_guarded_like_metrics(start_server: StartServer) -> None:
+    server = start_server({"metrics_token": "s3cret"}, TOPICS)
+    status, headers, _ = http(server.http + "/status.json")
+    assert status == 401 and headers["www-authenticate"].startswith("Bearer")
+    status, _, body = http(server.http + "/status.json", {"Authorization": "Bearer s3cret"})
+    assert status == 200 and json.loads(body)["connections"] == 0
+    status, _, _ = http(server.http + "/status")  # the page itself holds no figures
+    assert status == 200

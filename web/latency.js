@@ -1,0 +1,46 @@
+// How late a view's messages arrive: the time from the server's `ts` on a message (when the
+// server applied the change; the subscription needs the `timestamp` option) to its receipt here,
+// kept for the last minute. The two clocks are the server's and the browser's: on one machine,
+// or with both synchronised (NTP), the figure is the change-to-screen latency; otherwise it is
+// off by the clocks' difference.
+
+const WINDOW_MS = 60_000;
+const MAX_SAMPLES = 20_000; // a busy view keeps every 3rd, 4th... so memory stays bounded
+
+export class LatencyWindow {
+  constructor(windowMs = WINDOW_MS) {
+    this.windowMs = windowMs;
+    /** @type {number[]} receipt times, oldest first */
+    this._at = [];
+    /** @type {number[]} latencies in ms, in the same order */
+    this._ms = [];
+    this._skip = 0;
+  }
+
+  /** @param {string} ts  the server's ISO-8601 time @param {number} [now]  ms since the epoch */
+  add(ts, now = Date.now()) {
+    const sent = Date.parse(ts);
+    if (Number.isNaN(sent)) return;
+    this._trim(now);
+    if (this._at.length >= MAX_SAMPLES && this._skip++ % 2 === 0) return; // sample a burst
+    this._at.push(now);
+    this._ms.push(Math.max(0, now - sent));
+  }
+
+  _trim(now) {
+    let drop = 0;
+    while (drop < this._at.length && now - this._at[drop] > this.windowMs) drop += 1;
+    if (drop) {
+      this._at.splice(0, drop);
+      this._ms.splice(0, drop);
+    }
+  }
+
+  /** The p50 and p99 (ms) of the last minute, and how many messages they are of; nulls when none. */
+  percentiles(now = Date.now()) {
+    this._trim(now);
+    const sorted = Float64Array.from(this._ms).sort();
+    const pick = (q) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : null);
+    return { p50: pick(0.5), p99: pick(0.99), count: sorted.length };
+  }
+}
