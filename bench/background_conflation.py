@@ -23,7 +23,7 @@ from pathlib import Path
 
 import orjson
 import websockets
-from harness import arguments, free_port, serve
+from harness import arguments, cpu_seconds, free_port, serve
 
 SLOW, FAST = 10, 5
 MARKER = b'"c":"'
@@ -34,11 +34,6 @@ def proc_status(pid: int, field: str) -> float:
         if line.startswith(field):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks of 1/100 s
 
 
 def queued_bytes(port: int) -> float:

@@ -31,16 +31,10 @@ from pathlib import Path
 
 import orjson
 import websockets
-from harness import arguments, free_port, serve
+from harness import arguments, cpu_seconds, free_port, serve
 
 MARKER = b'"data":'
 TOPIC = '[[topic]]\nname = "bench"\nkey = ["/id"]\n'
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
 
 
 class Redis:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -42,3 +44,15 @@ def start(command: list[str], port: int) -> subprocess.Popen[bytes]:
 def arguments(doc: str | None) -> argparse.ArgumentParser:
     """A benchmark's command line, with its module docstring as the help text."""
     return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+
+
+def spread(values: list[float]) -> str:
+    """min / median / max of ``values``."""
+    ordered = sorted(values)
+    return f"{ordered[0]:,.2f} / {ordered[len(ordered) // 2]:,.2f} / {ordered[-1]:,.2f}"

@@ -1,8 +1,10 @@
 """Spark into the SOW: rows per second from a micro-batch through the sink, and the time from the
 batch's commit (the sink returns once the server has acknowledged it) to a subscriber's last
-delivery, for 10,000 rows.
+delivery, for 10,000 rows. Then what transactions cost: batches of 10,000 rows sent as plain
+publishes, as one transaction per batch and one per partition (4), in interleaved rounds, with a
+subscriber reading everything: wall time and the server's CPU time.
 
-    .venv/bin/python bench/spark_feed.py [--rows 300000] [--durable]
+    .venv/bin/python bench/spark_feed.py [--rows 300000] [--durable] [--rounds 5]
 
 The micro-batch is a DataFrame of generated rows given to the sink as foreachBatch would.
 """
@@ -15,7 +17,7 @@ import time
 from pathlib import Path
 
 import orjson
-from harness import arguments, free_port, serve
+from harness import arguments, cpu_seconds, free_port, serve, spread
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from websockets.sync.client import connect
@@ -40,6 +42,7 @@ def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--durable", action="store_true", help="publish into a durable topic (log + fsync)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the transactions comparison")
     args = parser.parse_args()
     spark = (
         SparkSession.builder.master("local[2]")
@@ -94,10 +97,47 @@ def main() -> None:
                 f"the subscriber's last delivery came {1000 * (last_delivery[0] - committed):+.0f} ms "
                 "from the commit"
             )
+            compare_transactions(spark, url, server.pid, args.rounds)
         finally:
             server.terminate()
             server.wait()
             spark.stop()
+
+
+def compare_transactions(spark: SparkSession, url: str, pid: int, rounds: int) -> None:
+    count = 10_000
+    batch = rows(spark, count, offset=10_000_000).repartition(4).cache()
+    batch.count()
+    stop = threading.Event()
+
+    def subscriber() -> None:  # reads everything, so the fan-out and its frames are paid for
+        with connect(url, max_size=None) as ws:
+            ws.send(orjson.dumps({"c": "subscribe", "t": "orders", "cid": "tx-watch"}).decode())
+            while not stop.is_set():
+                try:
+                    ws.recv(timeout=0.2)
+                except TimeoutError:
+                    continue
+
+    watcher = threading.Thread(target=subscriber)
+    watcher.start()
+    modes = ("off", "batch", "partition")
+    sinks = {mode: ProtocolSink(url, "orders", f"spark:bench-tx-{mode}", transactions=mode) for mode in modes}
+    wall: dict[str, list[float]] = {mode: [] for mode in modes}
+    cpu: dict[str, list[float]] = {mode: [] for mode in modes}
+    try:
+        for round_ in range(rounds):
+            for mode in modes:  # interleaved: each round runs every mode once
+                cpu_before, started = cpu_seconds(pid), time.perf_counter()
+                sinks[mode](batch, round_)
+                wall[mode].append(count / (time.perf_counter() - started))
+                cpu[mode].append(1000 * (cpu_seconds(pid) - cpu_before))
+    finally:
+        stop.set()
+        watcher.join()
+    print(f"\ntransactions: {count:,} rows per batch, {rounds} interleaved rounds, min / median / max")
+    for mode in modes:
+        print(f"  {mode:<10} {spread(wall[mode])} rows/s   server CPU {spread(cpu[mode])} ms per batch")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
   so that a dashboard filtered on open orders sees them leave.
 
     python -m spark_feeds.demo --url ws://127.0.0.1:8000/ws [--rows-per-second 20] [--checkpoint DIR]
+        [--transactions off|batch|partition] [--stamp COLUMN]
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .session import local_session
-from .sink import ProtocolSink, client_name_for
-from .transforms import orders_from_rate, positions_from_ticks, ticks_from_rate
+from .sink import ProtocolSink, add_feed_options, client_name_for
+from .transforms import orders_from_rate, positions_from_ticks, stamped, ticks_from_rate
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -28,6 +29,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--checkpoint", help="where the queries keep their checkpoints (default: a new temp dir)"
     )
     parser.add_argument("--trigger-seconds", type=float, default=1.0)
+    add_feed_options(parser)
     return parser.parse_args(argv)
 
 
@@ -47,9 +49,11 @@ def start(spark: Any, args: argparse.Namespace) -> list[Any]:
         ("orders", orders, "publish", "append"),
     ):
         checkpoint = base / name
-        sink = ProtocolSink(args.url, name, client_name_for(checkpoint, name), mode=mode)
+        rows = stamped(frame, args.stamp) if args.stamp else frame
+        client_name = client_name_for(checkpoint, name)
+        sink = ProtocolSink(args.url, name, client_name, mode=mode, transactions=args.transactions)
         queries.append(
-            frame.writeStream.outputMode(output)
+            rows.writeStream.outputMode(output)
             .foreachBatch(sink)
             .option("checkpointLocation", str(checkpoint))
             .trigger(processingTime=trigger)

@@ -3,6 +3,7 @@
     python -m spark_feeds.files --url ws://127.0.0.1:8000/ws --topic orders --path ./incoming \\
         --format json --checkpoint ./checkpoints/orders [--mode publish|delta_publish] \\
         [--trigger available-now|once|<seconds>] [--client-name NAME] [--schema "order LONG, qty LONG"]
+        [--transactions off|batch|partition] [--stamp COLUMN]
 
 The schema is inferred from the files unless ``--schema`` gives it (a Spark DDL string).
 """
@@ -13,7 +14,8 @@ import argparse
 from typing import Any
 
 from .session import apply_trigger, local_session
-from .sink import ProtocolSink, client_name_for
+from .sink import ProtocolSink, add_feed_options, client_name_for
+from .transforms import stamped
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -27,6 +29,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--trigger", default="available-now")
     parser.add_argument("--client-name", help="default: one kept in the checkpoint directory")
     parser.add_argument("--schema", help="a Spark DDL schema; default: inferred from the files")
+    add_feed_options(parser)
     return parser.parse_args(argv)
 
 
@@ -38,8 +41,10 @@ def build(spark: Any, args: argparse.Namespace) -> Any:
     if args.schema:
         reader = reader.schema(args.schema)
     rows = reader.load(args.path)
+    if args.stamp:
+        rows = stamped(rows, args.stamp)
     client_name = args.client_name or client_name_for(args.checkpoint, args.topic)
-    sink = ProtocolSink(args.url, args.topic, client_name, mode=args.mode)
+    sink = ProtocolSink(args.url, args.topic, client_name, mode=args.mode, transactions=args.transactions)
     writer = rows.writeStream.foreachBatch(sink).option("checkpointLocation", args.checkpoint)
     return apply_trigger(writer, args.trigger)
 

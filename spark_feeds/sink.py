@@ -7,10 +7,19 @@ that runs again carries the same sequence numbers, and the server ignores what i
 The writer waits for the persisted ack that covers the batch's last row (for a topic that is not
 durable it comes with processed) before it returns, so Spark commits a batch only when the server
 has it; a refused row fails the batch with the server's reason.
+
+With ``transactions`` set to ``batch`` (or ``partition``), the rows of a micro-batch (of each of
+its partitions) go as transactions (PROTOCOL 11.3): every subscriber sees all of them in one
+frame, so a dashboard never shows half a batch. A transaction holds at most ``MAX_TX_COMMANDS``
+rows and ``frame_bytes``; a bigger batch goes as several, in order (logged once). Each takes
+one sequence number, derived the same way, so a replayed batch is still a duplicate.
 """
 
 from __future__ import annotations
 
+import argparse
+import itertools
+import logging
 import os
 import uuid
 from collections.abc import Iterable, Iterator
@@ -25,6 +34,11 @@ from websockets.sync.client import connect
 
 SEQ_STRIDE = 1_000_000_000  # sequence numbers per batch: batch b owns ((b+1)*stride, (b+2)*stride)
 MODES = ("publish", "delta_publish", "delete")
+TRANSACTIONS = ("off", "batch", "partition")
+MAX_TX_COMMANDS = 10_000  # what the server takes in one transaction
+TX_ENVELOPE = 64  # bytes around a transaction's commands: {"c":"tx","cmds":[...],"s":N,"a":"persisted"}
+
+log = logging.getLogger("spark_feeds.sink")
 
 
 class FeedError(RuntimeError):
@@ -41,6 +55,21 @@ def client_name_for(checkpoint: str | Path, topic: str) -> str:
     name = f"spark:{topic}:{uuid.uuid4().hex[:12]}"
     path.write_text(name)
     return name
+
+
+def add_feed_options(parser: argparse.ArgumentParser) -> None:
+    """The sink's options that every job offers."""
+    parser.add_argument(
+        "--transactions",
+        choices=TRANSACTIONS,
+        default="off",
+        help="send each micro-batch (or each partition of one) as a transaction: never seen half applied",
+    )
+    parser.add_argument(
+        "--stamp",
+        metavar="COLUMN",
+        help="add COLUMN to every row: its micro-batch's trigger time (Spark to screen latency)",
+    )
 
 
 def _json_default(value: Any) -> Any:
@@ -67,10 +96,17 @@ class ProtocolSink:
     timeout_s: float = 120.0
     user_id: str | None = field(default_factory=lambda: os.environ.get("SOWPUSH_USER"))
     password: str | None = field(default_factory=lambda: os.environ.get("SOWPUSH_PASSWORD"))
+    transactions: str = "off"  # "batch" or "partition": each is sent as one transaction
+    max_tx_commands: int = MAX_TX_COMMANDS
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.transactions not in TRANSACTIONS:
+            raise ValueError(
+                f"transactions must be one of {', '.join(TRANSACTIONS)}, not {self.transactions!r}"
+            )
+        self._split_logged = False
         if self.mode == "delete" and not self.key_columns:
             raise ValueError("mode 'delete' needs the key columns")
         command = "sow_delete" if self.mode == "delete" else self.mode
@@ -82,9 +118,16 @@ class ProtocolSink:
         from pyspark.sql import functions as F  # noqa: PLC0415 - the sink is usable without Spark
 
         columns = [F.col(name) for name in self.key_columns] if self.mode == "delete" else [F.col("*")]
-        encoded = batch.select(F.to_json(F.struct(*columns)))
-        rows = (row[0].encode() for row in encoded.toLocalIterator(prefetchPartitions=True))
-        self.publish_json(rows, batch_id)
+        encoded = batch.select(F.to_json(F.struct(*columns)), F.spark_partition_id())
+        # toLocalIterator yields the partitions in order, each whole: a partition is a run of rows.
+        rows = ((row[0].encode(), row[1]) for row in encoded.toLocalIterator(prefetchPartitions=True))
+        if self.transactions == "off":
+            self.publish_json((data for data, _ in rows), batch_id)
+        elif self.transactions == "batch":
+            self.publish_transactions([(data for data, _ in rows)], batch_id)
+        else:
+            partitions = itertools.groupby(rows, key=lambda row: row[1])
+            self.publish_transactions(((data for data, _ in part) for _, part in partitions), batch_id)
 
     def publish_rows(self, rows: Iterable[dict[str, Any]], batch_id: int) -> int:
         """Publish Python records as batch ``batch_id`` (see ``publish_json``)."""
@@ -92,20 +135,68 @@ class ProtocolSink:
             rows = ({k: row[k] for k in self.key_columns} for row in rows)
         return self.publish_json((orjson.dumps(row, default=_json_default) for row in rows), batch_id)
 
-    def _command(self, data: bytes, seq: int, last: bool) -> bytes:
-        # One persisted ack with s covers every earlier sequence: only the last row asks for it.
-        # (Failures are acked one by one whatever was asked.)
+    @staticmethod
+    def _command(body: bytes, seq: int, last: bool) -> bytes:
+        # One persisted ack with s covers every earlier sequence: only the last command asks for
+        # it. (Failures are acked one by one whatever was asked.)
         tail = b',"a":"persisted"}' if last else b"}"
-        return self._head + data + b',"s":' + str(seq).encode() + tail
+        return body + b',"s":' + str(seq).encode() + tail
 
     def publish_json(self, rows: Iterable[bytes], batch_id: int) -> int:
         """Publish rows given as JSON objects as batch ``batch_id``; returns how many were sent (not
         already on disk)."""
+        return self._send((self._head + row for row in rows), batch_id)
+
+    def publish_transactions(self, groups: Iterable[Iterable[bytes]], batch_id: int) -> int:
+        """Publish each group of rows (JSON objects) as one transaction (several when it holds more
+        than ``max_tx_commands``), as batch ``batch_id``; returns how many transactions were sent."""
+        return self._send(self._transactions(groups), batch_id)
+
+    def _transactions(self, groups: Iterable[Iterable[bytes]]) -> Iterator[bytes]:
+        """Each group as transaction bodies: one, unless it holds more than ``max_tx_commands``
+        rows or more than ``frame_bytes`` (a transaction is one inbound message, which the server
+        takes up to its ``max_message_bytes``)."""
+        head = self._head
+        room = self.frame_bytes - TX_ENVELOPE
+        for group in groups:
+            chunk: list[bytes] = []
+            size = 0
+            chunks = 0
+            for row in group:
+                command = head + row + b"}"
+                if chunk and (len(chunk) == self.max_tx_commands or size + len(command) > room):
+                    chunks += 1
+                    yield self._transaction(chunk)
+                    chunk, size = [], 0
+                chunk.append(command)
+                size += len(command) + 1
+            if chunk:
+                chunks += 1
+                yield self._transaction(chunk)
+            if chunks > 1 and not self._split_logged:
+                self._split_logged = True
+                log.warning(
+                    "%s: a group of rows over %d rows or %d bytes went as %d transactions; a subscriber "
+                    "may see it between them (use transactions='partition' with smaller partitions, "
+                    "or a larger frame_bytes if the server's max_message_bytes allows)",
+                    self.topic,
+                    self.max_tx_commands,
+                    self.frame_bytes,
+                    chunks,
+                )
+
+    @staticmethod
+    def _transaction(commands: list[bytes]) -> bytes:
+        return b'{"c":"tx","cmds":[' + b",".join(commands) + b"]"
+
+    def _send(self, bodies: Iterable[bytes], batch_id: int) -> int:
+        """Send each command body (without its ``s``) numbered within batch ``batch_id``, skipping
+        those the server has on disk already; wait for the persisted ack of the last."""
         base = (batch_id + 1) * SEQ_STRIDE
         with connect(self.url, max_size=None, open_timeout=self.timeout_s) as ws:
             on_disk = self._logon(ws)
             sent, last = 0, 0
-            for frame, count, highest in self._frames(rows, base, on_disk):
+            for frame, count, highest in self._frames(bodies, base, on_disk):
                 ws.send(frame.decode())
                 sent, last = sent + count, highest
             if sent:
@@ -126,11 +217,11 @@ class ProtocolSink:
                 return int(message.get("s", 0))
         raise FeedError("no logon ack")
 
-    def _frames(self, rows: Iterable[bytes], base: int, on_disk: int) -> Iterator[tuple[bytes, int, int]]:
+    def _frames(self, bodies: Iterable[bytes], base: int, on_disk: int) -> Iterator[tuple[bytes, int, int]]:
         batch: list[bytes] = []
         size, highest = 2, 0
-        held: tuple[bytes, int] | None = None  # the newest row, sent once we know if it is the last
-        for position, row in enumerate(rows):
+        held: tuple[bytes, int] | None = None  # the newest command, sent once we know if it is the last
+        for position, body in enumerate(bodies):
             seq = base + position + 1
             if seq <= on_disk:
                 continue  # the server has it already (this batch ran before)
@@ -142,7 +233,7 @@ class ProtocolSink:
                 batch.append(command)
                 size += len(command) + 1
                 highest = held[1]
-            held = (row, seq)
+            held = (body, seq)
         if held is not None:
             batch.append(self._command(*held, last=True))
             highest = held[1]

@@ -74,3 +74,12 @@ def orders_from_rate(rate: DataFrame) -> DataFrame:
         _pick(STATUSES, stage).alias("status"),
         F.col("timestamp").cast("string").alias("updated"),
     )
+
+
+def stamped(frame: DataFrame, column: str = "trigger_ts") -> DataFrame:
+    """``frame`` with ``column`` holding its micro-batch's trigger time. In a streaming query
+    ``current_timestamp()`` is the batch's timestamp, fixed when the trigger fires, the same for
+    every row of the batch; so, with the server's ``ts`` on each message and the browser's clock,
+    a dashboard can tell how long a batch took from Spark to the screen. Apply it to the
+    streaming DataFrame (inside ``foreachBatch`` it would be the time the batch is written)."""
+    return frame.withColumn(column, F.current_timestamp())
