@@ -4,7 +4,9 @@
 import { PushClient } from "/web/index.js";
 import { Grid } from "/static/grid.js";
 
-const CHANGES_PER_FRAME = 4000; // a large snapshot is drawn over a few frames
+// Changes drawn per animation frame (a large snapshot is drawn over a few frames), and the least
+// each view gets. A transaction is always drawn whole, whatever these say.
+const drawing = { changesPerFrame: 4000, leastPerPanel: 200 };
 const SORT_EVERY_MS = 500;
 
 const scheme = location.protocol === "https:" ? "wss" : "ws";
@@ -50,6 +52,7 @@ class Panel {
     this.pending = new Map();
     this.lastSort = 0;
     this.lastUpdates = 0;
+    this.transactionWaiting = false;
     this.shownRows = "";
     document.getElementById("views").appendChild(this.element);
     this.view = client.sowAndDeltaSubscribe(topic, { filter: filter || undefined, options: withTimestamp(options) });
@@ -89,6 +92,12 @@ class Panel {
 
   /** Apply up to `budget` waiting changes to the grid; returns how many it applied. */
   render(budget, now) {
+    if (this.transactionWaiting) {
+      // A transaction's changes are all waiting: drawn in this one frame with everything before
+      // them, so the grid never shows part of one (PROTOCOL 11.3).
+      this.transactionWaiting = false;
+      budget = Infinity;
+    }
     let applied = 0;
     for (const [key, change] of this.pending) {
       if (applied >= budget) break;
@@ -123,8 +132,8 @@ class Panel {
 }
 
 function frame(now) {
-  let budget = CHANGES_PER_FRAME;
-  for (const panel of panels) budget -= panel.render(Math.max(budget, 200), now);
+  let budget = drawing.changesPerFrame;
+  for (const panel of panels) budget -= panel.render(Math.max(budget, drawing.leastPerPanel), now);
   requestAnimationFrame(frame);
 }
 
@@ -233,6 +242,11 @@ document.getElementById("open-view").addEventListener("submit", (event) => {
 
 function start() {
   client.on("state", showState);
+  // The client applies a transaction to its views in one task, then says so: the panels showing
+  // those views draw all their waiting changes in the next frame.
+  client.on("transaction", ({ views }) => {
+    for (const panel of panels) if (views.has(panel.view)) panel.transactionWaiting = true;
+  });
   readUrl();
   requestAnimationFrame(frame);
   setInterval(() => panels.forEach((panel) => panel.figures()), 1000);
@@ -243,6 +257,6 @@ function start() {
 }
 
 // For the curious and for bench/browser_grid.py: the client and the open views.
-window.dashboard = { client, panels };
+window.dashboard = { client, panels, drawing };
 
 start();

@@ -1,15 +1,16 @@
 """PROTOCOL 11 in real Chromium: a view resumes after a dropped socket with only the net change,
 a hidden page is held to one message per record per interval, and a transaction is applied to
-the views in one step."""
+the views in one step and drawn by the dashboard in one frame."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
 from .test_client import open_client_page
+from .test_dashboard import publish
 
 
 def test_a_view_resumes_after_a_dropped_socket_with_only_the_net_change(
@@ -125,3 +126,61 @@ def test_a_transaction_is_applied_to_the_views_in_one_step(page: Page, server: S
     # Between transactions (after every fourth change) the grid shows a whole rebalance.
     assert all(total == 100 for total in whole[3::4]), whole
     assert all(views == 1 for _, views in result["done"])
+
+
+def test_the_dashboard_draws_a_transaction_whole_under_load(page: Page, server: ServerProcess) -> None:
+    """Each round, while the page is hidden, one transaction changes a record, 1,000 others
+    change, and a second transaction moves weight from that record to a new one. Shown again, the
+    page gets it all in one frame, far more than the grid draws in one animation frame (turned
+    down to 50 here), the first record near the front of the grid's queue and the new one at its
+    end. After every frame the grid's records of the transactions must still add up to 100."""
+    publish(server, {"order": 1, "weight": 100, "tick": 0})
+    page.goto(f"{server.http}/?topic=orders")
+    expect(page.locator(".figures .rows")).to_have_text("1")
+    result: dict[str, object] = page.evaluate(
+        """async () => {
+        const { PushClient } = await import("/web/index.js");
+        const panel = [...window.dashboard.panels][0];
+        Object.assign(window.dashboard.drawing, { changesPerFrame: 50, leastPerPanel: 50 });
+        const sums = new Set();
+        let frames = 0, checking = true;
+        const check = () => {
+          let sum = 0;
+          for (const record of panel.grid.records.values()) if (record.order < 1000) sum += record.weight;
+          sums.add(sum);
+          frames += 1;
+          if (checking) requestAnimationFrame(check);
+        };
+        requestAnimationFrame(check);
+        const feed = new PushClient(`ws://${location.host}/ws`);
+        await feed.connect();
+        const put = (data) => ({ c: "publish", t: "orders", data });
+        let weight = 100;
+        // Hidden, the page is held to one message per record per hidden_interval; shown, it gets
+        // everything pending at once (Playwright has no switch: the test reports it as a tab would).
+        const setVisibility = (state) => {
+          Object.defineProperty(document, "visibilityState", { configurable: true, get: () => state });
+          document.dispatchEvent(new Event("visibilitychange"));
+        };
+        setVisibility("hidden");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const LOAD = 1000;
+        for (let round = 1; round <= 4; round++) {
+          feed.transaction([put({ order: 1, weight, tick: round })]);  // record 1 waits to be drawn
+          for (let n = 0; n < LOAD; n++) feed.publish("orders", { order: 1000 + n, weight: round });
+          weight -= 5;
+          const moved = [put({ order: 1, weight, tick: round }), put({ order: 1 + round, weight: 5 })];
+          await feed.transaction(moved);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          setVisibility("visible");  // the catch-up comes in one frame: more than one draw takes
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          setVisibility("hidden");
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        checking = false;
+        return { sums: [...sums], frames, rows: panel.grid.records.size };
+    }"""
+    )
+    assert result["rows"] == 1005
+    assert result["sums"] == [100], f"a frame showed part of a transaction: sums {result['sums']}"
