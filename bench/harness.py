@@ -7,7 +7,10 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +29,20 @@ def serve(config_text: str, work: Path, port: int) -> subprocess.Popen[bytes]:
     config.write_text(config_text)
     command = [sys.executable, "-m", "server", "--config", str(config), "--port", str(port)]
     return start([*command, "--data-dir", str(work / "data")], port)
+
+
+@contextmanager
+def serving(config_text: str) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
+    """A server with ``config_text`` in a temporary directory, for the block: its WebSocket URL,
+    the directory, and the process (stopped at the end)."""
+    with tempfile.TemporaryDirectory() as work:
+        port = free_port()
+        server = serve(config_text, Path(work), port)
+        try:
+            yield f"ws://127.0.0.1:{port}/ws", Path(work), server
+        finally:
+            server.terminate()
+            server.wait()
 
 
 def start(command: list[str], port: int) -> subprocess.Popen[bytes]:

@@ -19,13 +19,11 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import orjson
 import websockets
-from harness import ROOT, arguments, cpu_seconds, free_port, serve, spread
+from harness import ROOT, arguments, cpu_seconds, serving, spread
 
 VIEWS = (("positions", "oof,timestamp"), ("orders", "oof,timestamp"))
 
@@ -105,9 +103,7 @@ async def run(url: str, pid: int, seconds: float, rounds: int, interval: str) ->
             figures[name]["kB"].append(dashboard.bytes / 1000)
             figures[name]["messages"].append(dashboard.messages)
     cpu = cpu_seconds(pid) - cpu_before
-    print(
-        f"the demo feed for {seconds:.0f} s, {rounds} round(s), min / median / max (server CPU {cpu:.1f} s)"
-    )
+    print(f"the demo feed for {seconds:.0f} s, {rounds} round(s), min / median / max; server CPU {cpu:.1f} s")
     for name, values in figures.items():
         print(f"  {name:<8} {spread(values['kB'])} kB   {spread(values['messages'])} messages")
     shown, away = (sorted(figures[n]["kB"])[rounds // 2] for n in ("visible", "hidden"))
@@ -123,24 +119,20 @@ def main() -> None:
     parser.add_argument("--rows-per-second", type=int, default=20)
     parser.add_argument("--hidden-interval", default="1s", help="the server's hidden_interval")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as work:
-        port = free_port()
-        config = (ROOT / "server" / "demo.toml").read_text()
-        config = config.replace("[server]\n", f'[server]\nhidden_interval = "{args.hidden_interval}"\n', 1)
-        server = serve(config, Path(work), port)
-        url = f"ws://127.0.0.1:{port}/ws"
+    config = (ROOT / "server" / "demo.toml").read_text()
+    config = config.replace("[server]\n", f'[server]\nhidden_interval = "{args.hidden_interval}"\n', 1)
+    with serving(config) as (url, work, server):
+        demo = [
+            sys.executable,
+            "-m",
+            "spark_feeds.demo",
+            "--url",
+            url,
+            "--checkpoint",
+            str(work / "checkpoints"),
+        ]
         feed = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "spark_feeds.demo",
-                "--url",
-                url,
-                "--rows-per-second",
-                str(args.rows_per_second),
-                "--checkpoint",
-                str(Path(work) / "checkpoints"),
-            ],
+            [*demo, "--rows-per-second", str(args.rows_per_second)],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -148,9 +140,8 @@ def main() -> None:
         try:
             asyncio.run(run(url, server.pid, args.seconds, args.rounds, args.hidden_interval))
         finally:
-            for process in (feed, server):
-                process.terminate()
-                process.wait()
+            feed.terminate()
+            feed.wait()
 
 
 if __name__ == "__main__":

@@ -12,13 +12,11 @@ The load client reads frames without parsing them, except the one frame that end
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import time
-from pathlib import Path
 
 import orjson
 import websockets
-from harness import arguments, cpu_seconds, free_port, serve, spread
+from harness import arguments, cpu_seconds, serving, spread
 
 RECORD_PAD = "x" * 120  # a record of about 200 bytes, as a blotter row
 
@@ -99,17 +97,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--durable", action="store_true", help="a durable topic (resumes from the log)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as work:
-        port = free_port()
-        durable = "true" if args.durable else "false"
-        server = serve(
-            f'[[topic]]\nname = "orders"\nkey = ["/order"]\ndurable = {durable}\n', Path(work), port
-        )
-        try:
-            asyncio.run(run(f"ws://127.0.0.1:{port}/ws", server.pid, args.records, args.changed, args.rounds))
-        finally:
-            server.terminate()
-            server.wait()
+    durable = "true" if args.durable else "false"
+    with serving(f'[[topic]]\nname = "orders"\nkey = ["/order"]\ndurable = {durable}\n') as (url, _, server):
+        asyncio.run(run(url, server.pid, args.records, args.changed, args.rounds))
 
 
 if __name__ == "__main__":
