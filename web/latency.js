@@ -10,10 +10,11 @@ const MAX_SAMPLES = 20_000; // a busy view keeps every 3rd, 4th... so memory sta
 export class LatencyWindow {
   constructor(windowMs = WINDOW_MS) {
     this.windowMs = windowMs;
-    /** @type {number[]} receipt times, oldest first */
+    /** @type {number[]} receipt times, oldest first (from `_start`) */
     this._at = [];
     /** @type {number[]} latencies in ms, in the same order */
     this._ms = [];
+    this._start = 0; // samples before it are older than the window (dropped in bulk, not one by one)
     this._skip = 0;
   }
 
@@ -22,24 +23,24 @@ export class LatencyWindow {
     const sent = Date.parse(ts);
     if (Number.isNaN(sent)) return;
     this._trim(now);
-    if (this._at.length >= MAX_SAMPLES && this._skip++ % 2 === 0) return; // sample a burst
+    if (this._at.length - this._start >= MAX_SAMPLES && this._skip++ % 2 === 0) return; // sample a burst
     this._at.push(now);
     this._ms.push(Math.max(0, now - sent));
   }
 
   _trim(now) {
-    let drop = 0;
-    while (drop < this._at.length && now - this._at[drop] > this.windowMs) drop += 1;
-    if (drop) {
-      this._at.splice(0, drop);
-      this._ms.splice(0, drop);
+    while (this._start < this._at.length && now - this._at[this._start] > this.windowMs) this._start += 1;
+    if (this._start > 1024 && this._start * 2 > this._at.length) {
+      this._at = this._at.slice(this._start);
+      this._ms = this._ms.slice(this._start);
+      this._start = 0;
     }
   }
 
   /** The p50 and p99 (ms) of the last minute, and how many messages they are of; nulls when none. */
   percentiles(now = Date.now()) {
     this._trim(now);
-    const sorted = Float64Array.from(this._ms).sort();
+    const sorted = Float64Array.from(this._ms.slice(this._start)).sort();
     const pick = (q) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : null);
     return { p50: pick(0.5), p99: pick(0.99), count: sorted.length };
   }
