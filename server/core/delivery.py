@@ -60,7 +60,19 @@ class QueuePolicy:
 
 
 class Delivery:
-    __slots__ = ("base", "body", "head", "kind", "policy", "record", "size", "subs", "version", "view")
+    __slots__ = (
+        "base",
+        "body",
+        "head",
+        "kind",
+        "policy",
+        "record",
+        "size",
+        "subs",
+        "timed",
+        "version",
+        "view",
+    )
 
     def __init__(
         self,
@@ -84,6 +96,9 @@ class Delivery:
         self.view = view
         self.version = version
         self.size = len(head) + len(body) + 2
+        # A message about a change as it happens: its write latency is measured. Not so for a
+        # replay from the log or a view re-evaluated on a new filter (old changes, sent now).
+        self.timed = True
 
 
 class RunBatch:

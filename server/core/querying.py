@@ -275,7 +275,7 @@ def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool)
         elif wants_oof:
             change = old.oof_message(key, version, old.left_because(version), view, {})
         if change is not None:
-            topic.deliver(old.session, (new,), key, change)
+            topic.deliver(old.session, (new,), key, change, timed=False)  # the view, not a change
 
 
 def unsubscribe(engine: Engine, session: Session, header: Header, body: Unsubscribe) -> None:

@@ -20,7 +20,7 @@ def observe_written(entry: Delivery | RunBatch | RecordEntry | TxBlock, now: flo
         if entry.versions:
             entry.policy.latency.written.observe(now - entry.versions[0].timestamp, len(entry.versions))
     elif isinstance(entry, Delivery):
-        if entry.version is not None:
+        if entry.version is not None and entry.timed:
             entry.policy.latency.written.observe(now - entry.version.timestamp)
     elif isinstance(entry, RecordEntry):
         lasts = {id(net.last): net.last for net in entry.nets if not net.sub.dropped}

@@ -284,7 +284,12 @@ class Topic:
             self.deliver(session, (sub,), record_key, change)
 
     def deliver(
-        self, session: Subscriber, subs: tuple[Subscription, ...], key: str | None, change: Change
+        self,
+        session: Subscriber,
+        subs: tuple[Subscription, ...],
+        key: str | None,
+        change: Change,
+        timed: bool = True,
     ) -> None:
         """Queue one message about record ``key`` for ``subs``, all subscriptions of ``session``.
 
@@ -310,7 +315,9 @@ class Topic:
         else:
             message_head = head(command, self.name_json, [sub.sub_id for sub in subs])
         record = (self.name, key) if key is not None else None
-        session.deliver(Delivery(self.queue, record, kind, message_head, encoded, subs, base, view, version))
+        delivery = Delivery(self.queue, record, kind, message_head, encoded, subs, base, view, version)
+        delivery.timed = timed
+        session.deliver(delivery)
 
     def flush_run(self) -> None:
         """Push the pending run to every fast-lane socket (called by ``FanOutRun``)."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from server.core.latency import BUCKETS, Histogram
 
-from .harness import Harness, entries_of, publish
+from .harness import Harness, entries_of, publish, replay_all
 
 
 def take_all(h: Harness, peer: Any, now: float) -> list[bytes]:
@@ -16,6 +17,11 @@ def take_all(h: Harness, peer: Any, now: float) -> list[bytes]:
     while (frame := peer.session.outbox.take_frame(1 << 20, now)) is not None:
         frames.append(frame)
     return frames
+
+
+def receive(h: Harness, peer: Any, command: dict[str, Any]) -> None:
+    """``command`` from ``peer``, its messages left queued (``Peer.send`` would take them)."""
+    h.engine.receive(peer.session, orjson.dumps(command))
 
 
 def written(h: Harness, topic: str = "orders") -> Histogram:
@@ -132,3 +138,22 @@ def test_persisted_latency_is_observed_when_the_log_is_synced() -> None:
     h.engine.made_durable(entries[-1].lsn)
     assert persisted.count == 2
     assert persisted.sum == pytest.approx(0.008, abs=1e-5)
+
+
+def test_a_bookmark_replay_and_a_replaced_filter_are_not_latency() -> None:
+    h = Harness([{"name": "orders", "key": ["/order"], "durable": True}])
+    publisher, reader = h.peer(), h.peer()
+    publisher.send(publish(1, qty=1), publish(2, qty=50))
+    log = entries_of(h)
+    h.clock.now += 3600.0  # an hour later: old changes, sent now
+    receive(h, reader, {"c": "subscribe", "t": "orders", "cid": "s", "bm": "0"})
+    replay_all(h, log)
+    receive(
+        h, reader, {"c": "subscribe", "t": "orders", "cid": "s", "filter": "/qty > 10", "o": "oof,replace"}
+    )
+    sent = b"".join(take_all(h, reader, h.clock.now))
+    assert sent.count(b'"c":"p"') >= 2, "the replay, then what the new filter changes"
+    assert written(h).count == 0
+    publisher.send(publish(3, qty=60))
+    take_all(h, reader, h.clock.now + 0.002)
+    assert written(h).count == 1 and written(h).sum == pytest.approx(0.002, abs=1e-5)
