@@ -137,13 +137,17 @@ class Outbox:
         return max(1, self._add(SnapshotStream(messages, counted, unit, records), counted * unit, counted))
 
     def _passed(self, records: Iterable[tuple[str, str]]) -> None:
-        """A snapshot sending ``records`` is queued: later changes of them must go after it, in
-        new entries, never into one queued ahead of it (that would send the snapshot's older
-        state after the newer one)."""
-        latest = self._latest
-        if latest:
-            for record in records:
+        """A snapshot or a transaction sending ``records`` is queued: later changes of them must
+        go after it, in new entries, and never fold into a message queued ahead of it. (Folded
+        into one, they would send the block's older state after the newer one; or move that
+        message, an insert, behind the block's deltas about the record.)"""
+        latest, index = self._latest, self._index
+        if latest or index:
+            passed = set(records)
+            for record in passed:
                 latest.pop(record, None)
+            for key in [key for key in index if key[0] in passed]:
+                del index[key]  # the messages stay queued where they are; nothing folds into them
 
     def _merging(self, delivery: Delivery) -> bool:
         policy = delivery.policy.conflation
@@ -340,8 +344,10 @@ class Outbox:
                 self.sent += len(rendered) // 2
                 for net in entry.nets:
                     queued = self._index.get((entry.record, net.sub))
-                    if queued is not None:
-                        queued.remove(net)  # the oldest: the queue is taken in order
+                    # The oldest, as the queue is taken in order (unless a snapshot or a
+                    # transaction passed it: then it is no longer indexed).
+                    if queued and queued[0] is net:
+                        del queued[0]
                         if not queued:
                             del self._index[(entry.record, net.sub)]
                 if self._latest.get(entry.record) is entry:
