@@ -80,9 +80,13 @@ def test_the_dashboard_survives_a_server_restart(page: Page, server: ServerProce
     restarted = ServerProcess(Path(config), tmp_path / "data", port=port)
     server.process = restarted.process
     try:
-        publish(restarted, {"id": 3, "ref": "order-3"}, topic="ledger")
+        publish(restarted, {"id": 3, "ref": "order-3"}, {"id": 1, "ref": "order-1b"}, topic="ledger")
         expect(page.locator("#connection")).to_have_attribute("data-state", "open", timeout=15000)
         expect(page.locator("tbody tr")).to_have_count(3, timeout=15000)
+        expect(page.locator("tbody tr", has_text="order-1b")).to_have_count(1)
+        # The durable view resumed from its last bookmark across the restart (PROTOCOL 11.1):
+        # only the two changes came, not the whole snapshot.
+        assert page.evaluate("() => [...window.dashboard.panels][0].view.resumed") is True
         assert page.errors == []  # type: ignore[attr-defined]
     finally:
         restarted.stop()
