@@ -11,22 +11,44 @@ The schema is inferred from the files unless ``--schema`` gives it (a Spark DDL 
 from __future__ import annotations
 
 import argparse
+import logging
 from typing import Any
 
+from . import checks
 from .session import apply_trigger, local_session
 from .sink import ProtocolSink, add_feed_options, client_name_for
 from .transforms import stamped
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m spark_feeds.files", description=__doc__.splitlines()[0])
-    parser.add_argument("--url", required=True, help="the server's WebSocket, ws://H:P/ws")
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--path", required=True, help="the directory new files arrive in")
-    parser.add_argument("--format", choices=("json", "csv"), default="json")
-    parser.add_argument("--checkpoint", required=True, help="the query's checkpoint directory")
-    parser.add_argument("--mode", choices=("publish", "delta_publish"), default="publish")
-    parser.add_argument("--trigger", default="available-now")
+    parser = checks.OneLineParser(
+        prog="python -m spark_feeds.files",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument(
+        "--url", required=True, type=checks.websocket_url, help="the server's WebSocket, ws://H:P/ws"
+    )
+    parser.add_argument("--topic", required=True, help="the topic the rows are published into")
+    parser.add_argument("--path", required=True, type=checks.folder, help="the directory new files arrive in")
+    parser.add_argument(
+        "--format",
+        choices=("json", "csv"),
+        default="json",
+        help="JSON lines, or CSV with a header (default: json)",
+    )
+    parser.add_argument("--checkpoint", required=True, help="the query's checkpoint directory (exactly once)")
+    parser.add_argument(
+        "--mode",
+        choices=("publish", "delta_publish"),
+        default="publish",
+        help="how each row is sent (default: publish)",
+    )
+    parser.add_argument(
+        "--trigger",
+        type=checks.trigger,
+        default="available-now",
+        help="available-now (what is there, then stop; the default), once, or a micro-batch every N seconds",
+    )
     parser.add_argument("--client-name", help="default: one kept in the checkpoint directory")
     parser.add_argument("--schema", help="a Spark DDL schema; default: inferred from the files")
     add_feed_options(parser)
@@ -51,6 +73,8 @@ def build(spark: Any, args: argparse.Namespace) -> Any:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    checks.server_answers(args.url)  # before Spark starts: a wrong URL costs one line
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     spark = local_session(f"sowpush files -> {args.topic}")
     build(spark, args).start().awaitTermination()
 

@@ -21,6 +21,7 @@ import argparse
 import itertools
 import logging
 import os
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -63,12 +64,13 @@ def add_feed_options(parser: argparse.ArgumentParser) -> None:
         "--transactions",
         choices=TRANSACTIONS,
         default="off",
-        help="send each micro-batch (or each partition of one) as a transaction: never seen half applied",
+        help="send each micro-batch (or each partition of one) as a transaction, never seen half "
+        "applied (default: off)",
     )
     parser.add_argument(
         "--stamp",
         metavar="COLUMN",
-        help="add COLUMN to every row: its micro-batch's trigger time (Spark to screen latency)",
+        help="add COLUMN to every row: its micro-batch's trigger time (default: none)",
     )
 
 
@@ -121,13 +123,24 @@ class ProtocolSink:
         encoded = batch.select(F.to_json(F.struct(*columns)), F.spark_partition_id())
         # toLocalIterator yields the partitions in order, each whole: a partition is a run of rows.
         rows = ((row[0].encode(), row[1]) for row in encoded.toLocalIterator(prefetchPartitions=True))
+        started = time.perf_counter()
         if self.transactions == "off":
-            self.publish_json((data for data, _ in rows), batch_id)
+            sent = self.publish_json((data for data, _ in rows), batch_id)
         elif self.transactions == "batch":
-            self.publish_transactions([(data for data, _ in rows)], batch_id)
+            sent = self.publish_transactions([(data for data, _ in rows)], batch_id)
         else:
             partitions = itertools.groupby(rows, key=lambda row: row[1])
-            self.publish_transactions(((data for data, _ in part) for _, part in partitions), batch_id)
+            sent = self.publish_transactions(((data for data, _ in part) for _, part in partitions), batch_id)
+        unit = "rows" if self.transactions == "off" else "transactions"
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        log.info(
+            "%s: batch %d: %d %s sent and acknowledged in %.0f ms",
+            self.topic,
+            batch_id,
+            sent,
+            unit,
+            elapsed_ms,
+        )
 
     def publish_rows(self, rows: Iterable[dict[str, Any]], batch_id: int) -> int:
         """Publish Python records as batch ``batch_id`` (see ``publish_json``)."""
