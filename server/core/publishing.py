@@ -125,21 +125,23 @@ def decide_delete(
     if topic is None or topic.key_spec is None:
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
     entitlement = session.entitlement(body.topic, engine.clock)
-    current = dict(_records(topic, pending))
+    # The records it names, as the transaction's earlier commands left them: found by key where it
+    # names keys (no pass over the topic), by a pass where it has a filter.
+    matched: dict[str, Any]
     if body.filter is not None:
         match = compile_filter(body.filter)
         ctx = entitlement.ctx  # USER() and CLIENT_NAME() are the deleting session's
-        keys = [key for key, data in current.items() if match.matches(data, ctx)]
-    elif body.sow_keys is not None:
-        keys = [key for key in dict.fromkeys(body.sow_keys) if key in current]
+        matched = {key: data for key, data in _records(topic, pending) if match.matches(data, ctx)}
     else:
-        if not isinstance(body.data, dict):
+        if body.sow_keys is not None:
+            named = list(dict.fromkeys(body.sow_keys))
+        elif isinstance(body.data, dict):
+            named = [topic.key_spec.sow_key(body.data)]
+        else:
             raise CommandError(BAD_MESSAGE, "data must be a JSON object")
-        key = topic.key_spec.sow_key(body.data)
-        keys = [key] if key in current else []
+        matched = {key: data for key in named if (data := _data_of(topic, pending, key)) is not None}
     # A delete reaches only the records its user may see; the others are as if absent.
-    if entitlement.restricted:
-        keys = [key for key in keys if entitlement.allows(current[key])]
+    keys = [key for key, data in matched.items() if not entitlement.restricted or entitlement.allows(data)]
     now, name = engine.clock(), session.client_name
     entries = [Entry(0, DELETE, topic.name, key, None, name, None, now, None) for key in keys]
     # Each delete holds only while its record is still the version it was decided on (it matched
@@ -147,6 +149,14 @@ def decide_delete(
     records = topic.records
     expect: list[str | None] = [stream_id(records[key].seq) if key in records else ABSENT for key in keys]
     return entries, expect
+
+
+def _data_of(topic: Topic, pending: Pending, key: str) -> Any:
+    """The data of record ``key`` as a transaction's earlier commands left it (None: none)."""
+    if (topic.name, key) in pending:
+        return pending[(topic.name, key)]  # None: deleted by an earlier command
+    version = topic.records.get(key)
+    return None if version is None else version.data
 
 
 def _records(topic: Topic, pending: Pending) -> Iterator[tuple[str, Any]]:
