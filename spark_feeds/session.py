@@ -25,15 +25,10 @@ def local_session(app: str, master: str | None = None) -> SparkSession:
 
 
 def apply_trigger(writer: Any, trigger: str) -> Any:
-    """``available-now`` (everything there is, then stop), ``once``, or a number of seconds."""
+    """``available-now`` (everything there is, then stop), ``once``, or a number of seconds (the
+    option is checked when it is parsed: ``checks.trigger``)."""
     if trigger == "available-now":
         return writer.trigger(availableNow=True)
     if trigger == "once":
         return writer.trigger(once=True)
-    try:
-        seconds = float(trigger)
-    except ValueError:
-        raise SystemExit(
-            f"--trigger takes available-now, once or a number of seconds, not {trigger!r}"
-        ) from None
-    return writer.trigger(processingTime=f"{seconds} seconds")
+    return writer.trigger(processingTime=f"{float(trigger)} seconds")
