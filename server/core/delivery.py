@@ -16,6 +16,7 @@ the net effect of a group is the net effect of each of its members.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
 from .latency import TopicLatency
@@ -197,12 +198,13 @@ class TxBlock:
         # What it counts against a queue's bounds (set by the queue: at most half of each).
         self.counted, self.counted_size = self.count, self.size
 
-    def without_dropped(self) -> TxBlock | None:
+    def without(self, gone: Container[Reader] = ()) -> TxBlock | None:
         """The block without the messages of subscriptions dropped for back pressure since it was
-        made (a dropped subscription gets nothing after its ``unsubscribed``); None: nothing left."""
+        made, or being dropped (``gone``): a dropped subscription gets nothing after its
+        ``unsubscribed``, nor a delta whose base was dropped. None: nothing left."""
         held: list[Delivery | RunBatch] = []
         for item in self.held:
-            subs = tuple(sub for sub in item.subs if not sub.dropped)
+            subs = tuple(sub for sub in item.subs if not sub.dropped and sub not in gone)
             if not subs:
                 continue
             if isinstance(item, Delivery) and len(subs) < len(item.subs):

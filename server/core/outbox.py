@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import queue_figures
 from .conflation import Net, RecordEntry, conflate_with
 from .delivery import Delivery, RunBatch, TxBlock
+from .queue_index import QueuedRecords
 from .snapshots import SnapshotStream
 
 if TYPE_CHECKING:
@@ -49,10 +50,7 @@ class Outbox:
         self.queued_bytes = 0
         self.queued_messages = 0
         self.keyed = False
-        # Each subscription's queued messages about each keyed record, oldest first.
-        self._index: dict[tuple[tuple[str, str], Reader], list[Net]] = {}
-        # The newest queued entry of each keyed record: every later change of it goes there.
-        self._latest: dict[tuple[str, str], RecordEntry] = {}
+        self._queued = QueuedRecords()  # where a change of a keyed record may fold
         self.conflation = True  # a session may turn conflation off for itself
         # Since the socket opened: messages taken into frames, and messages merged into newer ones.
         self.sent = 0
@@ -109,12 +107,15 @@ class Outbox:
         cannot be conflated or split, must still be possible."""
         if self.max_messages <= 0:
             return 0  # closed
-        block.counted = min(block.count, max(1, self.max_messages // 2))
-        block.counted_size = min(block.size, self.max_bytes // 2)
+        self._count_block(block)
         if not self._fits(block.counted_size, block.counted):
             return 0
-        self._passed(block.records)
+        self._queued.passed(block.records)
         return self._add(block, block.counted_size, block.counted)
+
+    def _count_block(self, block: TxBlock) -> None:
+        block.counted = min(block.count, max(1, self.max_messages // 2))
+        block.counted_size = min(block.size, self.max_bytes // 2)
 
     def push_stream(
         self,
@@ -132,22 +133,9 @@ class Outbox:
         unit = -(-min(size, self.max_bytes // 2) // counted) if counted else 0
         if counted and not self._fits(counted * unit, counted):
             return 0
-        self._passed(records)
+        self._queued.passed(records)
         # At least 1: an empty snapshot is queued too (and the writer must wake for it).
         return max(1, self._add(SnapshotStream(messages, counted, unit, records), counted * unit, counted))
-
-    def _passed(self, records: Iterable[tuple[str, str]]) -> None:
-        """A snapshot or a transaction sending ``records`` is queued: later changes of them must
-        go after it, in new entries, and never fold into a message queued ahead of it. (Folded
-        into one, they would send the block's older state after the newer one; or move that
-        message, an insert, behind the block's deltas about the record.)"""
-        latest, index = self._latest, self._index
-        if latest or index:
-            passed = set(records)
-            for record in passed:
-                latest.pop(record, None)
-            for key in [key for key in index if key[0] in passed]:
-                del index[key]  # the messages stay queued where they are; nothing folds into them
 
     def _merging(self, delivery: Delivery) -> bool:
         policy = delivery.policy.conflation
@@ -164,7 +152,7 @@ class Outbox:
         record = delivery.record
         assert record is not None
         policy = delivery.policy
-        index = self._index
+        index = self._queued.nets
         plans: list[tuple[Reader, Net | None, RecordVersion | None]] = []
         adds = fresh = False
         for sub in delivery.subs:
@@ -175,9 +163,10 @@ class Outbox:
             plans.append((sub, picked, version))
         if adds and check_room and not self._fits(delivery.size):
             return 0
-        target = self._latest.get(record)  # None: none queued, or a snapshot of it since
+        latest = self._queued.latest
+        target = latest.get(record)  # None: none queued, or a snapshot or transaction of it since
         if target is None or (target is not self._entries[-1] and (fresh or policy.mode == "append")):
-            target = self._latest[record] = RecordEntry(policy, record)
+            target = latest[record] = RecordEntry(policy, record)
             self._entries.append(target)
         touched = {target}
         for _, picked, _ in plans:
@@ -241,40 +230,43 @@ class Outbox:
         """
         old = self._entries
         self._entries = deque()
-        self._index = {}
-        self._latest = {}
+        self._queued = QueuedRecords()
         self.queued_bytes = self.queued_messages = 0
         self.keyed = True
+        # The subscriptions dropped, first: a transaction queued anywhere keeps none of their
+        # messages (its delta about a record may follow their dropped insert of it).
         dropped: dict[Reader, None] = {}
+        if drop:
+            for entry in old:
+                if isinstance(entry, Delivery | RunBatch) and entry.policy.conflation == "unsubscribe":
+                    dropped.update(dict.fromkeys(entry.subs))
         for entry in old:
             if isinstance(entry, RunBatch):
                 for delivery in entry.deliveries():
-                    self._relieve_one(delivery, entry.subs, dropped if drop else None)
+                    self._relieve_one(delivery, drop)
             elif isinstance(entry, Delivery):
-                self._relieve_one(entry, entry.subs, dropped if drop else None)
+                self._relieve_one(entry, drop)
             elif isinstance(entry, RecordEntry):
                 if not entry.dead:
-                    for net in entry.nets:
-                        self._index.setdefault((entry.record, net.sub), []).append(net)
-                    self._latest[entry.record] = entry
+                    self._queued.keep(entry)
                     self._add(entry, entry.size, entry.count)
             elif isinstance(entry, bytes):
                 self._add(entry, len(entry) + 1, 1)
             elif isinstance(entry, TxBlock):  # never conflated: a transaction goes whole
-                self._passed(entry.records)
-                self._add(entry, entry.counted_size, entry.counted)
+                kept = entry.without(dropped) if dropped else entry
+                if kept is not None:
+                    self._count_block(kept)
+                    self._queued.passed(kept.records)
+                    self._add(kept, kept.counted_size, kept.counted)
             else:
-                self._passed(entry.records)
+                self._queued.passed(entry.records)
                 self._add(entry, entry.size, entry.messages)
         return list(dropped)
 
-    def _relieve_one(
-        self, delivery: Delivery, subs: tuple[Reader, ...], dropped: dict[Any, None] | None
-    ) -> None:
+    def _relieve_one(self, delivery: Delivery, drop: bool) -> None:
         policy = delivery.policy
-        if policy.conflation == "unsubscribe" and dropped is not None:
-            policy.counters["dropped"] += 1
-            dropped.update(dict.fromkeys(subs))
+        if policy.conflation == "unsubscribe" and drop:
+            policy.counters["dropped"] += 1  # its subscriptions are dropped (relieve)
             return
         if delivery.record is not None and self.conflation and policy.conflation in CONFLATED_POLICIES:
             self._keyed(delivery, check_room=False)
@@ -288,8 +280,7 @@ class Outbox:
     def close(self) -> None:
         """Drop everything queued and refuse every later push."""
         self._entries.clear()
-        self._index.clear()
-        self._latest.clear()
+        self._queued.clear()
         self.queued_bytes = 0
         self.queued_messages = 0
         self.max_messages = 0
@@ -342,16 +333,7 @@ class Outbox:
                 self.queued_bytes -= entry.size
                 self.queued_messages -= entry.count
                 self.sent += len(rendered) // 2
-                for net in entry.nets:
-                    queued = self._index.get((entry.record, net.sub))
-                    # The oldest, as the queue is taken in order (unless a snapshot or a
-                    # transaction passed it: then it is no longer indexed).
-                    if queued and queued[0] is net:
-                        del queued[0]
-                        if not queued:
-                            del self._index[(entry.record, net.sub)]
-                if self._latest.get(entry.record) is entry:
-                    del self._latest[entry.record]
+                self._queued.taken(entry)
                 if now is not None:
                     queue_figures.observe_written(entry, now)
             elif isinstance(entry, TxBlock):
@@ -399,8 +381,7 @@ class Outbox:
                     self._written(entry, 1)
         if not entries:
             self.keyed = False
-            self._index.clear()
-            self._latest.clear()
+            self._queued.clear()
         if not parts:
             return None
         return b"[" + b",".join(parts) + b"]"

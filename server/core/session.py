@@ -106,7 +106,7 @@ class Session:
 
         def retry() -> int:
             # Relief may have dropped subscriptions the block has messages for: not theirs.
-            left = block.without_dropped()
+            left = block.without()
             if left is None:
                 return outbox.queued_messages or 1  # nothing of it is left to queue: it "fits"
             return outbox.push_tx(left)

@@ -287,3 +287,21 @@ def test_a_change_after_a_transaction_never_moves_an_earlier_message_behind_it(n
     views: dict[str, dict[str, Any]] = {}
     rebuild(deliveries(peer), views)  # a delta about a record it does not hold would fail here
     assert list(views["d"].values()) == [{"id": 1, "u": 2, "v": 1}]
+
+
+def test_a_subscription_dropped_for_back_pressure_gets_nothing_of_a_queued_transaction() -> None:
+    """Found by the model-based test: a relief dropped a subscription's queued insert of a
+    record (policy unsubscribe) but kept the transaction queued after it, whose delta about that
+    record then reached the client before its ``unsubscribed``."""
+    h = hub(max_messages=6)
+    publisher, peer = h.peer(), h.peer()
+    h.engine.receive(peer.session, orjson.dumps({"c": "delta_subscribe", "t": "u", "sub_id": "d"}))
+    h.engine.receive(publisher.session, orjson.dumps(publish("u", 2, x=0, v=0)))
+    tx = {"c": "tx", "cid": "t", "cmds": [{"c": "delta_publish", "t": "u", "data": {"id": 2, "v": 1}}]}
+    h.engine.receive(publisher.session, orjson.dumps(tx))
+    for n in range(3, 8):  # the queue overflows: its unsubscribe-policy messages are dropped
+        h.engine.receive(publisher.session, orjson.dumps(publish("u", n, x=0, v=0)))
+    got = peer.take()
+    assert [m["reason"] for m in got if m["c"] == "unsubscribed"] == ["back_pressure"]
+    views: dict[str, dict[str, Any]] = {}
+    rebuild([m for m in got if m["c"] in ("p", "oof")], views)  # no delta about a record it lacks
