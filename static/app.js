@@ -2,12 +2,12 @@
 // or from the form, rendered in animation frames so heavy update rates stay smooth.
 
 import { PushClient } from "/web/index.js";
-import { Grid } from "/static/grid.js";
+import { Panel } from "/static/panel.js";
+import { fromQuery, newSettings, toQuery } from "/static/settings.js";
 
 // Changes drawn per animation frame (a large snapshot is drawn over a few frames), and the least
 // each view gets. A transaction is always drawn whole, whatever these say.
 const drawing = { changesPerFrame: 4000, leastPerPanel: 200 };
-const SORT_EVERY_MS = 500;
 
 const scheme = location.protocol === "https:" ? "wss" : "ws";
 const url = `${scheme}://${location.host}/ws`;
@@ -15,121 +15,22 @@ const url = `${scheme}://${location.host}/ws`;
 const client = new PushClient(url, { heartbeatMs: 5000, maxBackoffMs: 5000 });
 /** @type {Set<Panel>} */
 const panels = new Set();
+/** @type {Map<string, Set<string>>} each configured topic's key fields (shown without separators) */
+const keyFieldsByTopic = new Map();
+const connection = { state: "idle", attempt: 0 };
 
 document.getElementById("endpoint").textContent = url;
 
-function formatBytes(bytes) {
-  if (bytes < 1024) return `${bytes | 0} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-}
-
-function formatMs(ms) {
-  return ms < 10 ? `${ms.toFixed(1)} ms` : ms < 10_000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(0)} s`;
-}
-
-/** The view's options with `timestamp` (each update then carries the server's `ts`, from which
- * the panel shows its latency); the URL and the panel's title keep the options as typed. */
-function withTimestamp(options) {
-  const list = (options || "").split(",").map((o) => o.trim()).filter(Boolean);
-  if (!list.includes("timestamp")) list.push("timestamp");
-  return list.join(",");
-}
-
-class Panel {
-  constructor(topic, filter, options) {
-    this.topic = topic;
-    this.filter = filter;
-    this.options = options;
-    const fragment = /** @type {HTMLTemplateElement} */ (document.getElementById("view-template")).content.cloneNode(true);
-    this.element = /** @type {HTMLElement} */ (fragment.querySelector(".view"));
-    this.element.querySelector(".topic").textContent = topic;
-    this.element.querySelector(".filter").textContent = filter || "all records";
-    this.element.querySelector(".options").textContent = options || "";
-    this.element.querySelector(".close").addEventListener("click", () => this.close());
-    this.grid = new Grid(this.element.querySelector(".table-wrap"));
-    /** @type {Map<string, {record: any, kind: string, reason?: string}>} */
-    this.pending = new Map();
-    this.lastSort = 0;
-    this.lastUpdates = 0;
-    this.transactionWaiting = false;
-    this.shownRows = "";
-    document.getElementById("views").appendChild(this.element);
-    this.view = client.sowAndDeltaSubscribe(topic, { filter: filter || undefined, options: withTimestamp(options) });
-    this.view.on("change", ({ key, record, kind, reason }) => {
-      const earlier = this.pending.get(key);
-      // A record that arrived and left within one frame never needs a row.
-      if (kind === "oof" && earlier && earlier.kind === "insert") this.pending.delete(key);
-      else this.pending.set(key, { record, kind: earlier?.kind === "insert" ? "insert" : kind, reason });
-    });
-    this.view.on("error", ({ reason }) => this.refused(reason));
-    this.view.on("unsubscribed", ({ reason }) => showError(`${topic}: the server dropped this view (${reason})`));
-    // While the connection is down the rows stay, dimmed: the last values received, maybe old.
-    this.view.on("stale", ({ stale }) => this.element.classList.toggle("stale", stale));
-    this.established = false;
-    this.view.ready.then(() => { this.established = true; }, () => {});
-    panels.add(this);
-  }
-
-  /** A view the server refuses at once (a bad filter) goes; one it refuses after a reconnect
-   * (the topic or the user's rights changed) stays on screen, stale, with the reason, and in the URL. */
-  refused(reason) {
-    if (!this.established) {
-      showError(reason);
-      this.close();
-      return;
-    }
-    this.element.classList.add("stale", "failed");
-    this.element.querySelector(".view-error").textContent = `refused after reconnecting: ${reason}`;
-  }
-
-  close() {
-    panels.delete(this);
-    if (!this.view.error) this.view.close();
-    this.element.remove();
-    writeUrl();
-  }
-
-  /** Apply up to `budget` waiting changes to the grid; returns how many it applied. */
-  render(budget, now) {
-    if (this.transactionWaiting) {
-      // A transaction's changes are all waiting: drawn in this one frame with everything before
-      // them, so the grid never shows part of one (PROTOCOL 11.3).
-      this.transactionWaiting = false;
-      budget = Infinity;
-    }
-    let applied = 0;
-    for (const [key, change] of this.pending) {
-      if (applied >= budget) break;
-      this.pending.delete(key);
-      if (change.kind === "oof") this.grid.remove(key, change.reason ?? "");
-      else this.grid.upsert(key, change.record, change.kind === "update");
-      applied += 1;
-    }
-    if (this.grid.sortDirty && now - this.lastSort > SORT_EVERY_MS) {
-      this.grid.applySort();
-      this.lastSort = now;
-    }
-    if (this.grid.layoutDirty) this.grid.layout();
-    const rows = String(this.view.records.size);
-    if (rows !== this.shownRows) {
-      // Written only when it changes: any DOM write costs a style pass over every row.
-      this.element.querySelector(".rows").textContent = rows;
-      this.shownRows = rows;
-    }
-    return applied;
-  }
-
-  figures() {
-    const { updates, bytes, bytesSaved } = this.view.stats;
-    this.element.querySelector(".rate").textContent = String(updates - this.lastUpdates);
-    this.lastUpdates = updates;
-    this.element.querySelector(".received").textContent = formatBytes(bytes);
-    this.element.querySelector(".saved").textContent = formatBytes(bytesSaved);
-    const { p50, p99 } = this.view.latency.percentiles();
-    this.element.querySelector(".latency").textContent = p50 === null ? "–" : `${formatMs(p50)} / ${formatMs(p99)}`;
-  }
-}
+/** What every panel gets from the page. */
+const host = {
+  client,
+  keyFields: (/** @type {string} */ topic) => keyFieldsByTopic.get(topic) ?? new Set(),
+  connection: () => connection,
+  showError,
+  changed: () => { urlDirty = true; },
+  closed: (/** @type {Panel} */ panel) => { panels.delete(panel); writeUrl(); },
+};
+let urlDirty = false;
 
 function frame(now) {
   let budget = drawing.changesPerFrame;
@@ -143,29 +44,21 @@ function showError(message) {
 
 function openView(topic, filter = "", options = "") {
   showError("");
-  new Panel(topic, filter, options);
+  panels.add(new Panel(host, newSettings(topic, filter, options)));
   writeUrl();
 }
 
+/** The URL says what every view shows; written when something changed, at most once a second. */
 function writeUrl() {
-  const params = new URLSearchParams();
-  for (const panel of panels) {
-    params.append("topic", panel.topic);
-    params.append("filter", panel.filter);
-    params.append("options", panel.options);
-  }
-  const query = params.toString();
+  urlDirty = false;
+  const query = toQuery([...panels].map((panel) => panel.current()));
+  // A link that already says this stays as it was written.
+  if (query === toQuery(fromQuery(location.search)) && location.pathname === "/") return;
   history.replaceState(null, "", query ? `/?${query}` : "/");
 }
 
 function readUrl() {
-  const params = new URLSearchParams(location.search);
-  const topics = params.getAll("topic");
-  const filters = params.getAll("filter");
-  const options = params.getAll("options");
-  topics.forEach((topic, index) => {
-    if (topic) new Panel(topic, filters[index] ?? "", options[index] ?? "");
-  });
+  for (const settings of fromQuery(location.search)) panels.add(new Panel(host, settings));
 }
 
 /** @param {boolean} [always] also when not connected (at load) */
@@ -176,6 +69,9 @@ async function refreshTopics(always = false) {
     // 401 to a request without credentials does not make the browser prompt for them.
     const response = await fetch("/topics", { credentials: "omit" });
     const topics = response.ok ? await response.json() : [];
+    for (const topic of topics) {
+      keyFieldsByTopic.set(topic.name, new Set(topic.key.map((/** @type {string} */ path) => path.replace(/^\//, ""))));
+    }
     const list = document.getElementById("topics");
     list.replaceChildren(...topics.map((topic) => {
       const item = document.createElement("li");
@@ -203,6 +99,7 @@ let everOpen = false;
 
 /** The indicator in the bar, and a banner while the connection is down. */
 function showState({ state, attempt, delayMs, reason }) {
+  Object.assign(connection, { state, attempt });
   const indicator = document.getElementById("connection");
   indicator.dataset.state = state;
   const banner = document.getElementById("offline");
@@ -242,14 +139,12 @@ document.getElementById("open-view").addEventListener("submit", (event) => {
 
 function start() {
   client.on("state", showState);
-  // The client applies a transaction to its views in one task, then says so: the panels showing
-  // those views draw all their waiting changes in the next frame.
-  client.on("transaction", ({ views }) => {
-    for (const panel of panels) if (views.has(panel.view)) panel.transactionWaiting = true;
-  });
   readUrl();
   requestAnimationFrame(frame);
-  setInterval(() => panels.forEach((panel) => panel.figures()), 1000);
+  setInterval(() => {
+    panels.forEach((panel) => panel.tick());
+    if (urlDirty) writeUrl();
+  }, 1000);
   refreshTopics(true);
   setInterval(() => refreshTopics(), 5000);
   // A failed first attempt is retried by the client itself, with backoff, like any reconnect.

@@ -55,6 +55,10 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
         yield process
 
 
+# A data row of a dashboard table (Tabulator): not a group header, not a totals row.
+ROW = ".tabulator-tableholder .tabulator-row:not(.tabulator-group):not(.tabulator-calcs)"
+
+
 class Errors(list[str]):
     """Every uncaught page error and console error of a page, except the browser's own note that a
     WebSocket could not connect (expected while a test has the server down)."""

@@ -146,7 +146,7 @@ def test_the_dashboard_draws_a_transaction_whole_under_load(page: Page, server: 
         let frames = 0, checking = true;
         const check = () => {
           let sum = 0;
-          for (const record of panel.grid.records.values()) if (record.order < 1000) sum += record.weight;
+          for (const record of panel.binding.records.values()) if (record.order < 1000) sum += record.weight;
           sums.add(sum);
           frames += 1;
           if (checking) requestAnimationFrame(check);
@@ -179,7 +179,7 @@ def test_the_dashboard_draws_a_transaction_whole_under_load(page: Page, server: 
         }
         await new Promise((resolve) => setTimeout(resolve, 500));
         checking = false;
-        return { sums: [...sums], frames, rows: panel.grid.records.size };
+        return { sums: [...sums], frames, rows: panel.binding.records.size };
     }"""
     )
     assert result["rows"] == 1005

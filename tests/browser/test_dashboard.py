@@ -12,6 +12,7 @@ from playwright.sync_api import Page, expect
 from websockets.sync.client import connect
 
 from ..integration.server_process import ServerProcess
+from .conftest import ROW
 
 
 def publish(server: ServerProcess, *records: dict[str, object], topic: str = "orders") -> None:
@@ -26,26 +27,27 @@ def test_a_view_from_the_url_shows_updates_and_removes_oof_rows(page: Page, serv
     publish(server, {"order": 1, "ref": "order-1", "qty": 50}, {"order": 2, "ref": "order-2", "qty": 5})
     page.goto(f"{server.http}/?topic=orders&filter={quote('/qty > 10')}&options=oof")
     expect(page.locator("#connection")).to_have_attribute("data-state", "open")
-    first = page.locator("tbody tr", has_text="order-1")
+    first = page.locator(ROW, has_text="order-1")
     expect(first).to_contain_text("50")
-    expect(page.locator("tbody tr", has_text="order-2")).to_have_count(0)
+    expect(page.locator(ROW, has_text="order-2")).to_have_count(0)
     expect(page.locator(".figures .rows")).to_have_text("1")
 
     publish(server, {"order": 1, "ref": "order-1", "qty": 75}, {"order": 3, "ref": "order-3", "qty": 30})
     expect(first).to_contain_text("75")
-    expect(page.locator("tbody tr", has_text="order-3")).to_contain_text("30")
+    expect(page.locator(ROW, has_text="order-3")).to_contain_text("30")
 
     publish(server, {"order": 1, "ref": "order-1", "qty": 2})
-    expect(page.locator("tbody tr", has_text="order-1")).to_have_count(0)
+    expect(page.locator(ROW, has_text="order-1")).to_have_count(0)
     expect(page.locator(".figures .rows")).to_have_text("1")
 
-    # Out and straight back in, within the fade: the row is live again, not faded.
+    # Out and straight back in, while it lingers: the row is live again, not leaving.
     publish(server, {"order": 3, "ref": "order-3", "qty": 1})
+    expect(page.locator(ROW, has_text="order-3")).to_have_class(re.compile("leaving"))
     publish(server, {"order": 3, "ref": "order-3", "qty": 31})
-    page.wait_for_timeout(800)
-    back = page.locator("tbody tr", has_text="order-3")
+    page.wait_for_timeout(3500)
+    back = page.locator(ROW, has_text="order-3")
     expect(back).to_contain_text("31")
-    expect(back).not_to_have_class("oof")
+    expect(back).not_to_have_class(re.compile("leaving"))
     assert page.errors == []  # type: ignore[attr-defined]
 
 
@@ -63,17 +65,18 @@ def test_the_form_opens_views_side_by_side_and_shows_a_bad_filter(page: Page, se
     page.fill("[name=filter]", "")
     page.click("button[type=submit]")
     expect(page.locator(".view")).to_have_count(2)
-    expect(page.locator(".view").nth(0).locator("tbody tr")).to_have_count(1)
+    expect(page.locator(".view").nth(0).locator(ROW)).to_have_count(1)
     assert "topic=orders" in page.url, "the link reproduces the views"
-    page.locator(".view").nth(0).locator("th", has_text="qty").click()
-    expect(page.locator(".view").nth(0).locator("th", has_text="qty")).to_have_attribute("data-sort", "asc")
+    header = page.locator(".view").nth(0).locator(".tabulator-col[tabulator-field=qty]")
+    header.locator(".tabulator-col-title").click()
+    expect(header).to_have_attribute("aria-sort", "ascending")
     assert page.errors == []  # type: ignore[attr-defined]
 
 
 def test_the_dashboard_survives_a_server_restart(page: Page, server: ServerProcess, tmp_path: Path) -> None:
     publish(server, {"id": 1, "ref": "order-1"}, {"id": 2, "ref": "order-2"}, topic="ledger")
     page.goto(f"{server.http}/?topic=ledger&filter=&options=")
-    expect(page.locator("tbody tr")).to_have_count(2)
+    expect(page.locator(ROW)).to_have_count(2)
     port, config = server.port, server.process.args[server.process.args.index("--config") + 1]
     server.stop(signal.SIGTERM)
     expect(page.locator("#connection")).to_have_attribute("data-state", re.compile("waiting|connecting"))
@@ -82,8 +85,8 @@ def test_the_dashboard_survives_a_server_restart(page: Page, server: ServerProce
     try:
         publish(restarted, {"id": 3, "ref": "order-3"}, {"id": 1, "ref": "order-1b"}, topic="ledger")
         expect(page.locator("#connection")).to_have_attribute("data-state", "open", timeout=15000)
-        expect(page.locator("tbody tr")).to_have_count(3, timeout=15000)
-        expect(page.locator("tbody tr", has_text="order-1b")).to_have_count(1)
+        expect(page.locator(ROW)).to_have_count(3, timeout=15000)
+        expect(page.locator(ROW, has_text="order-1b")).to_have_count(1)
         # The durable view resumed from its last bookmark across the restart (PROTOCOL 11.1):
         # only the two changes came, not the whole snapshot.
         assert page.evaluate("() => [...window.dashboard.panels][0].view.resumed") is True

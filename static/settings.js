@@ -1,0 +1,109 @@
+// What a view looks like, kept in the page's URL so that a link reproduces the screen. Each view
+// is one value of each parameter, view after view (`?topic=a&group=&topic=b&group=sym`); a
+// parameter that is empty for every view is left out. Lists are `name:value` items joined by commas, each part
+// percent-encoded, so any field name survives:
+//
+//   columns=order,qty:90,-venue   column order, widths in px, hidden columns marked with `-`
+//   sort=qty:desc                 group=sym               chart=pnl
+//   totals=px:avg,qty:sum         decimals=px:2           quick=side:B,qty:%3E10
+
+/**
+ * @typedef {{ field: string, width?: number, hidden?: boolean }} ColumnSetting
+ * @typedef {{
+ *   topic: string, filter: string, options: string,
+ *   columns: ColumnSetting[], sort: { field: string, dir: string } | null, group: string,
+ *   totals: Record<string, string>, decimals: Record<string, number>, quick: Record<string, string>,
+ *   chart: string,
+ * }} ViewSettings
+ */
+
+export const PARAMETERS = ["topic", "filter", "options", "columns", "sort", "group", "totals", "decimals", "quick", "chart"];
+export const TOTALS = ["sum", "avg", "count", "none"];
+
+/** @param {string} topic @param {string} [filter] @param {string} [options] @returns {ViewSettings} */
+export function newSettings(topic, filter = "", options = "") {
+  return { topic, filter, options, columns: [], sort: null, group: "", totals: {}, decimals: {}, quick: {}, chart: "" };
+}
+
+/** @param {[string, string][]} pairs */
+function pack(pairs) {
+  return pairs.map(([name, value]) => encodeURIComponent(name) + (value === "" ? "" : `:${encodeURIComponent(value)}`)).join(",");
+}
+
+/** @param {string} text @returns {[string, string][]} */
+function unpack(text) {
+  if (!text) return [];
+  return text.split(",").filter(Boolean).map((item) => {
+    const colon = item.indexOf(":");
+    const name = colon < 0 ? item : item.slice(0, colon);
+    const value = colon < 0 ? "" : item.slice(colon + 1);
+    try {
+      return [decodeURIComponent(name), decodeURIComponent(value)];
+    } catch {
+      return [name, value]; // a hand-edited link with a stray %: taken literally
+    }
+  });
+}
+
+/** @param {ViewSettings} settings @returns {Record<string, string>} */
+function encode(settings) {
+  const columns = settings.columns.map((column) => /** @type {[string, string]} */ (
+    [`${column.hidden ? "-" : ""}${column.field}`, column.width ? String(Math.round(column.width)) : ""]));
+  return {
+    topic: settings.topic,
+    filter: settings.filter,
+    options: settings.options,
+    columns: pack(columns),
+    sort: settings.sort ? pack([[settings.sort.field, settings.sort.dir]]) : "",
+    group: settings.group,
+    totals: pack(Object.entries(settings.totals)),
+    decimals: pack(Object.entries(settings.decimals).map(([field, n]) => [field, String(n)])),
+    quick: pack(Object.entries(settings.quick).filter(([, text]) => text !== "")),
+    chart: settings.chart,
+  };
+}
+
+/** @param {Record<string, string>} values @returns {ViewSettings} */
+function decode(values) {
+  const settings = newSettings(values.topic, values.filter ?? "", values.options ?? "");
+  settings.columns = unpack(values.columns ?? "").map(([name, width]) => {
+    const hidden = name.startsWith("-");
+    /** @type {ColumnSetting} */
+    const column = { field: hidden ? name.slice(1) : name };
+    if (hidden) column.hidden = true;
+    if (Number(width) > 0) column.width = Number(width);
+    return column;
+  });
+  const [sort] = unpack(values.sort ?? "");
+  if (sort) settings.sort = { field: sort[0], dir: sort[1] === "desc" ? "desc" : "asc" };
+  settings.group = values.group ?? "";
+  for (const [field, total] of unpack(values.totals ?? "")) if (TOTALS.includes(total)) settings.totals[field] = total;
+  for (const [field, n] of unpack(values.decimals ?? "")) {
+    const decimals = Number(n);
+    if (Number.isInteger(decimals) && decimals >= 0 && decimals <= 10) settings.decimals[field] = decimals;
+  }
+  for (const [field, text] of unpack(values.quick ?? "")) settings.quick[field] = text;
+  settings.chart = values.chart ?? "";
+  return settings;
+}
+
+/** The query string for these views. @param {ViewSettings[]} views */
+export function toQuery(views) {
+  const encoded = views.map(encode);
+  // The first three are always written, as links made before the others existed were.
+  const used = PARAMETERS.filter((name) => ["topic", "filter", "options"].includes(name)
+    || encoded.some((values) => values[name]));
+  const params = new URLSearchParams();
+  for (const values of encoded) for (const name of used) params.append(name, values[name]);
+  return params.toString();
+}
+
+/** The views a query string describes. @param {string} query @returns {ViewSettings[]} */
+export function fromQuery(query) {
+  const params = new URLSearchParams(query);
+  const lists = Object.fromEntries(PARAMETERS.map((name) => [name, params.getAll(name)]));
+  return lists.topic.flatMap((topic, index) => {
+    if (!topic) return [];
+    return [decode(Object.fromEntries(PARAMETERS.map((name) => [name, lists[name][index] ?? ""])))];
+  });
+}
