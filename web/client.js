@@ -1,18 +1,29 @@
 // PushClient: logon, views re-established once after every reconnect (resumed from their
 // bookmarks: view.js), a publish store that re-sends unacknowledged publishes with their sequence
-// numbers, transactions, one-off queries, and the page's visibility told to the server (PROTOCOL
-// 11.2: a hidden tab costs one message per record per interval). The
-// connection itself (one socket at a time, the reconnect loop, backoff, heartbeats) is the state
-// machine in connection.js.
+// numbers (requests.js), transactions, one-off queries, and the page's visibility told to the
+// server (PROTOCOL 11.2: a hidden tab costs one message per record per interval). The connection
+// itself (one socket at a time, the reconnect loop, backoff, heartbeats) is the state machine in
+// connection.js.
+//
+// Every command takes { signal, timeoutMs } (deadline.js) and fails with a PushError (errors.js).
+// Commands made before connect(), or while reconnecting, wait and are sent once the client is
+// logged on; commands made once it is closed for good fail at once with its ConnectionClosed.
 
 import { Connection, FINAL_CLOSE_CODES } from "./connection.js";
+import { underDeadline } from "./deadline.js";
 import { Emitter } from "./emitter.js";
+import { CommandRefused, ConnectionClosed, PushError } from "./errors.js";
+import { Queries } from "./queries.js";
+import { Requests } from "./requests.js";
 import { View } from "./view.js";
 
 /**
  * @typedef {import("./connection.js").ConnectionState} ConnectionState
  * @typedef {import("./connection.js").StateEvent} StateEvent
  * @typedef {import("./connection.js").Backoff} Backoff
+ * @typedef {import("./deadline.js").RequestOptions} RequestOptions
+ * @typedef {import("./requests.js").Ack} Ack
+ * @typedef {import("./view.js").ViewSettings} ViewSettings
  *
  * @typedef {object} ClientOptions
  * @property {string} [clientName]  with one, publishes carry sequence numbers (re-sent safely)
@@ -23,14 +34,13 @@ import { View } from "./view.js";
  * @property {number} [maxBackoffMs]  the longest wait between attempts (10000)
  * @property {Partial<Backoff>} [backoff]  the whole backoff, if `maxBackoffMs` is not enough
  * @property {number} [connectTimeoutMs]  an attempt that is not logged on by then fails (10000)
+ * @property {number} [requestTimeoutMs]  the timeoutMs of one-off commands that name none
+ *   (30000; 0: none). Views and connect() have no default: they wait for the server.
  * @property {boolean} [reportVisibility]  true by default: tell the server when the page is hidden
  *
- * @typedef {object} Pending
- * @property {any} message
- * @property {(ack: any) => void} resolve
- * @property {(error: Error) => void} reject
- * @property {boolean} publish  re-sent on every new connection until acknowledged
- * @property {boolean} sent  on the current connection
+ * @typedef {{ expiration?: number } & RequestOptions} PublishOptions
+ * @typedef {{ filter?: string, orderby?: string, topN?: number, skipN?: number, options?: string } & RequestOptions} SowOptions
+ * @typedef {{ filter?: string, keys?: string[], data?: any } & RequestOptions} SowDeleteOptions
  */
 
 /** @extends {Emitter<any>} */
@@ -39,7 +49,7 @@ export class PushClient extends Emitter {
   constructor(url, options = {}) {
     super();
     this.url = url;
-    this.options = { heartbeatMs: 10000, reconnect: true, maxBackoffMs: 10000, ...options };
+    this.options = { heartbeatMs: 10000, reconnect: true, maxBackoffMs: 10000, requestTimeoutMs: 30000, ...options };
     const reconnect = this.options.reconnect;
     this.connection = new Connection(url, {
       handshake: () => this._logon(),
@@ -51,16 +61,14 @@ export class PushClient extends Emitter {
     this.connection.on("state", (/** @type {StateEvent} */ event) => this._changed(event));
     this.connection.on("frame", ({ messages, bytes }) => this._receive(messages, bytes));
     this.connection.on("error", (/** @type {Error} */ error) => this.emit("error", error));
+    this.requests = new Requests((message) => this.connection.send(message), () => this.state === "open");
     /** @type {Map<string, View>} */
     this.views = new Map();
-    /** @type {Map<string, Pending>} in the order the commands were made */
-    this._pending = new Map();
-    /** @type {Map<string, (message: any) => void>} */
-    this._queries = new Map();
-    this._counter = 0;
+    this.queries = new Queries(this.requests);
     this._seq = 0;
     /** @type {{ tx: string, views: Set<View> } | null} the transaction being received */
     this._tx = null;
+    this._stopping = false; // inside close(): the views end quietly
     if (typeof document !== "undefined" && this.options.reportVisibility !== false) {
       document.addEventListener("visibilitychange", () => this._reportVisibility());
     }
@@ -87,18 +95,32 @@ export class PushClient extends Emitter {
   }
 
   /**
-   * Connect and log on. Resolves once logged on, however many attempts that takes; rejects only
-   * if the client is closed for good first (close(), bad credentials, replaced by a newer logon).
-   * Later reconnects happen by themselves.
+   * Connect and log on. Resolves once logged on, however many attempts that takes; rejects with a
+   * ConnectionClosed if the client is closed for good first (close(), bad credentials, replaced
+   * by a newer logon). Later reconnects happen by themselves. With a signal or timeoutMs, giving
+   * up before the client is logged on closes it (and rejects with code "aborted" or "timeout").
+   * @param {RequestOptions} [options]
    * @returns {Promise<void>}
    */
-  connect() {
-    return this.connection.start();
+  connect(options = {}) {
+    const started = this.connection.start();
+    if (!options.signal && !options.timeoutMs) return started;
+    return underDeadline("connect", options, (resolve, reject) => {
+      started.then(resolve, reject);
+      return (error) => {
+        if (this.state !== "open") this.connection.stop(1000, error.message, error);
+      };
+    }, () => `attempt ${this.attempt}`);
   }
 
-  /** Close for good (no reconnect). */
+  /** Close for good (no reconnect): what waits fails with code "closed", views end. */
   close() {
-    this.connection.stop(1000);
+    this._stopping = true;
+    try {
+      this.connection.stop(1000);
+    } finally {
+      this._stopping = false;
+    }
   }
 
   // -- the connection's life --------------------------------------------------------------------
@@ -112,9 +134,9 @@ export class PushClient extends Emitter {
     if (this.options.password) logon.pw = this.options.password;
     let ack;
     try {
-      ack = await this._request(logon, { handshake: true });
+      ack = await this.requests.request(logon, { handshake: true });
     } catch (error) {
-      if (/** @type {any} */ (error).reason) throw Object.assign(/** @type {Error} */ (error), { final: true });
+      if (error instanceof CommandRefused) throw Object.assign(error, { final: true });
       throw error;
     }
     if (typeof ack.s === "number") this._seq = Math.max(this._seq, ack.s);
@@ -123,7 +145,7 @@ export class PushClient extends Emitter {
   /** @param {StateEvent} event */
   _changed(event) {
     if (event.state === "open") this._opened();
-    else if (event.state === "waiting" || event.state === "closed") this._lost(event.state === "closed");
+    else if (event.state === "waiting" || event.state === "closed") this._lost(event);
     this.emit("state", event);
     if (event.state === "closed") this.emit("closed", { code: event.code, reason: event.reason });
   }
@@ -132,27 +154,39 @@ export class PushClient extends Emitter {
   _opened() {
     if (this.hidden) this._reportVisibility(); // a new socket starts out visible
     for (const view of this.views.values()) this._open(view);
-    for (const [cid, pending] of this._pending) {
-      if (pending.publish || !pending.sent) pending.sent = this.connection.send({ ...pending.message, cid });
-    }
+    this.requests.opened();
   }
 
   /**
-   * The connection went away. Commands sent on it will get no answer: queries and subscribes fail
-   * (views are opened again on the next connection), publishes wait to be re-sent. When it is
-   * closed for good, everything still waiting fails.
-   * @param {boolean} final
+   * The connection went away. Commands sent on it will get no answer and fail (publishes wait to
+   * be re-sent); views are marked stale and opened again on the next connection. When it is
+   * closed for good, everything still waiting fails and every view ends.
+   * @param {StateEvent} event
    */
-  _lost(final) {
-    for (const [cid, pending] of this._pending) {
-      if (final || (!pending.publish && pending.sent)) {
-        this._pending.delete(cid);
-        pending.reject(new Error(final ? "connection closed" : "connection lost"));
-      } else {
-        pending.sent = false;
-      }
-    }
-    for (const view of this.views.values()) view.disconnected();
+  _lost({ state, code = 1006, reason = "" }) {
+    const final = state === "closed";
+    const cause = final ? this.connection.closedBy?.cause : undefined;
+    /** @param {string} command */
+    const closed = (command) => new ConnectionClosed(code, reason, { command, cause });
+    this.requests.lost(closed, final);
+    this.queries.lost(closed, final);
+    const views = [...this.views.values()];
+    for (const view of views) view.disconnected();
+    if (!final) return;
+    this.views.clear();
+    for (const view of views) view._end(this._stopping ? null : closed(view.command));
+  }
+
+  /** Why a command may be waiting, for a timeout's message. */
+  _waitHint() {
+    if (this.state === "idle") return "the client is not connected: call connect()";
+    return this.state === "open" ? "" : `the client is ${this.state}, attempt ${this.attempt}`;
+  }
+
+  /** The error of a command made while the client is closed for good. @param {string} command */
+  _closedError(command) {
+    const { closedBy } = this.connection;
+    return new ConnectionClosed(closedBy?.closeCode ?? 1000, closedBy?.reason ?? "", { command, cause: closedBy?.cause });
   }
 
   // -- messages in -----------------------------------------------------------------------------
@@ -162,7 +196,7 @@ export class PushClient extends Emitter {
     const share = messages.length ? bytes / messages.length : 0;
     for (const message of messages) {
       if (message.c === "ack") {
-        this._ack(message);
+        this.requests.answer(message);
       } else if (message.c === "tx_begin") {
         this._tx = { tx: message.tx, views: new Set() };
       } else if (message.c === "tx_end") {
@@ -178,91 +212,92 @@ export class PushClient extends Emitter {
           if (view && this._tx) this._tx.views.add(view);
         }
       } else if (message.query_id !== undefined) {
-        const id = String(message.query_id);
-        const query = this._queries.get(id);
-        if (query) query(message);
-        else this.views.get(id)?.handle(message, share);
+        if (!this.queries.receive(message)) this.views.get(String(message.query_id))?.handle(message, share);
       } else if (message.c === "unsubscribed") {
-        this.views.get(String(message.sub_id))?.handle(message, share);
+        const view = this.views.get(String(message.sub_id));
+        if (view) this.views.delete(view.subId); // dropped: not opened again after a reconnect
+        view?.handle(message, share);
       }
     }
-  }
-
-  /** @param {any} message */
-  _ack(message) {
-    const pending = message.cid !== undefined ? this._pending.get(String(message.cid)) : undefined;
-    if (!pending || message.a !== "processed") return;
-    this._pending.delete(String(message.cid));
-    if (message.status === "success") pending.resolve(message);
-    else pending.reject(Object.assign(new Error(message.reason), { reason: message.reason }));
   }
 
   // -- commands out ----------------------------------------------------------------------------
 
   /**
-   * Send a command with a cid; resolves with its processed ack, rejects with a failure's reason.
-   * Sent now when the connection is open (or, for the handshake, while it is being made),
-   * otherwise when it next opens.
-   * @param {Record<string, any>} message
-   * @param {{ publish?: boolean, handshake?: boolean }} [kind]
-   * @returns {Promise<any>}
+   * Send a command; resolves with its processed ack.
+   * @param {Record<string, any>} message @param {RequestOptions} options
+   * @param {boolean} [publish]  carries a sequence number (with a clientName) and is re-sent
+   * @returns {Promise<Ack>}
    */
-  _request(message, { publish = false, handshake = false } = {}) {
-    const cid = String(++this._counter);
-    return new Promise((resolve, reject) => {
-      /** @type {Pending} */
-      const pending = { message, resolve, reject, publish, sent: false };
-      this._pending.set(cid, pending);
-      if (handshake || this.state === "open") pending.sent = this.connection.send({ ...message, cid });
+  _send(message, { signal, timeoutMs }, publish = false) {
+    if (this.state === "closed") return Promise.reject(this._closedError(message.c));
+    if (publish && this.options.clientName && !signal?.aborted) message.s = ++this._seq;
+    return this.requests.request(message, {
+      publish,
+      signal,
+      timeoutMs: timeoutMs ?? this.options.requestTimeoutMs,
+      hint: () => this._waitHint(),
     });
-  }
-
-  /** @param {string} command @param {string} topic @param {any} data @param {number} [expiration] */
-  _publish(command, topic, data, expiration) {
-    /** @type {Record<string, any>} */
-    const message = { c: command, t: topic, data };
-    if (this.options.clientName) message.s = ++this._seq;
-    if (expiration !== undefined) message.e = expiration;
-    return this._request(message, { publish: true });
   }
 
   /**
    * Publish a record; resolves on the processed ack (re-sent after a reconnect until acked).
-   * @param {string} topic @param {any} data @param {{ expiration?: number }} [options]
+   * @param {string} topic @param {any} data @param {PublishOptions} [options]
    */
-  publish(topic, data, { expiration } = {}) {
-    return this._publish("publish", topic, data, expiration);
+  publish(topic, data, { expiration, ...options } = {}) {
+    return this._send(withExpiration({ c: "publish", t: topic, data }, expiration), options, true);
   }
 
   /**
    * Merge `data` into the record with its key (PROTOCOL 6.1).
-   * @param {string} topic @param {any} data @param {{ expiration?: number }} [options]
+   * @param {string} topic @param {any} data @param {PublishOptions} [options]
    */
-  deltaPublish(topic, data, { expiration } = {}) {
-    return this._publish("delta_publish", topic, data, expiration);
+  deltaPublish(topic, data, { expiration, ...options } = {}) {
+    return this._send(withExpiration({ c: "delta_publish", t: topic, data }, expiration), options, true);
+  }
+
+  /**
+   * Delete the records matching a filter, the records with these SowKeys, or the record with the
+   * key of `data`: exactly one of the three. The ack has `records_deleted`.
+   * @param {string} topic @param {SowDeleteOptions} which
+   */
+  sowDelete(topic, { filter, keys, data, ...options }) {
+    /** @type {Record<string, any>} */
+    const message = { c: "sow_delete", t: topic };
+    if (filter !== undefined) message.filter = filter;
+    if (keys !== undefined) message.sow_keys = keys.join(",");
+    if (data !== undefined) message.data = data;
+    return this._send(message, options, true);
   }
 
   /**
    * Apply several publishes, delta publishes and deletes as one step (PROTOCOL 11.3): all or
    * nothing, delivered whole. Resolves on the processed ack.
    * @param {Array<Record<string, any>>} commands  e.g. {c: "publish", t: "orders", data: {...}}
+   * @param {RequestOptions} [options]
    */
-  transaction(commands) {
-    /** @type {Record<string, any>} */
-    const message = { c: "tx", cmds: commands };
-    if (this.options.clientName) message.s = ++this._seq;
-    return this._request(message, { publish: true });
+  transaction(commands, options = {}) {
+    return this._send({ c: "tx", cmds: commands }, options, true);
+  }
+
+  /**
+   * Resolves once the server has processed every command this client sent before it.
+   * @param {RequestOptions} [options]
+   */
+  flush(options = {}) {
+    return this._send({ c: "flush" }, options);
   }
 
   /**
    * A one-off query: resolves with the matching records, in order. Asked while disconnected, it is
    * sent when the connection opens; it fails if the connection is lost before the answer is in.
    * @param {string} topic
-   * @param {{ filter?: string, orderby?: string, topN?: number, skipN?: number, options?: string }} [query]
+   * @param {SowOptions} [query]
    * @returns {Promise<any[]>}
    */
-  sow(topic, { filter, orderby, topN, skipN, options } = {}) {
-    const queryId = `q${++this._counter}`;
+  sow(topic, { filter, orderby, topN, skipN, options, signal, timeoutMs } = {}) {
+    if (this.state === "closed") return Promise.reject(this._closedError("sow"));
+    const queryId = `q${this.requests.nextId()}`;
     /** @type {Record<string, any>} */
     const message = { c: "sow", t: topic, query_id: queryId };
     if (filter) message.filter = filter;
@@ -270,31 +305,25 @@ export class PushClient extends Emitter {
     if (topN !== undefined) message.top_n = topN;
     if (skipN !== undefined) message.skip_n = skipN;
     if (options) message.o = options;
-    /** @type {any[]} */
-    const records = [];
-    return new Promise((resolve, reject) => {
-      this._queries.set(queryId, (m) => {
-        if (m.c === "sow") records.push(m.data);
-        if (m.c === "group_end") {
-          this._queries.delete(queryId);
-          resolve(records);
-        }
-      });
-      this._request(message).catch((error) => {
-        this._queries.delete(queryId);
-        reject(error);
-      });
-    });
+    const deadline = { signal, timeoutMs: timeoutMs ?? this.options.requestTimeoutMs };
+    return this.queries.ask(message, deadline, () => this._waitHint());
   }
 
   /**
-   * @param {string} command @param {string} topic
-   * @param {{ filter?: string, options?: string, subId?: string }} [settings]
+   * @param {string} command @param {string} topic @param {ViewSettings} [settings]
+   * @returns {View}
    */
   _view(command, topic, settings = {}) {
-    const subId = settings.subId ?? `v${++this._counter}`;
-    if (this.views.has(subId)) throw new Error(`a view with sub_id ${subId} is open`);
+    const subId = settings.subId ?? `v${this.requests.nextId()}`;
+    if (this.views.has(subId)) {
+      throw new PushError("subid_in_use", `a view with sub_id ${subId} is open`, { command });
+    }
     const view = new View(this, command, topic, { ...settings, subId });
+    if (view.closed) return view; // its signal was aborted already
+    if (this.state === "closed") {
+      view._end(this._closedError(command));
+      return view;
+    }
     this.views.set(subId, view);
     if (this.state === "open") this._open(view);
     return view;
@@ -310,30 +339,55 @@ export class PushClient extends Emitter {
     const opens = this.connection.opens;
     if (view.openedOn === opens) return;
     view.openedOn = opens;
-    this._request(view.request()).then(
-      () => view.subscribed(),
+    this.requests.request(view.request()).then(
+      () => {
+        if (this.views.get(view.subId) === view) view.subscribed();
+      },
       (error) => {
-        if (error.reason && this.views.get(view.subId) === view) {
+        if (error instanceof CommandRefused && this.views.get(view.subId) === view) {
           this.views.delete(view.subId);
-          view.refused(error.reason);
+          view.refused(error);
         }
       },
     );
   }
 
-  /** @param {string} topic @param {{ filter?: string, options?: string, subId?: string }} [settings] */
+  /**
+   * Forget a view and, when the server holds it, unsubscribe: resolves on the ack, or at once.
+   * Never rejects (a lost connection took the subscription with it).
+   * @param {View} view
+   * @returns {Promise<void>}
+   */
+  _unsubscribe(view) {
+    if (this.views.get(view.subId) !== view) return Promise.resolve();
+    this.views.delete(view.subId);
+    if (this.state !== "open" || view.openedOn !== this.connection.opens) return Promise.resolve();
+    const message = { c: "unsubscribe", sub_id: view.subId };
+    return this.requests.request(message, { timeoutMs: this.options.requestTimeoutMs }).then(() => {}, () => {});
+  }
+
+  /** @param {string} topic @param {ViewSettings} [settings] */
   subscribe(topic, settings) { return this._view("subscribe", topic, settings); }
-  /** @param {string} topic @param {{ filter?: string, options?: string, subId?: string }} [settings] */
+  /** @param {string} topic @param {ViewSettings} [settings] */
   sowAndSubscribe(topic, settings) { return this._view("sow_and_subscribe", topic, settings); }
-  /** @param {string} topic @param {{ filter?: string, options?: string, subId?: string }} [settings] */
+  /** @param {string} topic @param {ViewSettings} [settings] */
   deltaSubscribe(topic, settings) { return this._view("delta_subscribe", topic, settings); }
-  /** @param {string} topic @param {{ filter?: string, options?: string, subId?: string }} [settings] */
+  /** @param {string} topic @param {ViewSettings} [settings] */
   sowAndDeltaSubscribe(topic, settings) { return this._view("sow_and_delta_subscribe", topic, settings); }
 
-  /** @param {View | string} view */
+  /**
+   * Close a view (by itself or its sub_id): view.close().
+   * @param {View | string} view
+   * @returns {Promise<void>}
+   */
   unsubscribe(view) {
-    const subId = typeof view === "string" ? view : view.subId;
-    this.views.delete(subId);
-    if (this.state === "open") this.connection.send({ c: "unsubscribe", sub_id: subId });
+    const held = this.views.get(typeof view === "string" ? view : view.subId);
+    return held ? held.close() : Promise.resolve();
   }
+}
+
+/** @param {Record<string, any>} message @param {number | undefined} expiration */
+function withExpiration(message, expiration) {
+  if (expiration !== undefined) message.e = expiration;
+  return message;
 }

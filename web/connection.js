@@ -15,6 +15,7 @@
 // schedules exactly one retry, whatever reports the failure first.
 
 import { Emitter } from "./emitter.js";
+import { ConnectionClosed } from "./errors.js";
 import { Transport } from "./transport.js";
 
 /**
@@ -99,6 +100,8 @@ export class Connection extends Emitter {
     this._timer = null;
     /** @type {{ promise: Promise<void>, resolve: () => void, reject: (e: Error) => void } | null} */
     this._started = null;
+    /** @type {ConnectionClosed | null} why it is closed for good, while it is */
+    this.closedBy = null;
   }
 
   /**
@@ -108,6 +111,7 @@ export class Connection extends Emitter {
    */
   start() {
     if (this._started && this.state !== "closed") return this._started.promise;
+    this.closedBy = null;
     /** @type {any} */
     const started = {};
     started.promise = new Promise((resolve, reject) => Object.assign(started, { resolve, reject }));
@@ -121,12 +125,12 @@ export class Connection extends Emitter {
 
   /**
    * Close for good: no more attempts. The current socket (open or still connecting) is closed.
-   * @param {number} [code] @param {string} [reason]
+   * @param {number} [code] @param {string} [reason] @param {unknown} [cause]  why, for the error
    */
-  stop(code = 1000, reason = "closed by the client") {
+  stop(code = 1000, reason = "closed by the client", cause = undefined) {
     if (this.state === "closed") return;
     this._detach()?.close(code, reason);
-    this._finish(code, reason);
+    this._finish(code, reason, cause);
   }
 
   /**
@@ -191,7 +195,7 @@ export class Connection extends Emitter {
       const reason = error instanceof Error ? error.message : String(error);
       if (/** @type {any} */ (error)?.final) {
         this._detach()?.close(1000, "refused");
-        this._finish(1008, reason);
+        this._finish(1008, reason, error);
       } else {
         this._abandon(transport, `handshake failed: ${reason}`);
       }
@@ -255,11 +259,12 @@ export class Connection extends Emitter {
     }, delayMs);
   }
 
-  /** @param {number} code @param {string} reason */
-  _finish(code, reason) {
+  /** @param {number} code @param {string} reason @param {unknown} [cause] */
+  _finish(code, reason, cause) {
     this.attempt = 0;
+    this.closedBy = new ConnectionClosed(code, reason, { command: "connect", cause });
     this._enter("closed", { code, reason });
-    this._started?.reject(Object.assign(new Error(`connection closed (${code}${reason ? `: ${reason}` : ""})`), { code }));
+    this._started?.reject(this.closedBy);
   }
 
   /** Forget the current transport (its later events are ignored); returns it. */

@@ -13,8 +13,9 @@ export class Emitter {
    * @returns {() => void}
    */
   on(name, listener) {
-    if (!this._listeners.has(name)) this._listeners.set(name, new Set());
-    this._listeners.get(name).add(listener);
+    let listeners = this._listeners.get(name);
+    if (!listeners) this._listeners.set(name, (listeners = new Set()));
+    listeners.add(listener);
     return () => this.off(name, listener);
   }
 

@@ -28,6 +28,7 @@ export class LatencyWindow {
     this._ms.push(Math.max(0, now - sent));
   }
 
+  /** @param {number} now */
   _trim(now) {
     while (this._start < this._at.length && now - this._at[this._start] > this.windowMs) this._start += 1;
     if (this._start > 1024 && this._start * 2 > this._at.length) {
@@ -37,11 +38,14 @@ export class LatencyWindow {
     }
   }
 
-  /** The p50 and p99 (ms) of the last minute, and how many messages they are of; nulls when none. */
+  /**
+   * The p50 and p99 (ms) of the last minute, and how many messages they are of; nulls when none.
+   * @returns {{ p50: number | null, p99: number | null, count: number }}
+   */
   percentiles(now = Date.now()) {
     this._trim(now);
     const sorted = Float64Array.from(this._ms.slice(this._start)).sort();
-    const pick = (q) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : null);
+    const pick = (/** @type {number} */ q) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : null);
     return { p50: pick(0.5), p99: pick(0.99), count: sorted.length };
   }
 }

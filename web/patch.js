@@ -8,15 +8,17 @@ function tokens(path) {
   return path.slice(1).split("/").map((t) => t.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
 
+/** @param {any} value @returns {any} */
 function copy(value) {
   return Array.isArray(value) ? value.slice() : { ...value };
 }
 
+/** @param {any} value @returns {any} */
 function clone(value) {
   return value === null || typeof value !== "object" ? value : structuredClone(value);
 }
 
-/** The value at `path`, or undefined. */
+/** The value at `path`, or undefined. @param {any} doc @param {string} path @returns {any} */
 function get(doc, path) {
   let node = doc;
   for (const token of tokens(path)) {
@@ -26,7 +28,11 @@ function get(doc, path) {
   return node;
 }
 
-/** `doc` with `edit(parent, token)` applied at the parent of `path` (copied on the way down). */
+/**
+ * `doc` with `edit(parent, token)` applied at the parent of `path` (copied on the way down).
+ * @param {any} doc @param {string} path @param {(parent: any, token: string) => void} edit
+ * @returns {any}
+ */
 function at(doc, path, edit) {
   const parts = tokens(path);
   if (parts.length === 0) throw new Error("the root is replaced, not edited");
@@ -42,6 +48,7 @@ function at(doc, path, edit) {
   return root;
 }
 
+/** @param {any} doc @param {string} path @param {any} value @returns {any} */
 function add(doc, path, value) {
   if (path === "") return clone(value);
   return at(doc, path, (parent, token) => {
@@ -55,6 +62,7 @@ function add(doc, path, value) {
   });
 }
 
+/** @param {any} doc @param {string} path @returns {any} */
 function remove(doc, path) {
   return at(doc, path, (parent, token) => {
     if (Array.isArray(parent)) parent.splice(Number(token), 1);
@@ -62,6 +70,7 @@ function remove(doc, path) {
   });
 }
 
+/** @param {any} doc @param {string} path @param {any} value @returns {any} */
 function replace(doc, path, value) {
   if (path === "") return clone(value);
   return at(doc, path, (parent, token) => {
@@ -73,6 +82,7 @@ function replace(doc, path, value) {
  * Apply RFC 6902 operations to `doc` and return the new document; `doc` is not modified.
  * @param {any} doc
  * @param {Array<{op: string, path: string, value?: any, from?: string}>} operations
+ * @returns {any}
  */
 export function applyPatch(doc, operations) {
   let result = doc;
@@ -88,12 +98,13 @@ export function applyPatch(doc, operations) {
         result = replace(result, operation.path, operation.value);
         break;
       case "move": {
-        const value = get(result, operation.from);
-        result = add(remove(result, operation.from), operation.path, value);
+        const from = operation.from ?? "";
+        const value = get(result, from);
+        result = add(remove(result, from), operation.path, value);
         break;
       }
       case "copy":
-        result = add(result, operation.path, get(result, operation.from));
+        result = add(result, operation.path, get(result, operation.from ?? ""));
         break;
       case "test":
         if (JSON.stringify(get(result, operation.path)) !== JSON.stringify(operation.value)) {

@@ -6,6 +6,7 @@
 // mistaken for the current one's.
 
 import { Emitter } from "./emitter.js";
+import { PushError } from "./errors.js";
 
 /**
  * @typedef {{ messages: any[], bytes: number }} FrameEvent
@@ -41,7 +42,7 @@ export class Transport extends Emitter {
       try {
         decoded = JSON.parse(text);
       } catch {
-        this.emit("error", new Error(`a frame that is not JSON: ${text.slice(0, 80)}`));
+        this.emit("error", new PushError("bad_frame", `a frame that is not JSON: ${text.slice(0, 80)}`));
         return;
       }
       this.emit("frame", { messages: Array.isArray(decoded) ? decoded : [decoded], bytes: text.length });

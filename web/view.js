@@ -1,30 +1,50 @@
 // A live view of a topic: `records` (SowKey -> current record) kept up to date from snapshots,
 // full records, RFC 6902 patches, merge deltas and OOF notices, with a "change" event per record.
-// Events: "change" (Change), "ready", "error" ({reason}), "unsubscribed" ({reason}) and "stale"
-// ({stale}): true when the connection is lost (records kept, last known values), false once the
-// view is re-established on a new connection (its snapshot in, for the sow_and_* commands).
+// Events: "change" (Change), "ready", "error" ({reason, code, error}), "unsubscribed" ({reason})
+// and "stale" ({stale}): true when the connection is lost (records kept, last known values), false
+// once the view is re-established on a new connection (its snapshot in, for the sow_and_* commands).
+// The same changes can be read with `for await (const change of view)` (changes.js).
+//
+// A view ends once: closed (close(), or its client closed), or failed with a PushError (refused,
+// its timeoutMs passed before it was ready, its signal aborted, dropped by the server, or its
+// client closed for good by the server); `ready` rejects with that error if it was still waiting.
 //
 // A sow_and_* view subscribes with the option `resume` (PROTOCOL 11.1): every message carries a
 // bookmark, and after a reconnect it subscribes again from the newest one it holds, so the server
 // sends only the net change of the view (`resumed: true`) instead of the whole snapshot.
 
+import { ChangeIterator } from "./changes.js";
+import { Deadline } from "./deadline.js";
 import { Emitter } from "./emitter.js";
+import { CommandRefused, PushError, RequestTimeout, ViewDropped } from "./errors.js";
 import { LatencyWindow } from "./latency.js";
 import { mergeRecord } from "./merge.js";
 import { applyPatch } from "./patch.js";
 
 /**
  * @typedef {"snapshot" | "insert" | "update" | "oof"} ChangeKind
- * @typedef {{ key: string, record: any, kind: ChangeKind, reason?: string }} Change
+ * @typedef {import("./deadline.js").RequestOptions} RequestOptions
+ * @typedef {{ filter?: string, options?: string, subId?: string, resume?: boolean } & RequestOptions} ViewSettings
+ */
+/**
+ * @template [T=any]
+ * @typedef {{ key: string, record: T, kind: ChangeKind, reason?: string }} Change
+ */
+
+/**
+ * The client side of a view, as a View needs it (client.js).
+ * @typedef {object} ViewHost
+ * @property {(view: View) => Promise<void>} _unsubscribe  tell the server, when it holds the view
+ * @property {() => string} _waitHint  why there may be no answer yet (for a timeout's message)
  */
 
 /** @extends {Emitter<any>} */
 export class View extends Emitter {
   /**
-   * @param {import("./client.js").PushClient} client
+   * @param {ViewHost} client
    * @param {string} command  the subscribe command that opens the view
    * @param {string} topic
-   * @param {{ filter?: string, options?: string, subId: string, resume?: boolean }} settings
+   * @param {ViewSettings & { subId: string }} settings
    */
   constructor(client, command, topic, settings) {
     super();
@@ -42,6 +62,9 @@ export class View extends Emitter {
     this.latency = new LatencyWindow();
     /** @type {string | null} the server's reason when it refused the view */
     this.error = null;
+    /** @type {PushError | null} why the view failed (refused, timeout, aborted, dropped, closed) */
+    this.failure = null;
+    /** True once the view has ended (closed or failed): it receives nothing more. */
     this.closed = false;
     /** True while the connection is down, until the view is re-established on a new one: its
      * records are the last known values, which may since have changed on the server. */
@@ -56,15 +79,28 @@ export class View extends Emitter {
     /** Whether it resumes after a reconnect (sow_and_* views, unless `resume: false`). */
     this.resumes = this.hasSnapshot && settings.resume !== false;
     this._plainKeys = 0;
-    this._resetReady();
-  }
-
-  _resetReady() {
+    /** @type {Set<ChangeIterator>} the loops reading this view */
+    this._iterators = new Set();
+    /** @type {Promise<void> | null} close()'s, once asked */
+    this._closing = null;
+    /** @type {(view: View) => void} */
+    let resolveReady = () => {};
+    /** @type {(error: PushError) => void} */
+    let rejectReady = () => {};
+    /** @type {Promise<View>} resolves once the view is established (its snapshot in, for sow_and_*) */
     this.ready = new Promise((resolve, reject) => {
-      this._resolveReady = resolve;
-      this._rejectReady = reject;
+      resolveReady = resolve;
+      rejectReady = reject;
     });
-    this.ready.catch(() => {}); // a refused view is reported through `error` and the "error" event
+    this.ready.catch(() => {}); // a failed view is also reported by `failure` and its iterators
+    this._resolveReady = resolveReady;
+    this._rejectReady = rejectReady;
+    this._isReady = false;
+    /** @type {Deadline | null} */
+    this._deadline = null;
+    // The timeout counts until the view is ready; the signal, for its whole life. (A signal
+    // aborted already ends the view here and now.)
+    this._deadline = new Deadline(command, settings, (error) => this._fail(error), () => client._waitHint());
   }
 
   /** The subscribe command, sent when the view opens and again after every reconnect (from
@@ -95,18 +131,69 @@ export class View extends Emitter {
     return this.command.startsWith("sow_and_");
   }
 
-  /** @param {string} reason */
-  refused(reason) {
-    this.error = reason;
-    this._rejectReady(new Error(reason));
-    this.emit("error", { reason });
+  /** The server refused the subscribe (the client has forgotten the view). @param {PushError} error */
+  refused(error) {
+    this.error = error.reason;
+    this._end(error);
   }
 
   subscribed() {
     if (!this.hasSnapshot) {
-      this._resolveReady(this);
+      this._becameReady();
       this._fresh();
     }
+  }
+
+  _becameReady() {
+    this._isReady = true;
+    this._deadline?.stopTimer();
+    this._resolveReady(this);
+  }
+
+  /**
+   * The view's deadline fired: it is unsubscribed and fails with the error.
+   * @param {PushError} error
+   */
+  _fail(error) {
+    if (this.closed) return;
+    this._closing = this.client._unsubscribe(this);
+    this._end(error);
+  }
+
+  /**
+   * The view ends: ready rejects if it was waiting, every iterator ends (or throws `error`). A
+   * refusal or a timeout is also an "error" event (an abort was the caller's own doing, a drop
+   * is the "unsubscribed" event, and a client closed for good says so with its "state" event).
+   * @param {PushError | null} error
+   */
+  _end(error) {
+    if (this.closed) return;
+    this.closed = true;
+    this._deadline?.clear();
+    if (error) this.failure = error;
+    if (!this._isReady) this._rejectReady(error ?? new PushError("closed", "the view was closed before it was ready", { command: this.command }));
+    for (const iterator of [...this._iterators]) iterator.end(error);
+    if (error instanceof CommandRefused || error instanceof RequestTimeout) {
+      this.emit("error", { reason: error.reason || error.message, code: error.code, error });
+    }
+  }
+
+  /** @param {Change} change */
+  _changed(change) {
+    this.emit("change", change);
+    for (const iterator of this._iterators) iterator.push(change);
+  }
+
+  /**
+   * Read the changes with `for await`: first the records held now (as "snapshot" changes), then
+   * every change; see changes.js for what a slow reader gets.
+   * @returns {ChangeIterator}
+   */
+  [Symbol.asyncIterator]() {
+    const iterator = new ChangeIterator(this.closed ? [] : this.records, (done) => this._iterators.delete(done));
+    if (this.closed) iterator.end(this.failure);
+    else this._iterators.add(iterator);
+    return iterator;
   }
 
   /** The connection went away: the records are kept, marked stale until the view is back. */
@@ -148,19 +235,20 @@ export class View extends Emitter {
         this._collecting?.delete(key); // (inside a snapshot only when it is a resume)
         this.records.delete(key);
         this.stats.updates += 1;
-        this.emit("change", { key, record: message.data, kind: "oof", reason: message.reason });
+        this._changed({ key, record: message.data, kind: "oof", reason: message.reason });
         this._noteBookmark(message.bm);
         break;
       }
-      case "unsubscribed":
-        this.closed = true;
+      case "unsubscribed": // (the client has forgotten the view)
         this.emit("unsubscribed", { reason: message.reason });
+        this._end(new ViewDropped(message.reason ?? "", this.command));
         break;
       default:
         break;
     }
   }
 
+  /** @param {any} message @returns {string} */
   _key(message) {
     return message.k ?? `#${++this._plainKeys}`;
   }
@@ -174,18 +262,19 @@ export class View extends Emitter {
     for (const [key, record] of resumed ? [] : this.records) {
       if (!fresh.has(key)) {
         this.records.delete(key);
-        this.emit("change", { key, record, kind: "oof", reason: "stale" });
+        this._changed({ key, record, kind: "oof", reason: "stale" });
       }
     }
     for (const [key, record] of fresh) {
       this.records.set(key, record);
-      this.emit("change", { key, record, kind: "snapshot" });
+      this._changed({ key, record, kind: "snapshot" });
     }
-    this._resolveReady(this);
+    this._becameReady();
     this._fresh();
     this.emit("ready", this);
   }
 
+  /** @param {any} message @param {number} bytes */
   _update(message, bytes) {
     const key = this._key(message);
     const held = this.records.get(key);
@@ -193,7 +282,7 @@ export class View extends Emitter {
     if ("data" in message) {
       record = message.data;
     } else if (held === undefined) {
-      this.emit("error", { reason: `a delta for ${key}, which this view does not hold` });
+      this.emit("error", { reason: `a delta for ${key}, which this view does not hold`, code: "missing_record" });
       return;
     } else {
       record = "patch" in message ? applyPatch(held, message.patch) : mergeRecord(held, message.delta);
@@ -201,12 +290,20 @@ export class View extends Emitter {
     }
     this.records.set(key, record);
     this.stats.updates += 1;
-    this.emit("change", { key, record, kind: held === undefined ? "insert" : "update" });
+    this._changed({ key, record, kind: held === undefined ? "insert" : "update" });
   }
 
-  /** Stop the view (unsubscribe). */
+  /**
+   * Stop the view: it ends here at once (iterators done, nothing more applied), and the promise
+   * resolves when the server has acknowledged the unsubscribe, at once when the server does not
+   * hold the view (not connected, or the view failed). It never rejects.
+   * @returns {Promise<void>}
+   */
   close() {
-    this.closed = true;
-    this.client.unsubscribe(this);
+    if (this._closing) return this._closing;
+    if (this.closed) return Promise.resolve();
+    this._closing = this.client._unsubscribe(this);
+    this._end(null);
+    return this._closing;
   }
 }

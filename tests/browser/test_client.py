@@ -9,22 +9,7 @@ from typing import Any
 from playwright.sync_api import Page
 
 from ..integration.server_process import ServerProcess, sow_records
-
-WAIT_FOR = """() => {
-  window.waitFor = async (check, ms = 10000) => {
-    const start = Date.now();
-    while (!check()) {
-      if (Date.now() - start > ms) throw new Error("timed out waiting");
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
-}"""
-
-
-def open_client_page(page: Page, server: ServerProcess) -> None:
-    page.goto(server.http + "/healthz")
-    page.evaluate(WAIT_FOR)
-    page.evaluate("async () => { window.push = await import('/web/index.js'); }")
+from .client_page import open_client_page
 
 
 def test_snapshot_insert_update_oof_and_delta_publish(page: Page, server: ServerProcess) -> None:
@@ -123,3 +108,23 @@ def test_a_server_restart_in_the_middle(page: Page, server: ServerProcess, tmp_p
         assert page.errors == []  # type: ignore[attr-defined]
     finally:
         restarted.stop()
+
+
+def test_sow_delete_and_flush(page: Page, server: ServerProcess) -> None:
+    open_client_page(page, server)
+    result = page.evaluate(
+        """async () => {
+        const client = new push.PushClient(`ws://${location.host}/ws`, { clientName: "cleaner" });
+        await client.connect();
+        for (let order = 1; order <= 5; order++) client.publish("orders", { order, qty: order });
+        const flushed = await client.flush();
+        const counted = (await client.sow("orders")).length;
+        const byFilter = await client.sowDelete("orders", { filter: "/qty >= 4" });
+        const byData = await client.sowDelete("orders", { data: { order: 1 } });
+        const left = await client.sow("orders", { orderby: "/order" });
+        client.close();
+        return { flushed: flushed.status, counted, byFilter: byFilter.records_deleted,
+                 byData: byData.records_deleted, left: left.map((r) => r.order) };
+    }"""
+    )
+    assert result == {"flushed": "success", "counted": 5, "byFilter": 2, "byData": 1, "left": [2, 3]}

@@ -1,0 +1,91 @@
+"""The TypeScript declarations shipped beside the JavaScript client (web/*.d.ts), checked by tsc.
+
+Three checks, each able to fail on a wrong declaration:
+- a typed usage example (typecheck/usage.ts) compiles against the declarations, which pin the
+  types a user relies on and refuse what the client refuses;
+- the JavaScript itself type-checks (strict, from its JSDoc), and the declarations tsc derives
+  from it conform to the hand-written ones: every value a .d.ts declares exists in its module with
+  a type that fits (for a class, its instances), and every value a module exports is declared.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+WEB = ROOT / "web"
+TYPECHECK = Path(__file__).parent / "typecheck"
+TSC = ROOT / ".venv" / "node" / "node_modules" / ".bin" / "tsc"
+COMPILER = ["--strict", "--target", "es2022", "--module", "es2022", "--lib", "es2022,dom"]
+
+# For one module: its declared values that its implementation lacks or does not fit, and its
+# exported values that no declaration names. For a class, instances are compared (the
+# constructors are internal: views are made by the client).
+CONFORMANCE = """
+import type * as Declared{n} from "./declared/{name}.js";
+import type * as Implemented{n} from "./generated/{name}.js";
+type Misfits{n} = {{
+  [K in keyof typeof Declared{n}]: K extends keyof typeof Implemented{n}
+    ? Fits<(typeof Implemented{n})[K], (typeof Declared{n})[K]> extends true ? never : K
+    : K;
+}}[keyof typeof Declared{n}];
+type Undeclared{n} = Exclude<keyof typeof Implemented{n}, keyof typeof Declared{n}>;
+export const {ident}_declarations_fit: [Misfits{n}] extends [never] ? true : Misfits{n} = true;
+export const {ident}_exports_are_declared: [Undeclared{n}] extends [never] ? true : Undeclared{n} = true;
+"""
+FITS = """
+type Fits<I, D> = D extends abstract new (...args: any) => infer DI
+  ? I extends abstract new (...args: any) => infer II ? (II extends DI ? true : false) : false
+  : I extends D ? true : false;
+"""
+
+
+def tsc(*arguments: str, cwd: Path, source: str = "") -> None:
+    """Run tsc; on failure the message holds its errors (and the lines of `source` they name)."""
+    if not TSC.exists():
+        pytest.fail(f"TypeScript is not installed ({TSC} is missing): run ./scripts/bootstrap")
+    if shutil.which("node") is None:
+        pytest.fail("Node.js is not installed (tsc runs on it): run ./scripts/bootstrap")
+    command = [str(TSC), *arguments]
+    result = subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True, timeout=300)
+    if result.returncode == 0:
+        return
+    lines = source.splitlines()
+    named = [int(n) for n in re.findall(r"^conformance\.ts\((\d+),", result.stdout, re.MULTILINE)]
+    misfits = "".join(f"\n  {lines[n - 1].strip()}" for n in named if source)
+    pytest.fail(f"tsc {' '.join(arguments)}\n{result.stdout}{result.stderr}{misfits}")
+
+
+def test_the_typed_usage_example_compiles_against_the_declarations() -> None:
+    tsc("-p", str(TYPECHECK / "tsconfig.json"), cwd=ROOT)
+
+
+def test_the_javascript_type_checks_and_fits_its_declarations(tmp_path: Path) -> None:
+    implementation = tmp_path / "implementation"
+    declared = tmp_path / "declared"
+    implementation.mkdir()
+    declared.mkdir()
+    for module in WEB.glob("*.js"):  # alone: beside its .d.ts, tsc would read the .d.ts instead
+        shutil.copy(module, implementation / module.name)
+    modules = sorted(path.name.removesuffix(".d.ts") for path in WEB.glob("*.d.ts"))
+    assert "index" in modules
+    for name in modules:
+        assert (WEB / f"{name}.js").exists(), f"web/{name}.d.ts declares a module that does not exist"
+        shutil.copy(WEB / f"{name}.d.ts", declared / f"{name}.d.ts")
+
+    sources = sorted(path.name for path in implementation.glob("*.js"))
+    emit = ["--allowJs", "--checkJs", "--declaration", "--emitDeclarationOnly", "--outDir", "../generated"]
+    tsc(*COMPILER, *emit, *sources, cwd=implementation)
+
+    checks = [FITS] + [
+        CONFORMANCE.format(n=n, name=name, ident=name.replace("-", "_")) for n, name in enumerate(modules)
+    ]
+    conformance = "\n".join(checks)
+    (tmp_path / "conformance.ts").write_text(conformance)
+    check = ["--noEmit", "--moduleResolution", "bundler", "conformance.ts"]
+    tsc(*COMPILER, *check, cwd=tmp_path, source=conformance)

@@ -1,0 +1,146 @@
+// Types of client.js: PushClient, the browser client of the push server.
+
+import { Emitter } from "./emitter.js";
+import type { Backoff, Connection, ConnectionState, StateEvent } from "./connection.js";
+import type { PushError } from "./errors.js";
+import type { View, ViewSettings } from "./view.js";
+
+/**
+ * What every command takes. Commands made before connect(), or while the client reconnects, wait
+ * and are sent once it is logged on; the deadline runs meanwhile.
+ */
+export interface RequestOptions {
+  /** Aborting it rejects the command at once with code "aborted" (a view is closed). */
+  signal?: AbortSignal;
+  /**
+   * No answer by then rejects it with code "timeout" (0: no limit). One-off commands default to
+   * the client's `requestTimeoutMs`; views and connect() have no default.
+   */
+  timeoutMs?: number;
+}
+
+export interface ClientOptions {
+  /** With one, publishes carry sequence numbers and are re-sent safely after a reconnect. */
+  clientName?: string;
+  userId?: string;
+  password?: string;
+  /** 10000 by default; 0 turns heartbeats off. */
+  heartbeatMs?: number;
+  /** true by default; false: the first lost socket closes the client. */
+  reconnect?: boolean;
+  /** The longest wait between attempts (10000). */
+  maxBackoffMs?: number;
+  /** The whole backoff, if `maxBackoffMs` is not enough. */
+  backoff?: Partial<Backoff>;
+  /** An attempt that is not logged on by then fails and the next one is made (10000). */
+  connectTimeoutMs?: number;
+  /** The timeoutMs of one-off commands that name none (30000; 0: none). */
+  requestTimeoutMs?: number;
+  /** true by default: tell the server when the page is hidden (PROTOCOL 11.2). */
+  reportVisibility?: boolean;
+}
+
+/** A processed ack (PROTOCOL 5): what publish, deltaPublish, sowDelete, transaction and flush resolve with. */
+export interface Ack {
+  c: "ack";
+  a: "processed";
+  cid?: string;
+  status: "success";
+  /** "duplicate": the server had applied this publish already (its sequence number). */
+  reason?: string;
+  /** The sequence number of a command with one. */
+  s?: number;
+  bm?: string;
+  /** sow_delete: records it matched and deleted. */
+  matches?: number;
+  records_deleted?: number;
+}
+
+export interface PublishOptions extends RequestOptions {
+  /** Seconds the record lives (0: for ever); absent: the topic's default. */
+  expiration?: number;
+}
+
+export interface SowOptions extends RequestOptions {
+  filter?: string;
+  /** e.g. "/qty DESC, /order" */
+  orderby?: string;
+  topN?: number;
+  skipN?: number;
+  /** Options (PROTOCOL 4), e.g. "select=[-/,+/order]". */
+  options?: string;
+}
+
+/** Exactly one of `filter`, `keys` and `data`. */
+export interface SowDeleteOptions extends RequestOptions {
+  filter?: string;
+  /** SowKeys, e.g. from `change.key`. */
+  keys?: string[];
+  /** A record with the key fields of the one to delete. */
+  data?: Record<string, any>;
+}
+
+/** A command of a transaction (PROTOCOL 11.3). */
+export type TransactionCommand =
+  | { c: "publish" | "delta_publish"; t: string; data: Record<string, any>; e?: number }
+  | { c: "sow_delete"; t: string; filter?: string; sow_keys?: string; data?: Record<string, any> };
+
+export interface ClientEvents {
+  /** Every change of the connection's state. */
+  state: StateEvent;
+  /** After a transaction's messages are all applied to the views, in one task. */
+  transaction: { tx: string; views: Set<View> };
+  /** The client is closed for good. */
+  closed: { code?: number; reason?: string };
+  /** A frame from the server that is not JSON (code "bad_frame"). */
+  error: PushError;
+}
+
+export declare class PushClient extends Emitter<ClientEvents> {
+  constructor(url: string, options?: ClientOptions);
+  readonly url: string;
+  readonly options: ClientOptions;
+  readonly connection: Connection;
+  /** The open views, by sub_id. */
+  readonly views: Map<string, View>;
+  /** idle (before connect()), connecting, open, waiting (to reconnect), closed (for good). */
+  readonly state: ConnectionState;
+  /** The number of the attempt being made or to be made next; 0 while open. */
+  readonly attempt: number;
+  /** Whether the page is hidden (never, outside a browser). */
+  readonly hidden: boolean;
+
+  /**
+   * Connect and log on: resolves once logged on, however many attempts that takes; rejects with a
+   * ConnectionClosed when the client is closed for good first (close(); "bad_credentials" for a
+   * refused logon; "replaced"). With a signal or timeoutMs, giving up before it is logged on
+   * closes the client and rejects with "aborted" or "timeout".
+   */
+  connect(options?: RequestOptions): Promise<void>;
+  /** Close for good: what waits fails with code "closed", views end (their loops finish). */
+  close(): void;
+
+  /** Publish a record; resolves on the processed ack (re-sent after a reconnect until acked). */
+  publish<T = Record<string, any>>(topic: string, data: T, options?: PublishOptions): Promise<Ack>;
+  /** Merge `data` into the record with its key (PROTOCOL 6.1). */
+  deltaPublish<T = Record<string, any>>(topic: string, data: Partial<T>, options?: PublishOptions): Promise<Ack>;
+  /** Delete records: by filter, by SowKeys, or the one with the key of `data`. */
+  sowDelete(topic: string, which: SowDeleteOptions): Promise<Ack>;
+  /** Several changes as one step: all or nothing, delivered whole (PROTOCOL 11.3). */
+  transaction(commands: TransactionCommand[], options?: RequestOptions): Promise<Ack>;
+  /** Resolves once the server has processed every command this client sent before it. */
+  flush(options?: RequestOptions): Promise<Ack>;
+  /** A one-off query: the matching records, in order. */
+  sow<T = any>(topic: string, query?: SowOptions): Promise<T[]>;
+
+  /** Live updates from now on (full records). */
+  subscribe<T = any>(topic: string, settings?: ViewSettings): View<T>;
+  /** The matching records, then live updates (full records). */
+  sowAndSubscribe<T = any>(topic: string, settings?: ViewSettings): View<T>;
+  /** Live updates as deltas (applied by the view). */
+  deltaSubscribe<T = any>(topic: string, settings?: ViewSettings): View<T>;
+  /** The matching records, then deltas. */
+  sowAndDeltaSubscribe<T = any>(topic: string, settings?: ViewSettings): View<T>;
+  /** view.close(), by the view or its sub_id. */
+  unsubscribe(view: View | string): Promise<void>;
+}
