@@ -137,15 +137,16 @@ document.getElementById("open-view").addEventListener("submit", (event) => {
   openView(String(form.get("topic")).trim(), String(form.get("filter")).trim(), String(form.get("options")).trim());
 });
 
-function start() {
+async function start() {
   client.on("state", showState);
+  // The topics' keys first (one request, answered at once): a key column is shown as a name.
+  await refreshTopics(true);
   readUrl();
   requestAnimationFrame(frame);
   setInterval(() => {
     panels.forEach((panel) => panel.tick());
     if (urlDirty) writeUrl();
   }, 1000);
-  refreshTopics(true);
   setInterval(() => refreshTopics(), 5000);
   // A failed first attempt is retried by the client itself, with backoff, like any reconnect.
   client.connect().catch(() => {});

@@ -21,7 +21,7 @@ function compare(/** @type {any} */ a, /** @type {any} */ b) {
 /**
  * @typedef {{
  *   table: any, binding: import("/web/adapters/tabulator.js").TabulatorBinding,
- *   settings: import("/static/settings.js").ViewSettings, keyFields: Set<string>,
+ *   settings: import("/static/settings.js").ViewSettings, keyFields: () => Set<string>,
  *   changed: () => void, chartColumn: (field: string) => void, groupBy: (field: string) => void,
  * }} ColumnsHost
  */
@@ -54,7 +54,7 @@ export class Columns {
     const ordered = [...fields].sort((a, b) => (rank.get(a) ?? Infinity) - (rank.get(b) ?? Infinity));
     const definitions = ordered.map((field) => {
       const values = sample.map((record) => record?.[field]);
-      const format = new ColumnFormat(kindOf(values), this.host.keyFields.has(field), inferDecimals(values), settings.decimals[field]);
+      const format = new ColumnFormat(kindOf(values), this.host.keyFields().has(field), inferDecimals(values), settings.decimals[field]);
       this.formats.set(field, format);
       return this.definition(field, format);
     });
@@ -105,9 +105,14 @@ export class Columns {
       headerFilterFunc: quickFilterFunction(),
       headerFilterPlaceholder: number ? ">10, 5..9" : "contains",
       bottomCalc: total === "none" ? undefined : total,
+      bottomCalcParams: { precision: false }, // an average unrounded: the column formats it
       bottomCalcFormatter: (/** @type {any} */ cell) => {
-        const value = cell.getValue();
-        if (typeof value !== "number") return document.createTextNode("");
+        // Tabulator's average arrives as text (toFixed); the total chosen is read now, as the
+        // header menu may have changed it since this column was made.
+        const raw = cell.getValue();
+        const value = typeof raw === "string" && raw !== "" ? Number(raw) : raw;
+        if (typeof value !== "number" || Number.isNaN(value)) return document.createTextNode("");
+        const total = this.total(field);
         const decimals = total === "count" ? 0 : total === "avg" ? Math.max(format.decimals, 2) : format.decimals;
         return document.createTextNode(`${total === "avg" ? "avg " : total === "count" ? "n " : ""}${formatNumber(value, decimals, false)}`);
       },
@@ -122,7 +127,7 @@ export class Columns {
   total(field) {
     const chosen = this.host.settings.totals[field];
     if (chosen) return chosen;
-    if (this.host.keyFields.has(field)) return "count";
+    if (this.host.keyFields().has(field)) return "count";
     return this.formats.get(field)?.kind === "number" ? "sum" : "none";
   }
 
@@ -160,7 +165,13 @@ export class Columns {
   setTotal(field, total) {
     this.host.settings.totals[field] = total;
     this.host.table.getColumn(field).updateDefinition({ bottomCalc: total === "none" ? undefined : total })
-      .then(() => this._keyboard(this.host.table.getColumn(field)));
+      .then(() => {
+        this._keyboard(this.host.table.getColumn(field));
+        // The groups' totals rows are rebuilt by grouping again: recalculating them would keep
+        // their cells in the order from before the column was remade.
+        if (this.host.settings.group) this.host.groupBy(this.host.settings.group);
+        else this.host.table.recalc();
+      });
     this.host.changed();
   }
 

@@ -9,6 +9,14 @@ import { Sparkline } from "/static/sparkline.js";
 import { formatNumber } from "/static/format.js";
 
 const LEFT_NOTE_MS = 10_000;
+/** An OOF's reason (PROTOCOL 6), as a reader says it. */
+const OOF_REASONS = /** @type {Record<string, string>} */ ({
+  match: "no longer matches the filter",
+  deleted: "deleted",
+  expired: "expired",
+  entitlement: "no longer entitled to it",
+  stale: "gone while the connection was down",
+});
 
 /**
  * What a panel needs from the page.
@@ -65,20 +73,20 @@ export class Panel {
       columnCalcs: "both",
       placeholder: this.empty,
       groupHeader: (/** @type {unknown} */ value, /** @type {number} */ count) =>
-        document.createTextNode(`${value ?? "(none)"} · ${formatNumber(count, 0)} rows`),
+        document.createTextNode(`${value ?? "(none)"} · ${formatNumber(count, 0)} ${count === 1 ? "row" : "rows"}`),
       columnDefaults: { resizable: true },
       headerFilterLiveFilterDelay: 250,
     });
     this.view = host.client.sowAndDeltaSubscribe(topic, { filter: filter || undefined, options: withTimestamp(options) });
     this.binding = new TabulatorBinding(this.view, this.table, {
-      onOof: (key, _record, reason) => this.left(key, reason),
+      onOof: (key, record, reason) => this.left(key, record, reason),
       onColumns: (fields, records) => {
         this.columns.add(fields, records).catch((error) => console.warn("columns", error));
         this.toolbarFields();
       },
     });
     this.columns = new Columns({
-      table: this.table, binding: this.binding, settings, keyFields: host.keyFields(topic),
+      table: this.table, binding: this.binding, settings, keyFields: () => host.keyFields(topic),
       changed: () => host.changed(), chartColumn: (field) => this.chartColumn(field), groupBy: (field) => this.groupBy(field),
     });
     this.table.on("columnMoved", () => { this.columns.touched = true; host.changed(); });
@@ -150,10 +158,13 @@ export class Panel {
     this.host.closed(this);
   }
 
-  /** @param {string} key @param {string} reason */
-  left(key, reason) {
+  /** A record left the view: said under the toolbar, named by its key fields, with the reason in
+   * words. @param {string} key @param {any} record @param {string} reason */
+  left(key, record, reason) {
+    const keyFields = [...this.host.keyFields(this.settings.topic)].filter((field) => record?.[field] !== undefined);
+    const name = keyFields.length ? keyFields.map((field) => `${field} ${record[field]}`).join(", ") : key;
     const note = this.$(".left-note");
-    note.textContent = `${key} left the view: ${reason}`;
+    note.textContent = `${name} left the view: ${OOF_REASONS[reason] ?? reason}`;
     note.dataset.at = String(Date.now());
   }
 

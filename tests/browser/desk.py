@@ -1,0 +1,74 @@
+"""What the desk tests share: records like a desk's, and ways to find a table's rows and cells."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from playwright.sync_api import Locator, Page
+
+SCREENSHOTS = Path(__file__).parent / "screenshots"
+
+BOOK = [
+    {"order": 1, "sym": "MSFT", "qty": 12500, "px": 101.5, "pnl": -8081.25, "at": "2026-11-23T09:30:01.250Z"},
+    {"order": 2, "sym": "IBM", "qty": 3, "px": 99.125, "pnl": 10.5, "at": "2026-11-23T09:30:02.000Z"},
+    {"order": 3, "sym": "MSFT", "qty": 700, "px": 250.0, "pnl": 1200.0, "at": "2026-11-23T09:30:03.500Z"},
+]
+
+
+def rows(page: Page) -> Locator:
+    """The data rows of the first view's table (not group headers, not totals)."""
+    return page.locator(".view").first.locator(
+        ".tabulator-tableholder .tabulator-row:not(.tabulator-group):not(.tabulator-calcs)"
+    )
+
+
+def cell(row: Locator, field: str) -> Locator:
+    return row.locator(f".tabulator-cell[tabulator-field='{field}']")
+
+
+def header(page: Page, field: str) -> Locator:
+    return page.locator(".view").first.locator(f".tabulator-col[tabulator-field='{field}']")
+
+
+def column_order(page: Page) -> list[str]:
+    fields: list[str] = (
+        page.locator(".view")
+        .first.locator(".tabulator-header .tabulator-col")
+        .evaluate_all(
+            "(columns) => columns.filter((c) => c.offsetParent !== null)"
+            ".map((c) => c.getAttribute('tabulator-field'))"
+        )
+    )
+    return fields
+
+
+def shot(page: Page, name: str) -> None:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / name))
+
+
+def quick(page: Page, field: str, text: str) -> None:
+    """Type a quick filter above ``field`` (Enter applies it at once; typing applies it too)."""
+    box = header(page, field).locator("input")
+    box.fill(text)
+    box.press("Enter")
+
+
+def eventually(read: Callable[[], object], check: Callable[[object], bool], timeout: float = 5) -> object:
+    """``read()`` once ``check`` holds for it, within ``timeout`` seconds (else an assertion).
+    ``read`` must ask the page (a Playwright call), not read a value Playwright caches."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if check(value):
+            return value
+        assert time.monotonic() < deadline, f"still {value!r}"
+        time.sleep(0.1)
+
+
+def url_with(page: Page, part: str) -> str:
+    """The page's address once it holds ``part`` (the dashboard writes it within a second)."""
+    # Read from the page: Playwright's page.url follows the page only while Playwright is called.
+    return str(eventually(lambda: page.evaluate("() => location.href"), lambda url: part in str(url)))
