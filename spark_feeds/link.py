@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ log = logging.getLogger("spark_feeds.sink")
 T = TypeVar("T")
 FIRST_PAUSE_S = 0.25  # the pause before the first reconnect; it doubles up to MAX_PAUSE_S
 MAX_PAUSE_S = 5.0
+CLOSED = "the sink was closed (its query is stopping)"
 # Close codes that say "come back later": going away (a restart), abnormal closure (no close
 # frame: the process died), internal error, service restart, try again later, bad gateway.
 TRANSIENT_CLOSE_CODES = frozenset({1001, 1006, 1011, 1012, 1013, 1014})
@@ -56,6 +58,7 @@ class Link:
     _known: int = field(default=0, init=False)  # the highest sequence the server is known to have
     _lost: tuple[float, str] | None = field(default=None, init=False)  # since when, and why
     _at_exit: bool = field(default=False, init=False)
+    _closed: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
 
     def run(self, attempt: Attempt[T]) -> T:
         """``attempt(ws, known)`` on the open connection, where ``known`` is the highest sequence
@@ -69,6 +72,8 @@ class Link:
                 result, acknowledged = attempt(self._open(), self._known)
             except (OSError, ConnectionClosed, InvalidHandshake, AckTimeout) as error:
                 self.discard()
+                if self._closed.is_set():
+                    raise FeedError(f"{self.topic}: {CLOSED}") from error
                 permanent = refusal(error)
                 if permanent is not None:
                     raise FeedError(f"{self.topic}: {permanent}") from error
@@ -81,7 +86,7 @@ class Link:
                         f"{self.topic}: gave up after {self.retry_s:g} s without the server at "
                         f"{self.url}: {describe(error)}"
                     ) from error
-                time.sleep(min(pause, first_failure + self.retry_s - now))
+                self._closed.wait(min(pause, first_failure + self.retry_s - now))  # close() wakes it
                 pause = min(pause * 2, MAX_PAUSE_S)
             except BaseException:
                 self.discard()  # what the server has of the work is unknown: ask it on a new logon
@@ -93,6 +98,8 @@ class Link:
     def _open(self) -> ClientConnection:
         if self._ws is not None:
             return self._ws
+        if self._closed.is_set():
+            raise FeedError(f"{self.topic}: {CLOSED}")
         # Entered as a context manager would be (websockets 17 warns on a bare connect()), and
         # closed by ``discard``: the connection outlives any one block.
         ws = connect(self.url, max_size=None, open_timeout=min(self.timeout_s, 10.0)).__enter__()
@@ -102,6 +109,9 @@ class Link:
             ws.close()
             raise
         self._ws = ws
+        if self._closed.is_set():  # closed while this connection was being opened
+            self.discard()
+            raise FeedError(f"{self.topic}: {CLOSED}")
         if not self._at_exit:
             self._at_exit = True
             atexit.register(self.close)
@@ -143,6 +153,10 @@ class Link:
             decoded = orjson.loads(frame)
             yield from decoded if isinstance(decoded, list) else [decoded]
 
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
     def discard(self) -> None:
         """Drop the connection (after a failure): the next ``run`` logs on again."""
         ws, self._ws = self._ws, None
@@ -150,7 +164,9 @@ class Link:
             ws.close()
 
     def close(self) -> None:
-        """Close the connection, when the query is over (and at exit)."""
+        """Close the connection for good, when the query is over or stopping (and at exit): work
+        under way, even waiting for the server to come back, fails at once."""
+        self._closed.set()
         self.discard()
 
 

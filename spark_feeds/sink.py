@@ -38,7 +38,7 @@ from typing import Any
 import orjson
 from websockets.sync.client import ClientConnection
 
-from .link import FeedError, Link
+from .link import CLOSED, FeedError, Link
 
 __all__ = ["FeedError", "ProtocolSink", "add_feed_options", "client_name_for"]
 
@@ -130,7 +130,7 @@ class ProtocolSink:
         )
 
     def close(self) -> None:
-        """Close the connection (the query is over); a later batch would open a new one."""
+        """Close the connection for good (the query is over, or stopping: a batch under way fails)."""
         self._link.close()
 
     def __call__(self, batch: Any, batch_id: int) -> None:
@@ -154,10 +154,19 @@ class ProtocolSink:
             return ((data for data, _ in part) for _, part in partitions)
 
         started = time.perf_counter()
-        if self.transactions == "off":
-            sent = self._send(lambda: (self._head + data for data, _ in rows()), batch_id)
-        else:
-            sent = self._send(lambda: self._transactions(groups()), batch_id)
+        try:
+            if self.transactions == "off":
+                sent = self._send(lambda: (self._head + data for data, _ in rows()), batch_id)
+            else:
+                sent = self._send(lambda: self._transactions(groups()), batch_id)
+        except Exception:
+            if not self._link.closed:
+                raise
+            # Stopping: the batch was cut short (its job cancelled, or its connection closed),
+            # and runs again on the next start. Said in one line: the error of a cancelled job
+            # carries Java's stack trace, which Spark's stream thread chokes on (a regex over it
+            # overflows the stack) before the stop completes.
+            raise FeedError(f"{self.topic}: batch {batch_id} cut short: {CLOSED}") from None
         unit = "rows" if self.transactions == "off" else "transactions"
         elapsed_ms = (time.perf_counter() - started) * 1000
         log.info(

@@ -86,7 +86,7 @@ def files_args(
 
 
 def run(spark: SparkSession, args: argparse.Namespace) -> None:
-    files.build(spark, args).start().awaitTermination(120)
+    files.start(spark, args).awaitTermination(120)
 
 
 @pytest.mark.slow
@@ -126,7 +126,7 @@ def test_a_replayed_micro_batch_delivers_nothing_twice(
 @pytest.mark.slow
 def test_a_server_error_fails_the_batch(spark: SparkSession, server: ServerProcess, tmp_path: Path) -> None:
     drop_json(tmp_path / "incoming", "bad.json", [{"qty": 1}])  # no /order: no key
-    query = files.build(spark, files_args(server, tmp_path, "json")).start()
+    query = files.start(spark, files_args(server, tmp_path, "json"))
     with pytest.raises(Exception, match="bad message"):
         query.awaitTermination(120)
 
