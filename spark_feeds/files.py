@@ -11,12 +11,14 @@ The schema is inferred from the files unless ``--schema`` gives it (a Spark DDL 
 from __future__ import annotations
 
 import argparse
-import logging
+import sys
 from typing import Any
 
 from . import checks
-from .session import apply_trigger, local_session
-from .sink import ProtocolSink, add_feed_options, client_name_for
+from .console import Stop, log_lines, run_until_stopped
+from .session import local_session
+from .sink import add_feed_options
+from .stream import publish_stream
 from .transforms import stamped
 
 
@@ -55,8 +57,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def build(spark: Any, args: argparse.Namespace) -> Any:
-    """The streaming query, not started."""
+def start(spark: Any, args: argparse.Namespace) -> Any:
+    """The streaming query, started."""
     reader = spark.readStream.format(args.format)
     if args.format == "csv":
         reader = reader.option("header", "true").option("inferSchema", "true")
@@ -65,18 +67,27 @@ def build(spark: Any, args: argparse.Namespace) -> Any:
     rows = reader.load(args.path)
     if args.stamp:
         rows = stamped(rows, args.stamp)
-    client_name = args.client_name or client_name_for(args.checkpoint, args.topic)
-    sink = ProtocolSink(args.url, args.topic, client_name, mode=args.mode, transactions=args.transactions)
-    writer = rows.writeStream.foreachBatch(sink).option("checkpointLocation", args.checkpoint)
-    return apply_trigger(writer, args.trigger)
+    return publish_stream(
+        rows,
+        url=args.url,
+        topic=args.topic,
+        checkpoint=args.checkpoint,
+        mode=args.mode,
+        trigger=args.trigger,
+        transactions=args.transactions,
+        client_name=args.client_name,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     checks.server_answers(args.url)  # before Spark starts: a wrong URL costs one line
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    log_lines()
+    stop = Stop()
+    stop.install()
     spark = local_session(f"sowpush files -> {args.topic}")
-    build(spark, args).start().awaitTermination()
+    stop.install()  # again: PySpark's SparkContext puts in a SIGINT handler of its own
+    sys.exit(run_until_stopped(spark, [start(spark, args)], stop))
 
 
 if __name__ == "__main__":

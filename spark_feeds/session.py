@@ -1,23 +1,64 @@
-"""What the job entry points share: a local SparkSession and the --trigger option."""
+"""What the job entry points share: a local SparkSession, quiet (no progress bars, Spark's driver
+logging errors and the warnings that matter), and the --trigger option."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
+# Spark's log4j2 configuration for a feed's driver: errors, and warnings from everything but what
+# warns on every healthy run (a trigger that took longer than its interval on a busy machine,
+# AQE off in streaming, no native Hadoop library, a host name that resolves to loopback).
+LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.streaming.name = org.apache.spark.sql.execution.streaming
+logger.streaming.level = error
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+"""
+
+
+def log4j2_file() -> Path:
+    """``LOG4J2`` in a file the driver's JVM can be pointed at (written once per content)."""
+    digest = hashlib.sha256(LOG4J2.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"sowpush-feed-log4j2-{digest}.properties"
+    if not path.exists():
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(LOG4J2)
+        partial.replace(path)
+    return path
+
 
 def local_session(app: str, master: str | None = None) -> SparkSession:
     """A SparkSession for a feed, quiet, UI off. Under spark-submit the master is the one it was
-    given; otherwise ``master``, ``SPARK_MASTER`` or ``local[*]``."""
+    given; otherwise ``master``, ``SPARK_MASTER`` or ``local[*]``, with a driver that logs only
+    what matters (LOG4J2)."""
     builder = SparkSession.builder.appName(app)
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
         builder = builder.master(master or os.environ.get("SPARK_MASTER", "local[*]"))
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j2_file()}"
+        )
     session = (
         builder.config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", os.environ.get("SPARK_SHUFFLE_PARTITIONS", "2"))
         .config("spark.sql.streaming.schemaInference", "true")
+        # Wide records make plans wider than 25 fields, which Spark warns about once otherwise.
+        .config("spark.sql.debug.maxToStringFields", "200")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("WARN")

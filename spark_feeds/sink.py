@@ -8,6 +8,11 @@ The writer waits for the persisted ack that covers the batch's last row (for a t
 durable it comes with processed) before it returns, so Spark commits a batch only when the server
 has it; a refused row fails the batch with the server's reason.
 
+One connection serves the query for its life (``link.Link``): opened by the first micro-batch,
+reused by the next, closed by ``close()`` (``stream.publish_stream`` calls it when the query
+ends) or at exit. When the server goes away, the batch is sent again on a new connection, with
+the rows the server has skipped, until the server is back or ``retry_s`` has passed.
+
 With ``transactions`` set to ``batch`` (or ``partition``), the rows of a micro-batch (of each of
 its partitions) go as transactions (PROTOCOL 11.3): every subscriber sees all of them in one
 frame, so a dashboard never shows half a batch. A transaction holds at most ``MAX_TX_COMMANDS``
@@ -23,7 +28,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from decimal import Decimal
@@ -31,7 +36,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from websockets.sync.client import connect
+from websockets.sync.client import ClientConnection
+
+from .link import CLOSED, FeedError, Link
+
+__all__ = ["FeedError", "ProtocolSink", "add_feed_options", "client_name_for"]
 
 SEQ_STRIDE = 1_000_000_000  # sequence numbers per batch: batch b owns ((b+1)*stride, (b+2)*stride)
 MODES = ("publish", "delta_publish", "delete")
@@ -40,10 +49,6 @@ MAX_TX_COMMANDS = 10_000  # what the server takes in one transaction
 TX_ENVELOPE = 64  # bytes around a transaction's commands: {"c":"tx","cmds":[...],"s":N,"a":"persisted"}
 
 log = logging.getLogger("spark_feeds.sink")
-
-
-class FeedError(RuntimeError):
-    """The server refused a row, or did not acknowledge a batch in time."""
 
 
 def client_name_for(checkpoint: str | Path, topic: str) -> str:
@@ -95,7 +100,8 @@ class ProtocolSink:
     mode: str = "publish"
     key_columns: tuple[str, ...] = ()  # the record's key fields, for mode "delete"
     frame_bytes: int = 512 * 1024
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0  # silence on an open connection that counts as the server gone
+    retry_s: float = 300.0  # how long a batch waits for an unreachable server before it fails
     user_id: str | None = field(default_factory=lambda: os.environ.get("SOWPUSH_USER"))
     password: str | None = field(default_factory=lambda: os.environ.get("SOWPUSH_PASSWORD"))
     transactions: str = "off"  # "batch" or "partition": each is sent as one transaction
@@ -113,6 +119,19 @@ class ProtocolSink:
             raise ValueError("mode 'delete' needs the key columns")
         command = "sow_delete" if self.mode == "delete" else self.mode
         self._head = b'{"c":"' + command.encode() + b'","t":' + orjson.dumps(self.topic) + b',"data":'
+        self._link = Link(
+            self.url,
+            self.client_name,
+            self.topic,
+            self.user_id,
+            self.password,
+            timeout_s=self.timeout_s,
+            retry_s=self.retry_s,
+        )
+
+    def close(self) -> None:
+        """Close the connection for good (the query is over, or stopping: a batch under way fails)."""
+        self._link.close()
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         """``foreachBatch``: publish the micro-batch's rows. Spark writes each row as JSON on the
@@ -121,16 +140,33 @@ class ProtocolSink:
 
         columns = [F.col(name) for name in self.key_columns] if self.mode == "delete" else [F.col("*")]
         encoded = batch.select(F.to_json(F.struct(*columns)), F.spark_partition_id())
-        # toLocalIterator yields the partitions in order, each whole: a partition is a run of rows.
-        rows = ((row[0].encode(), row[1]) for row in encoded.toLocalIterator(prefetchPartitions=True))
+
+        def rows() -> Iterator[tuple[bytes, int]]:
+            # toLocalIterator yields the partitions in order, each whole: a partition is a run of
+            # rows. Called again when the batch is sent again (Spark computes it again: the same
+            # rows, as a replayed batch would be).
+            return ((row[0].encode(), row[1]) for row in encoded.toLocalIterator(prefetchPartitions=True))
+
+        def groups() -> Iterator[Iterator[bytes]]:
+            if self.transactions == "batch":
+                return iter([(data for data, _ in rows())])
+            partitions = itertools.groupby(rows(), key=lambda row: row[1])
+            return ((data for data, _ in part) for _, part in partitions)
+
         started = time.perf_counter()
-        if self.transactions == "off":
-            sent = self.publish_json((data for data, _ in rows), batch_id)
-        elif self.transactions == "batch":
-            sent = self.publish_transactions([(data for data, _ in rows)], batch_id)
-        else:
-            partitions = itertools.groupby(rows, key=lambda row: row[1])
-            sent = self.publish_transactions(((data for data, _ in part) for _, part in partitions), batch_id)
+        try:
+            if self.transactions == "off":
+                sent = self._send(lambda: (self._head + data for data, _ in rows()), batch_id)
+            else:
+                sent = self._send(lambda: self._transactions(groups()), batch_id)
+        except Exception:
+            if not self._link.closed:
+                raise
+            # Stopping: the batch was cut short (its job cancelled, or its connection closed),
+            # and runs again on the next start. Said in one line: the error of a cancelled job
+            # carries Java's stack trace, which Spark's stream thread chokes on (a regex over it
+            # overflows the stack) before the stop completes.
+            raise FeedError(f"{self.topic}: batch {batch_id} cut short: {CLOSED}") from None
         unit = "rows" if self.transactions == "off" else "transactions"
         elapsed_ms = (time.perf_counter() - started) * 1000
         log.info(
@@ -157,13 +193,15 @@ class ProtocolSink:
 
     def publish_json(self, rows: Iterable[bytes], batch_id: int) -> int:
         """Publish rows given as JSON objects as batch ``batch_id``; returns how many were sent (not
-        already on disk)."""
-        return self._send((self._head + row for row in rows), batch_id)
+        already on disk). An iterator is held in memory, to be sent again after a reconnect."""
+        held = rows if isinstance(rows, Collection) else list(rows)
+        return self._send(lambda: (self._head + row for row in held), batch_id)
 
     def publish_transactions(self, groups: Iterable[Iterable[bytes]], batch_id: int) -> int:
         """Publish each group of rows (JSON objects) as one transaction (several when it holds more
         than ``max_tx_commands``), as batch ``batch_id``; returns how many transactions were sent."""
-        return self._send(self._transactions(groups), batch_id)
+        held = [group if isinstance(group, Collection) else list(group) for group in groups]
+        return self._send(lambda: self._transactions(held), batch_id)
 
     def _transactions(self, groups: Iterable[Iterable[bytes]]) -> Iterator[bytes]:
         """Each group as transaction bodies: one, unless it holds more than ``max_tx_commands``
@@ -202,33 +240,22 @@ class ProtocolSink:
     def _transaction(commands: list[bytes]) -> bytes:
         return b'{"c":"tx","cmds":[' + b",".join(commands) + b"]"
 
-    def _send(self, bodies: Iterable[bytes], batch_id: int) -> int:
+    def _send(self, bodies: Callable[[], Iterable[bytes]], batch_id: int) -> int:
         """Send each command body (without its ``s``) numbered within batch ``batch_id``, skipping
-        those the server has on disk already; wait for the persisted ack of the last."""
+        those the server has already; wait for the persisted ack of the last. ``bodies`` gives
+        them from the start again when the connection is lost and the batch is sent again."""
         base = (batch_id + 1) * SEQ_STRIDE
-        with connect(self.url, max_size=None, open_timeout=self.timeout_s) as ws:
-            on_disk = self._logon(ws)
+
+        def attempt(ws: ClientConnection, known: int) -> tuple[int, int]:
             sent, last = 0, 0
-            for frame, count, highest in self._frames(bodies, base, on_disk):
+            for frame, count, highest in self._frames(bodies(), base, known):
                 ws.send(frame.decode())
                 sent, last = sent + count, highest
             if sent:
                 self._await_persisted(ws, last)
-        return sent
+            return sent, last
 
-    def _logon(self, ws: Any) -> int:
-        logon: dict[str, Any] = {"c": "logon", "cid": "logon", "client_name": self.client_name}
-        if self.user_id:
-            logon["user_id"] = self.user_id
-        if self.password:
-            logon["pw"] = self.password
-        ws.send(orjson.dumps(logon).decode())
-        for message in self._messages(ws):
-            if message.get("cid") == "logon":
-                if message.get("status") != "success":
-                    raise FeedError(f"logon refused: {message.get('reason')}")
-                return int(message.get("s", 0))
-        raise FeedError("no logon ack")
+        return self._link.run(attempt)
 
     def _frames(self, bodies: Iterable[bytes], base: int, on_disk: int) -> Iterator[tuple[bytes, int, int]]:
         batch: list[bytes] = []
@@ -253,20 +280,11 @@ class ProtocolSink:
         if batch:
             yield b"[" + b",".join(batch) + b"]", len(batch), highest
 
-    def _await_persisted(self, ws: Any, last: int) -> None:
-        for message in self._messages(ws):
+    def _await_persisted(self, ws: ClientConnection, last: int) -> None:
+        for message in self._link.messages(ws):
             if message.get("status") == "failure":
                 raise FeedError(
                     f"{self.topic}: the server refused row s={message.get('s')}: {message.get('reason')}"
                 )
             if message.get("a") == "persisted" and int(message.get("s", 0)) >= last:
                 return
-
-    def _messages(self, ws: Any) -> Iterator[dict[str, Any]]:
-        while True:
-            try:
-                frame = ws.recv(timeout=self.timeout_s)
-            except TimeoutError:
-                raise FeedError(f"{self.topic}: no acknowledgement within {self.timeout_s} s") from None
-            decoded = orjson.loads(frame)
-            yield from decoded if isinstance(decoded, list) else [decoded]

@@ -94,7 +94,7 @@ def test_a_file_feed_sends_partitions_as_stamped_transactions(
         ]
     )
     with watch(server, "orders") as watcher:
-        files.build(spark, args).start().awaitTermination(120)
+        files.start(spark, args).awaitTermination(120)
         found = transactions(frames(watcher))
     assert sorted(len(tx) for tx in found) == [20, 30], "one transaction per file's partition"
     stamps = {m["data"]["trigger_ts"] for tx in found for m in tx}

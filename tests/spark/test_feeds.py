@@ -12,12 +12,10 @@ from typing import Any
 import orjson
 import pytest
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 from websockets.sync.client import ClientConnection, connect
 
 from spark_feeds import demo, files
 from spark_feeds.sink import FeedError, ProtocolSink, client_name_for
-from spark_feeds.transforms import orders_from_rate, positions_from_ticks, ticks_from_rate
 
 from ..integration.server_process import ServerProcess, sow_records
 
@@ -86,7 +84,7 @@ def files_args(
 
 
 def run(spark: SparkSession, args: argparse.Namespace) -> None:
-    files.build(spark, args).start().awaitTermination(120)
+    files.start(spark, args).awaitTermination(120)
 
 
 @pytest.mark.slow
@@ -126,24 +124,9 @@ def test_a_replayed_micro_batch_delivers_nothing_twice(
 @pytest.mark.slow
 def test_a_server_error_fails_the_batch(spark: SparkSession, server: ServerProcess, tmp_path: Path) -> None:
     drop_json(tmp_path / "incoming", "bad.json", [{"qty": 1}])  # no /order: no key
-    query = files.build(spark, files_args(server, tmp_path, "json")).start()
+    query = files.start(spark, files_args(server, tmp_path, "json"))
     with pytest.raises(Exception, match="bad message"):
         query.awaitTermination(120)
-
-
-def test_demo_transforms_on_static_data(spark: SparkSession) -> None:
-    rate = spark.range(0, 1000).select(
-        (F.lit(1_800_000_000) + F.col("id") / 100).cast("timestamp").alias("timestamp"),
-        F.col("id").alias("value"),
-    )
-    ticks = ticks_from_rate(rate)
-    assert set(ticks.columns) == {"timestamp", "trader", "sym", "side", "qty", "px"}
-    positions = positions_from_ticks(ticks).collect()
-    assert {row["trader"] for row in positions} == {"ann", "ben", "cho", "dev", "eli"}
-    assert sum(row["trades"] for row in positions) == 1000
-    orders = orders_from_rate(rate).collect()
-    assert {row["status"] for row in orders} == {"new", "partial", "filled", "cancelled"}
-    assert len({row["order"] for row in orders}) == 200
 
 
 @pytest.mark.slow
@@ -152,25 +135,25 @@ def test_the_demo_pipelines_feed_positions_and_orders(
 ) -> None:
     args = demo.parse_args(
         [
-            "--url",
-            server.url,
-            "--rows-per-second",
-            "200",
-            "--checkpoint",
-            str(tmp_path),
-            "--trigger-seconds",
-            "0.5",
+            *("--url", server.url, "--checkpoint", str(tmp_path), "--trigger-seconds", "0.5"),
+            *("--orders-per-second", "400", "--trades-per-second", "200", "--book", "200"),
         ]
     )
     queries = demo.start(spark, args)
     try:
-        deadline = time.time() + 60
+        deadline = time.time() + 90
         while time.time() < deadline and not (sow(server, "positions") and len(sow(server, "orders")) >= 50):
             time.sleep(0.5)
+        before = {r["trader"]: r["trades"] for r in sow(server, "positions")}
+        time.sleep(3)
+        after = {r["trader"]: r["trades"] for r in sow(server, "positions")}
     finally:
         for query in queries:
             query.stop()
     positions, orders = sow(server, "positions"), sow(server, "orders")
-    assert positions and {"trader", "pnl", "position", "trades"} <= set(positions[0])
-    assert len(orders) >= 50 and {"order", "status", "qty", "filled"} <= set(orders[0])
+    fields = {"trader", "position", "avg_px", "mark", "realised_pnl", "unrealised_pnl", "pnl"}
+    assert fields <= set(positions[0])
+    assert sum(after.values()) > sum(before.values()), "the positions accumulate"
+    assert all(after[trader] >= trades for trader, trades in before.items())
+    assert len(orders) >= 50 and {"order", "status", "qty", "filled", "side", "account"} <= set(orders[0])
     assert client_name_for(tmp_path / "orders", "orders") == client_name_for(tmp_path / "orders", "orders")

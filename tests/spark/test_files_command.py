@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from ..integration.server_process import ServerProcess, sow_records
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def files_command(*args: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "spark_feeds.files", *args]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
 
 
 @pytest.mark.parametrize(
@@ -57,3 +59,19 @@ def test_the_help_describes_every_option() -> None:
         assert option in result.stdout
     for default in ("(default: json)", "(default: publish)", "(default: off)", "the default"):
         assert default in result.stdout
+
+
+@pytest.mark.slow
+def test_a_run_logs_each_batch_and_exits_0_when_done(server: ServerProcess, tmp_path: Path) -> None:
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    (incoming / "a.json").write_text("\n".join(f'{{"order": {n}, "qty": {n}}}' for n in range(5)))
+    result = files_command(
+        *("--url", server.url, "--topic", "orders", "--path", str(incoming)),
+        *("--checkpoint", str(tmp_path / "checkpoint")),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "orders: batch 0: 5 rows sent and acknowledged in" in result.stderr
+    for noise in ("Traceback", "[Stage", " ERROR ", "log4j"):
+        assert noise not in result.stderr, result.stderr
+    assert sorted(r["order"] for r in sow_records(server.url, "orders")) == list(range(5))
