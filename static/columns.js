@@ -7,6 +7,16 @@ import { flashing } from "/web/adapters/tabulator.js";
 import { ColumnFormat, cellFormatter, formatNumber, inferDecimals, kindOf } from "/static/format.js";
 import { quickFilterFunction } from "/static/quick.js";
 
+/** Words in a field's name that make its numbers levels, not amounts: their total is an average. */
+const LEVEL_WORDS = new Set(["px", "price", "mark", "mid", "bid", "ask", "rate", "avg", "average", "mean",
+  "pct", "percent", "ratio", "yield", "spread"]);
+
+/** Whether a field is named like a level (`limit_px`, `avgPrice`, `mark`). @param {string} field */
+function averaged(field) {
+  const words = field.replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase().split(/[^a-z0-9]+/);
+  return words.some((word) => LEVEL_WORDS.has(word));
+}
+
 /** The server's order over mixed values: numbers before strings, empty values last. */
 function compare(/** @type {any} */ a, /** @type {any} */ b) {
   if (a === b) return 0;
@@ -123,12 +133,15 @@ export class Columns {
     };
   }
 
-  /** The total a column shows: the URL's choice, else a count for a key, a sum for a number. @param {string} field */
+  /** The total a column shows: the URL's choice, else a count for a key, an average for a
+   * number named like a price or a ratio (a sum of prices means nothing), a sum for any other
+   * number. @param {string} field */
   total(field) {
     const chosen = this.host.settings.totals[field];
     if (chosen) return chosen;
     if (this.host.keyFields().has(field)) return "count";
-    return this.formats.get(field)?.kind === "number" ? "sum" : "none";
+    if (this.formats.get(field)?.kind !== "number") return "none";
+    return averaged(field) ? "avg" : "sum";
   }
 
   /** @param {string} field */
