@@ -4,9 +4,8 @@
 //
 // Changes wait in a buffer, one entry per record (a record changed five times between two frames
 // is drawn once, with its newest value), and the page applies them with `flush(budget)` from its
-// animation frame, under Tabulator's blockRedraw: the totals of a grouped table are summed once
-// per frame, not once per changed cell. A transaction's changes are applied in one flush, whatever
-// the budget. While `paused`, nothing is applied and the buffer says how much waits. A record that
+// animation frame: rows added, removed or regrouped under one blockRedraw, values in place cell by
+// cell. A transaction's changes are applied in one flush, whatever the budget. While `paused`, nothing is applied and the buffer says how much waits. A record that
 // leaves the view stays `lingerMs` on screen, marked with the reason, then goes. Sorting and quick
 // filters are applied again every `refreshMs` while records change, but not while the pointer is
 // over the table: rows never move under the user's hand. Totals (Tabulator's column calculations)
@@ -52,6 +51,10 @@ export class TabulatorBinding {
     this.pending = new Map();
     /** @type {Map<string, any>} what the table holds, by key (rows leaving included) */
     this.records = new Map();
+    /** @type {Map<string, any>} each record's Tabulator row component, by key: Tabulator finds a
+     * row by its index field with a scan of every row, which at 10,000 rows costs more than
+     * drawing the change. Filled as rows are added; a key it lacks makes it read them all again. */
+    this.rows = new Map();
     /** @type {Map<string, number>} rows leaving the view: when each goes */
     this.leaving = new Map();
     /** @type {string[]} every field seen, in the order first seen */
@@ -134,23 +137,32 @@ export class TabulatorBinding {
     const adds = [];
     const updates = [];
     const returned = [];
+    const groupBy = this.table.options.groupBy;
+    // Rows added, removed or moved to another group are drawn under one blockRedraw. Values
+    // changed in place need no redraw, only the totals held back: restoring a blocked redraw
+    // measures every header again, which costs more than the changes themselves.
+    let redraw = gone.length + expired.length > 0;
     for (const [key, record] of written) {
-      if (this.records.has(key)) updates.push(this._row(key, record));
-      else adds.push({ ...record, [KEY_FIELD]: key });
+      const old = this.records.get(key);
+      if (old === undefined) {
+        adds.push({ ...record, [KEY_FIELD]: key });
+        redraw = true;
+      } else {
+        updates.push(this._rowData(key, record));
+        if (groupBy && !redraw) redraw = typeof groupBy !== "string" || old?.[groupBy] !== record?.[groupBy];
+      }
       this.records.set(key, record);
       if (this.leaving.delete(key)) returned.push(key);
     }
     const calcs = this.table.modules?.columnCalcs;
-    this.table.blockRedraw();
+    if (redraw) this.table.blockRedraw();
+    else calcs?.blockRedraw();
     this.updating = true;
     try {
-      if (updates.length) this.table.updateData(updates);
-      if (adds.length) {
-        if (this.table.getDataCount() === 0) this.table.setData(adds);
-        else this.table.addData(adds);
-      }
+      for (const data of updates) this._rowOf(data[KEY_FIELD])?.update(data);
+      if (adds.length) this._add(adds);
       for (const { key, change } of gone) this._leave(key, change.record, change.reason ?? "");
-      for (const key of expired) this._forget(key);
+      this._forget(expired);
     } finally {
       this.updating = false;
       // Totals are summed again every `totalsMs`, not every frame: summing 10,000 rows and
@@ -160,7 +172,8 @@ export class TabulatorBinding {
         calcs.recalcAfterBlock = false;
         this.totalsDue = true;
       }
-      this.table.restoreRedraw();
+      if (redraw) this.table.restoreRedraw();
+      else if (calcs) calcs.blocked = false;
     }
     this.refreshDue = this.refreshDue || updates.length > 0 || adds.length > 0;
     this._refresh(now);
@@ -185,9 +198,29 @@ export class TabulatorBinding {
       (/** @type {any} */ sorter) => ({ column: sorter.field, dir: sorter.dir })));
   }
 
-  /** A row for Tabulator's updateData, which changes only the fields it is given: every field
+  /** New rows; their components are indexed by key once Tabulator has made them.
+   * @param {Record<string, unknown>[]} adds */
+  _add(adds) {
+    const made = this.table.getDataCount() === 0 ? this.table.setData(adds) : this.table.addData(adds);
+    made.then((/** @type {any[] | undefined} */ rows) => {
+      for (const row of rows ?? []) this.rows.set(row.getData()[KEY_FIELD], row);
+    }, () => {});
+  }
+
+  /** The row component of `key`, or undefined. @param {string} key */
+  _rowOf(key) {
+    let row = this.rows.get(key);
+    if (row === undefined && this.records.has(key)) {
+      this.rows.clear();
+      for (const each of this.table.getRows()) this.rows.set(each.getData()[KEY_FIELD], each);
+      row = this.rows.get(key);
+    }
+    return row;
+  }
+
+  /** A row's data for Tabulator's update, which changes only the fields it is given: every field
    * shown, so one the record no longer has is emptied. @param {string} key @param {any} record */
-  _row(key, record) {
+  _rowData(key, record) {
     /** @type {Record<string, unknown>} */
     const row = { [KEY_FIELD]: key };
     for (const field of this.fields) row[field] = record?.[field];
@@ -213,7 +246,7 @@ export class TabulatorBinding {
 
   /** The row's element when the row is on screen, else null. @param {string} key */
   _rowElement(key) {
-    const element = this.table.getRow(key)?.getElement();
+    const element = this._rowOf(key)?.getElement();
     return element?.isConnected ? element : null;
   }
 
@@ -222,7 +255,7 @@ export class TabulatorBinding {
     this.onOof(key, record, reason);
     const element = this._rowElement(key);
     if (!element || this.lingerMs <= 0) {
-      this._forget(key); // nobody sees it go: no need to linger
+      this._forget([key]); // nobody sees it go: no need to linger
       return;
     }
     element.classList.add("leaving");
@@ -238,14 +271,21 @@ export class TabulatorBinding {
     return expired;
   }
 
-  /** @param {string} key */
-  _forget(key) {
-    this.leaving.delete(key);
-    this.records.delete(key);
-    const element = this.table.getRow(key)?.getElement();
-    element?.classList.remove("leaving");
-    if (element) delete element.dataset.reason;
-    this.table.deleteRow(key);
+  /** Remove these records' rows. @param {string[]} keys */
+  _forget(keys) {
+    const rows = [];
+    for (const key of keys) {
+      const row = this._rowOf(key);
+      this.leaving.delete(key);
+      this.records.delete(key);
+      this.rows.delete(key);
+      if (!row) continue;
+      const element = row.getElement();
+      element?.classList.remove("leaving");
+      if (element) delete element.dataset.reason;
+      rows.push(row);
+    }
+    if (rows.length) this.table.deleteRow(rows);
   }
 
   /** Stop listening to the view; the table keeps what it shows. */
