@@ -1,5 +1,6 @@
 """web/adapters/: a view bound to AG Grid, through the example page, in real Chromium against a real
-server: snapshots, updates, inserts, OOFs, transactions drawn whole, stale rows across a restart."""
+server: snapshots, updates, inserts, OOFs, transactions drawn whole, stale rows across a restart;
+and the README's examples of both adapters, run as written."""
 
 from __future__ import annotations
 
@@ -22,8 +23,12 @@ ROWS = "#grid .ag-row"
 
 def publish(server: ServerProcess, *records: dict[str, Any], topic: str = "orders") -> None:
     """Publish ``records`` and wait for the server to have processed them."""
+    send(server, [{"c": "publish", "t": topic, "data": record} for record in records])
+
+
+def send(server: ServerProcess, commands: list[dict[str, Any]]) -> None:
+    """Send ``commands`` and wait for the server to have processed them."""
     with connect(server.url) as ws:
-        commands = [{"c": "publish", "t": topic, "data": record} for record in records]
         ws.send(orjson.dumps([*commands, {"c": "flush", "cid": "done"}]).decode())
         while not any(m.get("cid") == "done" for m in orjson.loads(ws.recv(timeout=10))):
             pass
@@ -293,4 +298,29 @@ def test_the_readme_example_works(page: Page, server: ServerProcess) -> None:
         publish(server, {"order": 2, "sym": "AAPL", "qty": 3})
     assert logged.value.text == "order 2 left the view: match"
     expect(page.locator(ROWS)).to_have_count(1)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_the_readme_tabulator_example_works(page: Page, server: ServerProcess) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    match = re.search(r"```js\n(import \{ PushClient .*?TabulatorBinding.*?)```", readme, re.DOTALL)
+    assert match, "the README has no Tabulator example"
+    publish(server, {"order": 1, "sym": "MSFT", "qty": 50}, {"order": 2, "sym": "AAPL", "qty": 20})
+    page.goto(server.http + "/healthz")  # the page's origin, for the example's absolute imports
+    page.set_content(
+        '<link rel="stylesheet" href="/static/vendor/tabulator/tabulator.min.css"><div id="orders"></div>'
+        f'<script type="module">{match.group(1)}</script>'
+    )
+    rows = page.locator("#orders .tabulator-tableholder .tabulator-row")
+    expect(rows).to_have_count(2)
+    totals = page.locator("#orders .tabulator-footer .tabulator-cell[tabulator-field='qty']")
+    expect(totals).to_have_text("70")
+    publish(server, {"order": 2, "sym": "AAPL", "qty": 3})  # no filter: an update, not an OOF
+    expect(totals).to_have_text("53")
+    with page.expect_console_message(lambda message: "left:" in message.text) as logged:
+        send(server, [{"c": "sow_delete", "t": "orders", "filter": "/order = 2"}])
+    assert logged.value.text.endswith("left: deleted")
+    expect(page.locator("#orders .tabulator-row.leaving")).to_have_count(1)  # lingers, marked
+    expect(rows).to_have_count(1, timeout=6000)  # then goes
+    expect(totals).to_have_text("50")
     assert page.errors == []  # type: ignore[attr-defined]

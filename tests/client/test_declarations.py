@@ -1,8 +1,9 @@
-"""The TypeScript declarations shipped beside the JavaScript client (web/*.d.ts), checked by tsc.
+"""The TypeScript declarations shipped beside the JavaScript client and its grid adapters
+(web/*.d.ts, web/adapters/*.d.ts), checked by tsc.
 
 Three checks, each able to fail on a wrong declaration:
-- a typed usage example (typecheck/usage.ts) compiles against the declarations, which pin the
-  types a user relies on and refuse what the client refuses;
+- typed usage examples (typecheck/usage.ts, typecheck/adapters.ts) compile against the
+  declarations, which pin the types a user relies on and refuse what the client refuses;
 - the JavaScript itself type-checks (strict, from its JSDoc), and the declarations tsc derives
   from it conform to the hand-written ones: every value a .d.ts declares exists in its module with
   a type that fits (for a class, its instances), and every value a module exports is declared.
@@ -19,6 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "web"
+MODULE_FOLDERS = [WEB, WEB / "adapters"]
 TYPECHECK = Path(__file__).parent / "typecheck"
 TSC = ROOT / ".venv" / "node" / "node_modules" / ".bin" / "tsc"
 COMPILER = ["--strict", "--target", "es2022", "--module", "es2022", "--lib", "es2022,dom"]
@@ -61,6 +63,11 @@ def tsc(*arguments: str, cwd: Path, source: str = "") -> None:
     pytest.fail(f"tsc {' '.join(arguments)}\n{result.stdout}{result.stderr}{misfits}")
 
 
+def copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(source, target)
+
+
 def test_the_typed_usage_example_compiles_against_the_declarations() -> None:
     tsc("-p", str(TYPECHECK / "tsconfig.json"), cwd=ROOT)
 
@@ -68,22 +75,23 @@ def test_the_typed_usage_example_compiles_against_the_declarations() -> None:
 def test_the_javascript_type_checks_and_fits_its_declarations(tmp_path: Path) -> None:
     implementation = tmp_path / "implementation"
     declared = tmp_path / "declared"
-    implementation.mkdir()
-    declared.mkdir()
-    for module in WEB.glob("*.js"):  # alone: beside its .d.ts, tsc would read the .d.ts instead
-        shutil.copy(module, implementation / module.name)
-    modules = sorted(path.name.removesuffix(".d.ts") for path in WEB.glob("*.d.ts"))
-    assert "index" in modules
+    # Each module alone, in its folder: beside its .d.ts, tsc would read the .d.ts instead.
+    for module in MODULE_FOLDERS:
+        for source in module.glob("*.js"):
+            copy(source, implementation / source.relative_to(WEB))
+    declarations = [path for folder in MODULE_FOLDERS for path in folder.glob("*.d.ts")]
+    modules = sorted(str(path.relative_to(WEB)).removesuffix(".d.ts") for path in declarations)
+    assert {"index", "adapters/aggrid", "adapters/tabulator"} <= set(modules)
     for name in modules:
         assert (WEB / f"{name}.js").exists(), f"web/{name}.d.ts declares a module that does not exist"
-        shutil.copy(WEB / f"{name}.d.ts", declared / f"{name}.d.ts")
+        copy(WEB / f"{name}.d.ts", declared / f"{name}.d.ts")
 
-    sources = sorted(path.name for path in implementation.glob("*.js"))
+    sources = sorted(str(path.relative_to(implementation)) for path in implementation.rglob("*.js"))
     emit = ["--allowJs", "--checkJs", "--declaration", "--emitDeclarationOnly", "--outDir", "../generated"]
-    tsc(*COMPILER, *emit, *sources, cwd=implementation)
+    tsc(*COMPILER, *emit, "--rootDir", ".", *sources, cwd=implementation)
 
     checks = [FITS] + [
-        CONFORMANCE.format(n=n, name=name, ident=name.replace("-", "_")) for n, name in enumerate(modules)
+        CONFORMANCE.format(n=n, name=name, ident=re.sub(r"\W", "_", name)) for n, name in enumerate(modules)
     ]
     conformance = "\n".join(checks)
     (tmp_path / "conformance.ts").write_text(conformance)

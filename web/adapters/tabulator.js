@@ -135,6 +135,7 @@ export class TabulatorBinding {
     }
     this._learnFields(written);
     const adds = [];
+    /** @type {[string, Record<string, unknown>][]} */
     const updates = [];
     const returned = [];
     const groupBy = this.table.options.groupBy;
@@ -148,7 +149,7 @@ export class TabulatorBinding {
         adds.push({ ...record, [KEY_FIELD]: key });
         redraw = true;
       } else {
-        updates.push(this._rowData(key, record));
+        updates.push([key, this._rowData(key, record)]);
         if (groupBy && !redraw) redraw = typeof groupBy !== "string" || old?.[groupBy] !== record?.[groupBy];
       }
       this.records.set(key, record);
@@ -159,7 +160,7 @@ export class TabulatorBinding {
     else calcs?.blockRedraw();
     this.updating = true;
     try {
-      for (const data of updates) this._rowOf(data[KEY_FIELD])?.update(data);
+      for (const [key, data] of updates) this._rowOf(key)?.update(data);
       if (adds.length) this._add(adds);
       for (const { key, change } of gone) this._leave(key, change.record, change.reason ?? "");
       this._forget(expired);
@@ -299,7 +300,7 @@ export class TabulatorBinding {
 /**
  * Wrap a Tabulator formatter so that a value this binding writes flashes: `up` when a number
  * rises, `down` when it falls, `changed` otherwise. Cells drawn on scrolling never flash.
- * @param {TabulatorBinding} binding
+ * @param {{ readonly updating: boolean }} binding  a TabulatorBinding
  * @param {(cell: any) => any} formatter
  */
 export function flashing(binding, formatter) {
