@@ -1,0 +1,66 @@
+"""What ./scripts/run shows a new user: the demo Spark feed into the dashboard link it prints.
+Open orders and the traders' positions fill in; deltas save bytes (the demo's records are bigger
+than their patches); the positions accumulate (P&L charted over time); orders leave the open
+view as they fill, each with its reason."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from ..integration.server_process import ServerProcess, running
+from ..spark.jobs import ROOT, kill
+from ..spark.test_demo_console import start_demo, stop
+from .conftest import ROW
+from .desk import shot
+
+DEMO_TOPICS = [{"name": "orders", "key": ["/order"]}, {"name": "positions", "key": ["/trader"]}]
+
+
+def run_link() -> str:
+    """The dashboard link ./scripts/run prints (its query)."""
+    match = re.search(r'^view="(\?[^"]+)"$', (ROOT / "scripts" / "run").read_text(), re.MULTILINE)
+    assert match, "scripts/run prints no dashboard link"
+    return match.group(1)
+
+
+@pytest.fixture
+def demo_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    with running(tmp_path, DEMO_TOPICS) as process:
+        yield process
+
+
+@pytest.mark.slow
+def test_the_demo_feed_in_the_dashboard_link_scripts_run_prints(
+    page: Page, demo_server: ServerProcess, tmp_path: Path
+) -> None:
+    feed = start_demo(demo_server, tmp_path / "checkpoints")
+    try:
+        page.set_viewport_size({"width": 1600, "height": 1000})
+        page.goto(f"{demo_server.http}/{run_link()}")
+        orders, positions = page.locator(".view").nth(0), page.locator(".view").nth(1)
+        expect(orders.locator(".topic")).to_have_text("orders")
+        expect(positions.locator(".topic")).to_have_text("positions")
+        expect(positions.locator(ROW)).to_have_count(8, timeout=60_000)  # a row per trader
+        expect(orders.locator(ROW).first).to_be_visible()
+        # Orders fill: they leave the open-orders view, and the view says why.
+        expect(orders.locator(".left-note")).to_contain_text("no longer matches the filter", timeout=30_000)
+        # The demo's records are big enough that deltas save bytes, and the figure shows it.
+        expect(orders.locator(".saved")).not_to_have_text(re.compile(r"^0 B$"), timeout=30_000)
+        # Numbers read as a desk expects: separated thousands, red negatives somewhere in P&L.
+        expect(positions.locator(".tabulator-cell[tabulator-field='turnover']").first).to_have_text(
+            re.compile(r"^\d{1,3}(,\d{3})+\.\d\d$")
+        )
+        positions.locator("select.chart").select_option("pnl")
+        expect(positions.locator(".sparkline")).to_be_visible()
+        page.wait_for_timeout(3000)  # a few points on the chart
+        shot(page, "demo-dashboard.png")
+        assert page.errors == []  # type: ignore[attr-defined]
+    finally:
+        if feed.poll() is None:
+            stop(feed)
+        kill(feed)
