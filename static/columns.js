@@ -86,6 +86,16 @@ export class Columns {
     if (settings.group && fields.includes(settings.group)) this.host.groupBy(settings.group);
   }
 
+  /** Widen a column whose total is wider than its values (the table sized it to them), unless
+   * the user has sized it. @param {any} cell */
+  _fitTotal(cell) {
+    const element = cell.getElement();
+    const column = cell.getColumn();
+    if (!element?.isConnected || this.resized.has(column.getField())) return;
+    const missing = element.scrollWidth - element.clientWidth;
+    if (missing > 0) column.setWidth(column.getWidth() + missing + 1);
+  }
+
   /** The column a new one goes before, to keep the URL's order. @param {string} field @param {Map<string, number>} rank */
   _neighbour(field, rank) {
     const mine = rank.get(field);
@@ -116,7 +126,7 @@ export class Columns {
       headerFilterPlaceholder: number ? ">10, 5..9" : "contains",
       bottomCalc: total === "none" ? undefined : total,
       bottomCalcParams: { precision: false }, // an average unrounded: the column formats it
-      bottomCalcFormatter: (/** @type {any} */ cell) => {
+      bottomCalcFormatter: (/** @type {any} */ cell, /** @type {unknown} */ _params, /** @type {(done: () => void) => void} */ onRendered) => {
         // Tabulator's average arrives as text (toFixed); the total chosen is read now, as the
         // header menu may have changed it since this column was made.
         const raw = cell.getValue();
@@ -124,6 +134,7 @@ export class Columns {
         if (typeof value !== "number" || Number.isNaN(value)) return document.createTextNode("");
         const total = this.total(field);
         const decimals = total === "count" ? 0 : total === "avg" ? Math.max(format.decimals, 2) : format.decimals;
+        onRendered(() => this._fitTotal(cell));
         return document.createTextNode(`${total === "avg" ? "avg " : total === "count" ? "n " : ""}${formatNumber(value, decimals, false)}`);
       },
       headerMenu: () => this.menu(field),

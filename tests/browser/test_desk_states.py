@@ -25,6 +25,7 @@ def test_pause_holds_the_rows_and_says_how_much_waits(page: Page, server: Server
     expect(page.locator(".view .waiting")).to_contain_text("3 rows with changes waiting")
     expect(cell(first, "qty")).to_have_text("12,500")
     expect(rows(page)).to_have_count(3)
+    shot(page, "desk-paused.png")
     pause.click()
     expect(pause).to_have_attribute("aria-pressed", "false")
     expect(cell(first, "qty")).to_have_text("1")
@@ -76,6 +77,7 @@ def test_an_empty_table_says_why(page: Page, server: ServerProcess) -> None:
     page.goto(f"{server.http}/?topic=orders&filter={quote('/qty > 1000000')}")
     expect(empty).to_have_attribute("data-kind", "no-match")
     expect(empty).to_contain_text("No record of orders matches /qty > 1000000")
+    shot(page, "desk-empty-no-match.png")
 
     page.goto(f"{server.http}/?topic=ledger")
     expect(empty).to_have_attribute("data-kind", "no-records")
