@@ -4,12 +4,14 @@
 //
 // Changes wait in a buffer, one entry per record (a record changed five times between two frames
 // is drawn once, with its newest value), and the page applies them with `flush(budget)` from its
-// animation frame: rows added, removed or regrouped under one blockRedraw, values in place cell by
-// cell. A transaction's changes are applied in one flush, whatever the budget. While `paused`, nothing is applied and the buffer says how much waits. A record that
-// leaves the view stays `lingerMs` on screen, marked with the reason, then goes. Sorting and quick
-// filters are applied again every `refreshMs` while records change, but not while the pointer is
-// over the table: rows never move under the user's hand. Totals (Tabulator's column calculations)
-// follow every `totalsMs`.
+// animation frame. Values changed in place are drawn cell by cell, every frame. Rows added,
+// removed or moved to another group wait for one another, up to `structureMs`, and are drawn under
+// one blockRedraw: Tabulator lays out every row on screen again for each such flush. A
+// transaction's changes are applied in one flush, whatever the budget. While `paused`, nothing is
+// applied and the buffer says how much waits. A record that leaves the view stays `lingerMs` on
+// screen, marked with the reason, then goes. Sorting and quick filters are applied again every
+// `refreshMs` while records change, but not while the pointer is over the table: rows never move
+// under the user's hand. Totals (Tabulator's column calculations) follow every `totalsMs`.
 
 /** The field holding each row's SOW key; records' own fields are shown as they are. */
 export const KEY_FIELD = "__sowKey";
@@ -29,6 +31,7 @@ export function tabulatorOptions() {
  *   lingerMs?: number,
  *   refreshMs?: number,
  *   totalsMs?: number,
+ *   structureMs?: number,
  *   onOof?: (key: string, record: any, reason: string) => void,
  *   onColumns?: (fields: string[], records: any[]) => void,
  * }} BindingOptions
@@ -69,6 +72,8 @@ export class TabulatorBinding {
     this.refreshDue = false;
     this.lastRefresh = 0;
     this.totalsMs = options.totalsMs ?? 500;
+    this.structureMs = options.structureMs ?? 250;
+    this.lastStructure = -Infinity;
     this.totalsDue = false;
     this.lastTotals = 0;
     table.on("tableBuilt", () => { this.built = true; });
@@ -119,16 +124,22 @@ export class TabulatorBinding {
       this.transactionWaiting = false;
       budget = Infinity;
     }
+    // Rows added, removed or moved to another group make Tabulator lay out every row on screen
+    // again: they are applied together, at most once every `structureMs` (a row arriving after a
+    // quiet spell is drawn at once); values changed in place are drawn every frame.
+    const structural = budget === Infinity || now - this.lastStructure >= this.structureMs;
+    const groupBy = this.table.options.groupBy;
     /** @type {[string, any][]} */
     const written = [];
     const gone = [];
     for (const [key, change] of this.pending) {
       if (written.length + gone.length >= budget) break;
+      if (!structural && this._moves(key, change, groupBy)) continue;
       this.pending.delete(key);
       if (change.kind !== "oof") written.push([key, change.record]);
       else if (this.records.has(key)) gone.push({ key, change });
     }
-    const expired = this._expired(now);
+    const expired = structural ? this._expired(now) : [];
     if (written.length + gone.length + expired.length === 0) {
       this._refresh(now);
       return 0;
@@ -138,20 +149,14 @@ export class TabulatorBinding {
     /** @type {[string, Record<string, unknown>][]} */
     const updates = [];
     const returned = [];
-    const groupBy = this.table.options.groupBy;
     // Rows added, removed or moved to another group are drawn under one blockRedraw. Values
     // changed in place need no redraw, only the totals held back: restoring a blocked redraw
     // measures every header again, which costs more than the changes themselves.
     let redraw = gone.length + expired.length > 0;
     for (const [key, record] of written) {
-      const old = this.records.get(key);
-      if (old === undefined) {
-        adds.push({ ...record, [KEY_FIELD]: key });
-        redraw = true;
-      } else {
-        updates.push([key, this._rowData(key, record)]);
-        if (groupBy && !redraw) redraw = typeof groupBy !== "string" || old?.[groupBy] !== record?.[groupBy];
-      }
+      redraw = redraw || this._moves(key, { record, kind: "update" }, groupBy);
+      if (this.records.has(key)) updates.push([key, this._rowData(key, record)]);
+      else adds.push({ ...record, [KEY_FIELD]: key });
       this.records.set(key, record);
       if (this.leaving.delete(key)) returned.push(key);
     }
@@ -176,11 +181,20 @@ export class TabulatorBinding {
       if (redraw) this.table.restoreRedraw();
       else if (calcs) calcs.blocked = false;
     }
+    if (redraw) this.lastStructure = now;
     this.refreshDue = this.refreshDue || updates.length > 0 || adds.length > 0;
     this._refresh(now);
     // Rows that came back into the view while leaving are ordinary rows again.
     for (const key of returned) this._rowElement(key)?.classList.remove("leaving");
     return written.length + gone.length;
+  }
+
+  /** Whether applying `change` adds, removes or regroups a row. @param {string} key
+   * @param {Change} change @param {unknown} groupBy */
+  _moves(key, change, groupBy) {
+    const old = this.records.get(key);
+    if (change.kind === "oof" || old === undefined) return true;
+    return Boolean(groupBy) && (typeof groupBy !== "string" || old?.[groupBy] !== change.record?.[groupBy]);
   }
 
   /** Sorting and quick filters again, when records changed and the pointer is elsewhere; the
