@@ -142,10 +142,19 @@ class ProtocolSink:
         encoded = batch.select(F.to_json(F.struct(*columns)), F.spark_partition_id())
 
         def rows() -> Iterator[tuple[bytes, int]]:
-            # toLocalIterator yields the partitions in order, each whole: a partition is a run of
-            # rows. Called again when the batch is sent again (Spark computes it again: the same
-            # rows, as a replayed batch would be).
-            return ((row[0].encode(), row[1]) for row in encoded.toLocalIterator(prefetchPartitions=True))
+            # The RDD's toLocalIterator, not the DataFrame's. The DataFrame's opens a SQL execution
+            # of its own that ends when the iterator is handed back, before the jobs that compute
+            # the partitions (one each, as they are read) start under its id. Spark 4's scheduler
+            # files every job under its SQL execution (DAGScheduler.activeQueryToJobs) and lets go
+            # of them when that execution ends, so those jobs were never let go of: each kept its
+            # plan, its RDDs, their broadcasts and the rows it returned on the driver's heap, two
+            # jobs a second in the demo, until an OutOfMemoryError. The RDD's runs its jobs under
+            # the micro-batch's execution, which ends after this call has read every partition.
+            # It yields the partitions in order, each whole: a partition is a run of rows. Called
+            # again when the batch is sent again (Spark computes it again: the same rows, as a
+            # replayed batch would be).
+            partitions = encoded.rdd.toLocalIterator(prefetchPartitions=True)
+            return ((row[0].encode(), row[1]) for row in partitions)
 
         def groups() -> Iterator[Iterator[bytes]]:
             if self.transactions == "batch":

@@ -16,6 +16,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from spark_feeds import demo, files
 from spark_feeds.sink import FeedError, ProtocolSink, client_name_for
+from spark_feeds.stream import publish_stream
 
 from ..integration.server_process import ServerProcess, sow_records
 
@@ -157,3 +158,33 @@ def test_the_demo_pipelines_feed_positions_and_orders(
     assert all(after[trader] >= trades for trader, trades in before.items())
     assert len(orders) >= 50 and {"order", "status", "qty", "filled", "side", "account"} <= set(orders[0])
     assert client_name_for(tmp_path / "orders", "orders") == client_name_for(tmp_path / "orders", "orders")
+
+
+@pytest.mark.slow
+def test_the_driver_keeps_no_job_of_a_published_batch(
+    spark: SparkSession, server: ServerProcess, tmp_path: Path
+) -> None:
+    """Spark 4's scheduler files each job under its SQL execution (``activeQueryToJobs``) and
+    lets go of them when that execution ends. The sink once read a batch with the DataFrame's
+    ``toLocalIterator``, whose jobs start after its own execution has ended: the driver kept every
+    one, with its plan and its rows, and the demo died of an OutOfMemoryError after minutes."""
+    filed = spark.sparkContext._jsc.sc().dagScheduler().activeQueryToJobs()  # execution id -> jobs
+    before = set(filed.keySet())
+    for n in range(3):
+        drop_json(tmp_path / "incoming", f"{n}.json", [{"order": 10 * n + k, "qty": k} for k in range(5)])
+    frame = (
+        spark.readStream.schema("order LONG, qty LONG")
+        .option("maxFilesPerTrigger", 1)  # a micro-batch a file: three batches
+        .json(str(tmp_path / "incoming"))
+    )
+    query = publish_stream(
+        frame, url=server.url, topic="orders", checkpoint=tmp_path / "checkpoint", trigger="available-now"
+    )
+    query.awaitTermination(120)
+    assert query.lastProgress["batchId"] == 2
+    assert len(sow(server, "orders")) == 15
+    # The scheduler lets go of an execution's jobs on its event thread, soon after it ends.
+    deadline = time.monotonic() + 10
+    while (held := set(filed.keySet()) - before) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not held, f"the driver still holds the jobs of SQL executions {sorted(held)}, long over"
