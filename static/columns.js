@@ -42,6 +42,8 @@ export class Columns {
     this.host = host;
     /** @type {Map<string, ColumnFormat>} */
     this.formats = new Map();
+    /** @type {Map<string, number>} per column, the longest total text fitted so far */
+    this.totalWidths = new Map();
     /** Columns the user resized: only their widths go into the URL. */
     this.resized = new Set(host.settings.columns.filter((c) => c.width).map((c) => c.field));
     this.touched = host.settings.columns.length > 0;
@@ -87,11 +89,13 @@ export class Columns {
   }
 
   /** Widen a column whose total is wider than its values (the table sized it to them), unless
-   * the user has sized it. @param {any} cell */
-  _fitTotal(cell) {
+   * the user has sized it. @param {any} cell @param {number} length  the total's text length */
+  _fitTotal(cell, length) {
     const element = cell.getElement();
     const column = cell.getColumn();
     if (!element?.isConnected || this.resized.has(column.getField())) return;
+    // Measured only when a total is longer than any before (measuring forces a layout).
+    this.totalWidths.set(column.getField(), length);
     const missing = element.scrollWidth - element.clientWidth;
     if (missing > 0) column.setWidth(column.getWidth() + missing + 1);
   }
@@ -134,8 +138,9 @@ export class Columns {
         if (typeof value !== "number" || Number.isNaN(value)) return document.createTextNode("");
         const total = this.total(field);
         const decimals = total === "count" ? 0 : total === "avg" ? Math.max(format.decimals, 2) : format.decimals;
-        onRendered(() => this._fitTotal(cell));
-        return document.createTextNode(`${total === "avg" ? "avg " : total === "count" ? "n " : ""}${formatNumber(value, decimals, false)}`);
+        const text = `${total === "avg" ? "avg " : total === "count" ? "n " : ""}${formatNumber(value, decimals, false)}`;
+        if (text.length > (this.totalWidths.get(field) ?? 0)) onRendered(() => this._fitTotal(cell, text.length));
+        return document.createTextNode(text);
       },
       headerMenu: () => this.menu(field),
       visible: !setting?.hidden,

@@ -69,6 +69,9 @@ export class Panel {
       ...tabulatorOptions(),
       height: "100%",
       layout: "fitData",
+      // Rows of one height (the stylesheet's: 4 px padding, a 19 px line, a 1 px border): Tabulator
+      // then lays out a redrawn row without measuring each of its cells, half the cost.
+      rowHeight: 28,
       movableColumns: true,
       columnCalcs: "both",
       placeholder: this.empty,

@@ -14,7 +14,8 @@ export interface TabulatorBindingOptions {
   /** How often the totals are summed again while records change (ms, default 500). */
   totalsMs?: number;
   /** How long rows added, removed or moved to another group may wait for one another, to be laid
-   * out together (ms, default 250); values changed in place are drawn every flush. */
+   * out together (ms, default 250; longer when laying them out took more than a fifth of that);
+   * values changed in place are drawn every flush. */
   structureMs?: number;
   /** Called for every record that leaves the view, with the server's reason. */
   onOof?: (key: string, record: any, reason: string) => void;

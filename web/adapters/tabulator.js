@@ -5,8 +5,9 @@
 // Changes wait in a buffer, one entry per record (a record changed five times between two frames
 // is drawn once, with its newest value), and the page applies them with `flush(budget)` from its
 // animation frame. Values changed in place are drawn cell by cell, every frame. Rows added,
-// removed or moved to another group wait for one another, up to `structureMs`, and are drawn under
-// one blockRedraw: Tabulator lays out every row on screen again for each such flush. A
+// removed or moved to another group wait for one another, `structureMs` or four times the last
+// such flush's cost, and are drawn under one blockRedraw: Tabulator lays out every row on screen
+// again for each such flush. A
 // transaction's changes are applied in one flush, whatever the budget. While `paused`, nothing is
 // applied and the buffer says how much waits. A record that leaves the view stays `lingerMs` on
 // screen, marked with the reason, then goes. Sorting and quick filters are applied again every
@@ -73,7 +74,8 @@ export class TabulatorBinding {
     this.lastRefresh = 0;
     this.totalsMs = options.totalsMs ?? 500;
     this.structureMs = options.structureMs ?? 250;
-    this.lastStructure = -Infinity;
+    /** When rows may next be added, removed or regrouped (performance.now() time). */
+    this.nextStructure = -Infinity;
     this.totalsDue = false;
     this.lastTotals = 0;
     table.on("tableBuilt", () => { this.built = true; });
@@ -127,7 +129,7 @@ export class TabulatorBinding {
     // Rows added, removed or moved to another group make Tabulator lay out every row on screen
     // again: they are applied together, at most once every `structureMs` (a row arriving after a
     // quiet spell is drawn at once); values changed in place are drawn every frame.
-    const structural = budget === Infinity || now - this.lastStructure >= this.structureMs;
+    const structural = budget === Infinity || now >= this.nextStructure;
     const groupBy = this.table.options.groupBy;
     /** @type {[string, any][]} */
     const written = [];
@@ -146,7 +148,7 @@ export class TabulatorBinding {
     }
     this._learnFields(written);
     const adds = [];
-    /** @type {[string, Record<string, unknown>][]} */
+    /** @type {[string, Record<string, unknown>, boolean][]} key, data, whether it moves the row */
     const updates = [];
     const returned = [];
     // Rows added, removed or moved to another group are drawn under one blockRedraw. Values
@@ -154,18 +156,20 @@ export class TabulatorBinding {
     // measures every header again, which costs more than the changes themselves.
     let redraw = gone.length + expired.length > 0;
     for (const [key, record] of written) {
-      redraw = redraw || this._moves(key, { record, kind: "update" }, groupBy);
-      if (this.records.has(key)) updates.push([key, this._rowData(key, record)]);
+      const moves = this._moves(key, { record, kind: "update" }, groupBy);
+      redraw = redraw || moves;
+      if (this.records.has(key)) updates.push([key, this._rowData(key, record), moves]);
       else adds.push({ ...record, [KEY_FIELD]: key });
       this.records.set(key, record);
       if (this.leaving.delete(key)) returned.push(key);
     }
     const calcs = this.table.modules?.columnCalcs;
+    const started = performance.now();
     if (redraw) this.table.blockRedraw();
     else calcs?.blockRedraw();
     this.updating = true;
     try {
-      for (const [key, data] of updates) this._rowOf(key)?.update(data);
+      for (const [key, data, moves] of updates) this._update(this._rowOf(key), data, moves);
       if (adds.length) this._add(adds);
       for (const { key, change } of gone) this._leave(key, change.record, change.reason ?? "");
       this._forget(expired);
@@ -181,7 +185,9 @@ export class TabulatorBinding {
       if (redraw) this.table.restoreRedraw();
       else if (calcs) calcs.blocked = false;
     }
-    if (redraw) this.lastStructure = now;
+    // The next such flush waits `structureMs`, or four times what this one took when that is
+    // longer: however slow the machine, laying rows out takes at most a fifth of the page's time.
+    if (redraw) this.nextStructure = now + Math.max(this.structureMs, 4 * (performance.now() - started));
     this.refreshDue = this.refreshDue || updates.length > 0 || adds.length > 0;
     this._refresh(now);
     // Rows that came back into the view while leaving are ordinary rows again.
@@ -220,6 +226,39 @@ export class TabulatorBinding {
     made.then((/** @type {any[] | undefined} */ rows) => {
       for (const row of rows ?? []) this.rows.set(row.getData()[KEY_FIELD], row);
     }, () => {});
+  }
+
+  /** Write `data` into `row`. A row never drawn holds its values only in its data: written
+   * there, it shows them when it is drawn (Tabulator's update would first build all its cells),
+   * unless the row changes group (Tabulator must move it). A row on screen is written cell by
+   * cell: Tabulator's row update measures the row's height once written, a layout of the whole
+   * page for every row, where cells written one by one are laid out with the frame.
+   * @param {any} row @param {Record<string, unknown>} data @param {boolean} moves */
+  _update(row, data, moves) {
+    if (!row) return;
+    if (!moves && row._row?.cells?.length === 0) {
+      Object.assign(row.getData(), data);
+      this.totalsDue = true; // no cell changed, so Tabulator's calculations were not told
+      return;
+    }
+    if (!row.getElement()?.isConnected) {
+      row.update(data);
+      return;
+    }
+    const held = row.getData();
+    /** @type {Record<string, unknown>} */
+    const rest = {};
+    let others = 0;
+    for (const field in data) {
+      if (held[field] === data[field]) continue;
+      const cell = row.getCell(field);
+      if (cell) cell.setValue(data[field]);
+      else {
+        rest[field] = data[field];
+        others += 1;
+      }
+    }
+    if (others) row.update(rest);
   }
 
   /** The row component of `key`, or undefined. @param {string} key */
@@ -300,7 +339,9 @@ export class TabulatorBinding {
       if (element) delete element.dataset.reason;
       rows.push(row);
     }
-    if (rows.length) this.table.deleteRow(rows);
+    // One by one: the table's deleteRow first sorts the rows it is given by their index among
+    // all rows (an indexOf per comparison), which costs more than deleting them.
+    for (const row of rows) row.delete();
   }
 
   /** Stop listening to the view; the table keeps what it shows. */
