@@ -1,17 +1,20 @@
-// The colour theme, set before the page draws (so it never flashes the wrong one): as the system
-// says (prefers-color-scheme), or light or dark as chosen with the button in the bar, remembered
-// in this browser.
+// The colour theme, set before the page draws (so it never flashes the wrong one): light or dark
+// as chosen with the button in the bar and remembered in this browser, or, on auto, as the system
+// says (prefers-color-scheme), following it when it changes. The page always carries the theme it
+// shows in `data-theme`, so the stylesheet names each palette once.
 (() => {
   const THEMES = ["auto", "light", "dark"];
+  const system = matchMedia("(prefers-color-scheme: light)");
   const stored = localStorage.getItem("sowpush-theme");
   let theme = THEMES.includes(stored) ? stored : "auto";
   const apply = () => {
-    if (theme === "auto") document.documentElement.removeAttribute("data-theme");
-    else document.documentElement.dataset.theme = theme;
+    const shown = theme === "auto" ? (system.matches ? "light" : "dark") : theme;
+    document.documentElement.dataset.theme = shown;
     const button = document.getElementById("theme");
     if (button) button.textContent = `theme: ${theme}`;
   };
   apply();
+  system.addEventListener("change", apply);
   addEventListener("DOMContentLoaded", () => {
     apply();
     document.getElementById("theme")?.addEventListener("click", () => {

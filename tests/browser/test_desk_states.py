@@ -133,6 +133,10 @@ def test_light_and_dark_follow_the_system_and_the_button(browser: Browser, serve
         expect(rows(page)).to_have_count(3)
         backgrounds[scheme] = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
         shot(page, f"desk-{scheme}.png")
+        status = context.new_page()  # the status page follows the same theme
+        status.goto(f"{server.http}/status")
+        assert status.evaluate("() => getComputedStyle(document.body).backgroundColor") == backgrounds[scheme]
+        status.close()
         if scheme == "light":
             button = page.locator("#theme")
             expect(button).to_have_text("theme: auto")
