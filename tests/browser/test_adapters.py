@@ -11,27 +11,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import orjson
 from playwright.sync_api import Locator, Page, expect
-from websockets.sync.client import connect
 
 from ..integration.server_process import ServerProcess
+from .feed import publish, request
 
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 ROWS = "#grid .ag-row"
-
-
-def publish(server: ServerProcess, *records: dict[str, Any], topic: str = "orders") -> None:
-    """Publish ``records`` and wait for the server to have processed them."""
-    send(server, [{"c": "publish", "t": topic, "data": record} for record in records])
-
-
-def send(server: ServerProcess, commands: list[dict[str, Any]]) -> None:
-    """Send ``commands`` and wait for the server to have processed them."""
-    with connect(server.url) as ws:
-        ws.send(orjson.dumps([*commands, {"c": "flush", "cid": "done"}]).decode())
-        while not any(m.get("cid") == "done" for m in orjson.loads(ws.recv(timeout=10))):
-            pass
 
 
 def open_example(page: Page, server: ServerProcess, topic: str = "orders", filter_text: str = "") -> None:
@@ -318,7 +304,7 @@ def test_the_readme_tabulator_example_works(page: Page, server: ServerProcess) -
     publish(server, {"order": 2, "sym": "AAPL", "qty": 3})  # no filter: an update, not an OOF
     expect(totals).to_have_text("53")
     with page.expect_console_message(lambda message: "left:" in message.text) as logged:
-        send(server, [{"c": "sow_delete", "t": "orders", "filter": "/order = 2"}])
+        request(server.url, [{"c": "sow_delete", "t": "orders", "filter": "/order = 2"}])
     assert logged.value.text.endswith("left: deleted")
     expect(page.locator("#orders .tabulator-row.leaving")).to_have_count(1)  # lingers, marked
     expect(rows).to_have_count(1, timeout=6000)  # then goes

@@ -9,8 +9,8 @@ from typing import Any
 from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
+from .feed import publish
 from .test_client import open_client_page
-from .test_dashboard import publish
 
 
 def test_a_view_resumes_after_a_dropped_socket_with_only_the_net_change(

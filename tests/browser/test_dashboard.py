@@ -7,20 +7,11 @@ import signal
 from pathlib import Path
 from urllib.parse import quote
 
-import orjson
 from playwright.sync_api import Page, expect
-from websockets.sync.client import connect
 
 from ..integration.server_process import ServerProcess
 from .conftest import ROW
-
-
-def publish(server: ServerProcess, *records: dict[str, object], topic: str = "orders") -> None:
-    with connect(server.url) as ws:
-        commands = [{"c": "publish", "t": topic, "data": record} for record in records]
-        ws.send(orjson.dumps([*commands, {"c": "flush", "cid": "done"}]).decode())
-        while not any(m.get("cid") == "done" for m in orjson.loads(ws.recv(timeout=10))):
-            pass
+from .feed import publish
 
 
 def test_a_view_from_the_url_shows_updates_and_removes_oof_rows(page: Page, server: ServerProcess) -> None:

@@ -10,13 +10,12 @@ import random
 from typing import Any
 from urllib.parse import quote
 
-import orjson
 import pytest
 from playwright.sync_api import Page
-from websockets.sync.client import connect
 
 from ..integration.server_process import ServerProcess
 from .desk import eventually
+from .feed import request
 
 SYMBOLS = ["AAPL", "IBM", "MSFT", "NVDA", "TSLA"]
 IN_VIEW = 100  # the view's filter: /qty > IN_VIEW
@@ -34,13 +33,6 @@ STATE = """() => {
     total: table.options.groupBy ? null : bottom(calcs),
   };
 }"""
-
-
-def send(server: ServerProcess, commands: list[dict[str, Any]]) -> None:
-    with connect(server.url) as ws:
-        ws.send(orjson.dumps([*commands, {"c": "flush", "cid": "done"}]).decode())
-        while not any(m.get("cid") == "done" for m in orjson.loads(ws.recv(timeout=10))):
-            pass
 
 
 def record(order: int, rng: random.Random) -> dict[str, Any]:
@@ -75,14 +67,14 @@ def test_the_table_ends_as_the_servers_view(page: Page, server: ServerProcess, g
     book: dict[int, dict[str, Any]] = {}
     for order in range(1, 301):
         book[order] = record(order, rng)
-    send(server, [{"c": "publish", "t": "orders", "data": r} for r in book.values()])
+    request(server.url, [{"c": "publish", "t": "orders", "data": r} for r in book.values()])
     view = f"?topic=orders&filter={quote(f'/qty > {IN_VIEW}')}&options=oof&group={group}"
     page.goto(f"{server.http}/{view}")
     eventually(lambda: page.evaluate(STATE), lambda state: bool(state and state["quiet"] and state["rows"]))
 
     for wave in range(6):
         for _ in range(4):  # frames while the page draws, each a burst of changes
-            send(server, stream(rng, book, 60))
+            request(server.url, stream(rng, book, 60))
         expected = {order: r for order, r in book.items() if r["qty"] > IN_VIEW}
         want_rows = sorted([order, r["sym"], r["qty"]] for order, r in expected.items())
         by_symbol: dict[str, list[int]] = {}

@@ -10,7 +10,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from ..integration.server_process import ServerProcess
 from .desk import BOOK, cell, rows, shot, url_with
-from .test_dashboard import publish
+from .feed import publish
 
 
 def test_pause_holds_the_rows_and_says_how_much_waits(page: Page, server: ServerProcess) -> None:

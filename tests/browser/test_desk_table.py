@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
 from .desk import BOOK, cell, column_order, eventually, header, quick, rows, shot, url_with
-from .test_dashboard import publish
+from .feed import publish
 
 
 def test_numbers_timestamps_and_hostile_text_read_as_a_desk_expects(

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import orjson
 import pytest
 from playwright.sync_api import Page, expect
-from websockets.sync.client import connect
 
 from ..integration.server_process import ServerProcess, write_config
 from .conftest import TOPICS
+from .feed import request
 
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 # With `oof`, so that a view learns of deletes too (without it a deleted record stays in the view).
@@ -72,17 +71,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def request(url: str, commands: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Send ``commands`` then a flush; every message received until the flush's ack."""
-    with connect(url, open_timeout=5) as ws:
-        ws.send(orjson.dumps([*commands, {"c": "flush", "cid": "done"}]).decode())
-        got: list[dict[str, Any]] = []
-        while not any(m.get("cid") == "done" and m.get("c") == "ack" for m in got):
-            decoded = orjson.loads(ws.recv(timeout=10))
-            got += decoded if isinstance(decoded, list) else [decoded]
-        return got
 
 
 def sow(url: str, topic: str, filter_text: str) -> list[Any]:

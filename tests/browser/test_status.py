@@ -8,7 +8,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
-from .test_dashboard import publish
+from .feed import publish
 
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 NO_FIGURE = "\N{EN DASH}"
