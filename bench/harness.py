@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import subprocess
 import sys
@@ -14,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -45,11 +43,13 @@ def serving(config_text: str) -> Iterator[tuple[str, Path, subprocess.Popen[byte
             server.wait()
 
 
-def start(command: list[str], port: int) -> subprocess.Popen[bytes]:
-    """Start ``command`` in the repository root and wait until it accepts connections on ``port``."""
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start(command: list[str], port: int, **popen: object) -> subprocess.Popen[bytes]:
+    """Start ``command`` (in the repository root unless ``cwd`` is given) and wait until it accepts
+    connections on ``port``."""
+    options: dict[str, object] = {"cwd": ROOT, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    process = subprocess.Popen(command, **{**options, **popen})  # type: ignore[call-overload]
     deadline = time.time() + 30
-    while time.time() < deadline:
+    while time.time() < deadline and process.poll() is None:
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 return process
@@ -64,9 +64,16 @@ def arguments(doc: str | None) -> argparse.ArgumentParser:
 
 
 def cpu_seconds(pid: int) -> float:
-    """The CPU time (user + system) process ``pid`` has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+    """The CPU time process ``pid`` has used so far, to the nanosecond: the sum over its live
+    threads of the scheduler's run time (/proc/PID/task/TID/schedstat), since /proc/PID/stat counts
+    in ticks of 10 ms, too coarse for a round of a fraction of a second."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended while we read
+    return total / 1e9
 
 
 def spread(values: list[float]) -> str:
