@@ -104,6 +104,7 @@ class Connection:
 
     async def _write_loop(self) -> None:
         session, outbox, clock = self.session, self.session.outbox, self.engine.clock
+        handle, binary = self.handle, self.binary
         try:
             while True:
                 await self.wake.wait()
@@ -112,7 +113,10 @@ class Connection:
                     frame = outbox.take_frame(self.max_frame_bytes, clock())
                     if frame is None:
                         break
-                    await self.send(frame)
+                    if handle.can_write_now():
+                        handle.write_now(frame, binary)  # the peer keeps up: no await, no copy
+                    else:
+                        await self.send(frame)  # waits for the peer's flow control
                 if session.close_code is not None:
                     await self._close(session.close_code, session.close_reason)
                     return

@@ -13,11 +13,13 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
+from websockets.frames import Frame, Opcode
 
 from server.asgi.uvicorn_protocol import (
     MAX_HEAD_BYTES,
     GuardedHttpProtocol,
     SocketHandle,
+    frame_header,
     guarded_http_protocol,
 )
 
@@ -210,9 +212,19 @@ async def test_the_socket_handle_works_on_uvicorns_websocket_protocol() -> None:
     assert handle.can_write_now() and not handle.closing()
     before = len(transport.written)
     handle.write_now(b'[{"c":"heartbeat"}]', binary=False)
-    assert b'[{"c":"heartbeat"}]' in bytes(transport.written[before:]), "the frame went to the transport"
+    written = bytes(transport.written[before:])
+    assert written == Frame(Opcode.TEXT, b'[{"c":"heartbeat"}]').serialize(mask=False, extensions=[])
     await handle.close(4001, "slow consumer", grace_s=0.05)
     assert b"slow consumer" in bytes(transport.written[before:]), "the close frame was written"
     assert upgraded.close_sent
     await asyncio.sleep(0.1)
     assert getattr(transport, "aborted", False), "aborted when the closing handshake did not finish"
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 127, 65535, 65536, 70000])
+@pytest.mark.parametrize("opcode", [Opcode.TEXT, Opcode.BINARY])
+def test_a_directly_written_frame_is_what_websockets_would_write(size: int, opcode: Opcode) -> None:
+    """The direct write builds the frame header itself (for every length encoding of RFC 6455)."""
+    payload = b"x" * size
+    expected = Frame(opcode, payload).serialize(mask=False, extensions=[])
+    assert frame_header(opcode.value, size) + payload == expected
