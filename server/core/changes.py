@@ -32,7 +32,9 @@ def apply_entry(sow: Sow, entry: Entry) -> Change:
 def _apply(sow: Sow, entry: Entry) -> Change:
     op = entry.op
     if op == PUBLISH:
-        new = RecordVersion(entry.key, entry.data, entry.lsn, entry.timestamp, entry.expires_at)
+        new = RecordVersion(
+            entry.key, entry.data, entry.lsn, entry.timestamp, entry.expires_at, entry.encoded
+        )
         return sow.put(new), new
     if op == DELETE:
         return sow.remove(entry.key), None

@@ -96,7 +96,7 @@ class Net:
         if last.kind == FULL:
             if version is last.version:
                 return FULL, last.body
-            return FULL, sub.full_body(key, version, sub.view_of(version), {})
+            return FULL, sub.body_of(key, version)
         view = last.view
         if version is not last.version:
             view = sub.view_of(version)
@@ -182,7 +182,7 @@ def conflate_with(
     decided = merge_outcome(policy.merge, picked.version, version)
     if decided is None:
         return None, version  # keep both
-    if not sub.entitlement.allows(decided.data):
+    if not sub.entitlement.allows(decided.peek()):
         return picked, version  # a merged record its reader may not see is never sent
     return picked, decided
 
@@ -191,16 +191,17 @@ def merge_outcome(function: Any, older: RecordVersion, newer: RecordVersion) -> 
     """What a ``conflation_merge`` function decides for a queued record and a newer one: the
     older kept (it returned ``older``), the newer kept (``newer``), a merged record (anything
     else), or None: keep both (it returned None), no conflation for this pair."""
+    older_data, newer_data = older.data, newer.data  # a compact version decodes on each use
     try:
-        merged = function(older.data, newer.data)
+        merged = function(older_data, newer_data)
     except Exception:
         log.exception("conflation_merge of topic record %s failed; keeping the newer record", newer.key)
         return newer
     if merged is None:
         return None
-    if merged is older.data:
+    if merged is older_data:
         return older
-    if merged is newer.data:
+    if merged is newer_data:
         return newer
     return RecordVersion(newer.key, merged, newer.seq, newer.timestamp, newer.expires_at)
 
@@ -208,8 +209,8 @@ def merge_outcome(function: Any, older: RecordVersion, newer: RecordVersion) -> 
 def match(matcher: Any, queued: list[Net], delivery: Delivery) -> Net | None:
     """Which of a subscription's queued messages about a record (oldest first) the new one
     conflates with, as a ``conflation_match`` function picks it (None: neither, queue it)."""
-    records = [net.version.data if net.version is not None else None for net in queued]
-    new = delivery.version.data if delivery.version is not None else None
+    records = [net.version.peek() if net.version is not None else None for net in queued]
+    new = delivery.version.peek() if delivery.version is not None else None
     try:
         chosen = matcher(records, new)
     except Exception:

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import NamedTuple
 
-import orjson
-
 from .records import RecordVersion
 
 ENTRY_BYTES = 100  # what one change costs the history besides its replaced version's data
@@ -60,7 +58,7 @@ class History:
         return len(self._changes) - self._start
 
     def note(self, past: Past) -> None:
-        size = ENTRY_BYTES + (len(orjson.dumps(past.old.data)) if past.old is not None else 0)
+        size = ENTRY_BYTES + (len(past.old.encoded) if past.old is not None else 0)
         self._changes.append(past)
         self._lsns.append(past.lsn)
         self._sizes.append(size)

@@ -75,11 +75,15 @@ def decide_publish(
         return Entry(0, PUBLISH, body.topic, "", body.data, name, body.seq, now, None), None
     key = topic.key_spec.sow_key(body.data)
     stored = topic.records.get(key)
-    old = pending.get((topic.name, key), stored.data if stored else None)
+    # The record it replaces matters to a delta and to a write entitlement only: a stored record
+    # is kept encoded (records.py), and a plain publish does not decode it.
+    old = None
+    if body.delta or entitlement.restricted:
+        old = pending.get((topic.name, key), stored.data if stored else None)
     data = merge_record(old, body.data) if body.delta and old is not None else body.data
     # What is stored, logged and delivered must be writable, or a later sow, log write or
     # snapshot fails with the publish long acked: refused here, before anything is applied.
-    check_encodable(data)
+    encoded = check_encodable(data)
     # Checked against the record it replaces and the merged record it stores (PROTOCOL 6.2).
     entitlement.check_write(old, data)
     lifetime = body.expiration_s
@@ -91,7 +95,7 @@ def decide_publish(
     expect = None
     if body.delta or entitlement.restricted:
         expect = ABSENT if stored is None else stream_id(stored.seq)
-    return Entry(0, PUBLISH, topic.name, key, data, name, body.seq, now, expires_at), expect
+    return Entry(0, PUBLISH, topic.name, key, data, name, body.seq, now, expires_at, encoded), expect
 
 
 def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete, retries: int = 0) -> None:
@@ -156,19 +160,19 @@ def _data_of(topic: Topic, pending: Pending, key: str) -> Any:
     if (topic.name, key) in pending:
         return pending[(topic.name, key)]  # None: deleted by an earlier command
     version = topic.records.get(key)
-    return None if version is None else version.data
+    return None if version is None else version.peek()
 
 
 def _records(topic: Topic, pending: Pending) -> Iterator[tuple[str, Any]]:
     """The records of ``topic`` (key, data) as a transaction's earlier commands left them."""
     if not pending:
         for key, version in topic.records.items():
-            yield key, version.data
+            yield key, version.peek()
         return
     name = topic.name
     for key, version in topic.records.items():
         if (name, key) not in pending:
-            yield key, version.data
+            yield key, version.peek()
     for (changed_topic, key), data in pending.items():
         if changed_topic == name and data is not None:
             yield key, data

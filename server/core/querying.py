@@ -151,8 +151,11 @@ def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> tu
     if window is not None:  # kept in order already
         records = topic.records
         return len(window.order), [records[key] for key in window.sowkeys()]
-    in_view = reader.matches
-    versions = [v for v in topic.records.values() if in_view(v.data)]
+    if reader.unfiltered:  # no filter and no entitlement filter: compact records stay undecoded
+        versions = list(topic.records.values())
+    else:
+        in_view = reader.matches
+        versions = [v for v in topic.records.values() if in_view(v.peek())]
     matches = len(versions)
     if orderby is not None:
         versions = orderby.sort(versions)
@@ -230,9 +233,12 @@ def _encode_snapshot(
     for index, version in enumerate(versions):
         if batch and index and index % batch == 0:
             yield FRAME_BREAK
-        view = views[index] if views is not None else reader.view_of(version)
         record_head = head + b',"pos":%d' % (index + 1) if positions else head
-        message = record_message(record_head, partial(reader.full_body, version.key, version, view, {}))
+        if views is not None:
+            render = partial(reader.full_body, version.key, version, views[index], {})
+        else:
+            render = partial(reader.body_of, version.key, version)
+        message = record_message(record_head, render)
         if message is not None:
             yield message
 
@@ -260,14 +266,14 @@ def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool)
     held: dict[str, Any] = (
         dict(old.held)
         if old.held is not None
-        else {v.key: old.view_of(v) for v in topic.records.values() if old.in_view(v.key, v.data)}
+        else {v.key: old.view_of(v) for v in topic.records.values() if old.in_view(v.key, v.peek())}
     )
     for key, view in held.items():
         version = topic.records.get(key)
         if version is None:
             continue
         change: Change | None = None
-        if new.in_view(key, version.data):
+        if new.in_view(key, version.peek()):
             if same_view:
                 new.remember(key, view)
             elif not snapshot:

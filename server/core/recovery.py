@@ -78,7 +78,7 @@ def encode_snapshot(snapshot: Snapshot) -> Iterator[bytes]:
     for start in range(0, len(rows), CHUNK):
         yield frame(
             [
-                [name, v.key, v.data, v.seq, v.timestamp, v.expires_at]
+                [name, v.key, v.peek(), v.seq, v.timestamp, v.expires_at]
                 for name, v in rows[start : start + CHUNK]
             ]
         )
@@ -116,11 +116,13 @@ def decode_snapshot(buffer: bytes) -> Snapshot | None:
 def _version_row(version: RecordVersion | None) -> list[Any] | None:
     if version is None:
         return None
-    return [version.data, version.seq, version.timestamp, version.expires_at]
+    return [version.peek(), version.seq, version.timestamp, version.expires_at]
 
 
 def _past(lsn: int, key: str, old: list[Any] | None, gone: str | None, timestamp: float) -> Past:
     version = None if old is None else RecordVersion(key, *old)
+    if version is not None:
+        version.compact()
     return Past(lsn, key, version, gone, timestamp)
 
 
@@ -149,6 +151,7 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
             if topic is None:
                 report.skipped_topics.add(name)
                 continue
+            version.compact()  # stored records keep only their encoding (records.py)
             topic.sow.put(version)
             lsn = max(lsn, version.seq)
             report.records += 1

@@ -19,15 +19,18 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .ports import PendingRun
+    from .records import RecordVersion
 
 
 class FanOutRun:
-    """The one topic, if any, whose fast-lane deliveries are waiting to be pushed."""
+    """The one topic, if any, whose fast-lane deliveries are waiting to be pushed, and the record
+    versions stored since the last flush, kept whole until every message about them is made."""
 
-    __slots__ = ("topic",)
+    __slots__ = ("fresh", "topic")
 
     def __init__(self) -> None:
         self.topic: PendingRun | None = None
+        self.fresh: list[RecordVersion] = []
 
     def join(self, topic: PendingRun) -> None:
         """``topic`` is about to defer deliveries: end any other topic's run first."""
@@ -35,8 +38,18 @@ class FanOutRun:
             self.flush()
             self.topic = topic
 
+    def stored(self, version: RecordVersion) -> None:
+        """``version`` is in its SOW and its fan-out is done or in the pending run: compact it at
+        the next flush (records.py)."""
+        self.fresh.append(version)
+
     def flush(self) -> None:
         topic = self.topic
         if topic is not None:
             self.topic = None
             topic.flush_run()
+        fresh = self.fresh
+        if fresh:
+            self.fresh = []
+            for version in fresh:
+                version.compact()

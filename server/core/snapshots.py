@@ -73,7 +73,7 @@ def estimated_size(head: bytes, versions: Sequence[RecordVersion]) -> int:
 
 def _size(version: RecordVersion) -> int:
     try:
-        return len(wire.dumps(version.data)) + len(version.key)
+        return len(version.encoded) + len(version.key)
     except orjson.JSONEncodeError:
         return UNKNOWN_SIZE
 

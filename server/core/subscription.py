@@ -156,14 +156,27 @@ class Subscription:
             return self.matches(data)
         return key is not None and window.holds(key)
 
+    def record(self, version: RecordVersion) -> Any:
+        """``version``'s record as this subscription reads it: a subscription that holds each
+        record's state for its deltas keeps it, and takes it decoded for good (every holder then
+        shares one dict); any other only reads it on the way, and a stored version stays compact
+        (records.py)."""
+        return version.data if self.held is not None else version.peek()
+
     def view(self, version: RecordVersion, memo: Memo) -> Any:
+        """The record as this subscription sees it; within one change (``memo``), one object for
+        every subscription that sees it alike, which is how their messages are grouped."""
         select = self.options.select
+        memo_key: tuple[Any, ...] = ("data", id(version))
+        record = memo.get(memo_key)
+        if record is None:
+            record = memo[memo_key] = self.record(version)
         if select is None:
-            return version.data
+            return record
         memo_key = ("view", id(version), self._select_id)
         found = memo.get(memo_key)
         if found is None:
-            found = memo[memo_key] = select.apply(version.data)
+            found = memo[memo_key] = select.apply(record)
         return found
 
     def remember(self, key: str, view: Any) -> None:
@@ -177,19 +190,39 @@ class Subscription:
         memo_key = (self.view_kind, reason)
         found: bytes | None = memo.get(memo_key)
         if found is None:
-            options = self.options
-            found = memo[memo_key] = record_body(
-                None if options.no_sowkey else key,
-                view,
-                reason or None,
-                format_timestamp(version.timestamp) if options.timestamp else None,
-                str(version.seq) if self.bookmarked else None,
-            )
+            found = memo[memo_key] = self._record_body(key, version, view, reason)
         return found
+
+    def body_of(self, key: str | None, version: RecordVersion) -> bytes:
+        """``full_body`` of ``version`` as this reader sees it (``view_of``). Without a select list
+        that is the whole record, and its stored encoding is spliced in: a compact version is
+        not decoded to be encoded again."""
+        if self.options.select is not None:
+            return self._record_body(key, version, self.view_of(version))
+        return self._record_body(key, version, None, encoded=version.encoded)
+
+    def _record_body(
+        self,
+        key: str | None,
+        version: RecordVersion,
+        view: Any,
+        reason: str = "",
+        encoded: bytes | None = None,
+    ) -> bytes:
+        options = self.options
+        return record_body(
+            None if options.no_sowkey else key,
+            view,
+            reason or None,
+            format_timestamp(version.timestamp) if options.timestamp else None,
+            str(version.seq) if self.bookmarked else None,
+            encoded,
+        )
 
     def view_of(self, version: RecordVersion) -> Any:
         select = self.options.select
-        return version.data if select is None else select.apply(version.data)
+        record = self.record(version)
+        return record if select is None else select.apply(record)
 
     def on_change(
         self,
@@ -225,14 +258,14 @@ class Subscription:
         if self.interval is not None:
             self._defer(key, old, new, gone)
             return None
-        if new is not None and self.in_view(key, new.data):
+        if new is not None and self.in_view(key, self.record(new)):
             return self._in_view(key, new, memo)
         if self.held is None or key is None:
             return None
         if new is None:
             assert old is not None
             return self.oof(key, old, gone, memo)
-        if not self.entitlement.allows(new.data):
+        if not self.entitlement.allows(self.record(new)):
             # The user may not see the new state: the body is the last state they were sent (the
             # view held), its bookmark the change's.
             return self.oof(key, new, ENTITLEMENT, memo)
@@ -244,7 +277,7 @@ class Subscription:
         assert self.interval is not None
         latest = new if new is not None else old
         assert latest is not None
-        ckey = conflation_key(self.options.conflation_key, key, latest.data)
+        ckey = conflation_key(self.options.conflation_key, key, self.record(latest))
         frames = self.session.tx_frames
         tx = frames.tx if frames is not None else None
         due = self.ctx.clock() + self.interval
@@ -282,7 +315,7 @@ class Subscription:
 
     def _conflated(self, entry: Pending, memo: Memo) -> Change | None:
         key, new = entry.key, entry.latest
-        if new is not None and self.in_view(key, new.data):
+        if new is not None and self.in_view(key, self.record(new)):
             return self._in_view(key, new, memo, frozenset(entry.carried))
         if self.held is None or key is None:
             return None
@@ -297,7 +330,7 @@ class Subscription:
 
     def left_because(self, new: RecordVersion) -> str:
         """Why a record that still exists left this view."""
-        return "match" if self.entitlement.allows(new.data) else ENTITLEMENT
+        return "match" if self.entitlement.allows(self.record(new)) else ENTITLEMENT
 
     def oof(self, key: str, version: RecordVersion, reason: str, memo: Memo) -> Change | None:
         """Forget ``key``; the OOF message to send when the subscriber asked for them.
@@ -316,7 +349,7 @@ class Subscription:
     ) -> Change | None:
         """The OOF for ``key`` leaving this view: the body is ``version`` when the user may see it,
         otherwise ``previous`` (the last state the subscriber was sent; None: nothing to send)."""
-        if not self.entitlement.allows(version.data):
+        if not self.entitlement.allows(self.record(version)):
             if previous is None:
                 return None
             if reason == "match":
@@ -373,7 +406,7 @@ class Subscription:
                     delta[name] = view[name]
             empty = not delta
             if options.send_keys and self.key_spec is not None:
-                for steps, value in self.key_spec.key_values(new.data):
+                for steps, value in self.key_spec.key_values(self.record(new)):
                     set_path(delta, steps, value)
             fields["delta"] = delta
         else:

@@ -204,14 +204,20 @@ class Topic:
     ) -> None:
         """Tell every subscriber what the change of ``key`` from ``old`` to ``new`` means for it
         (``new`` is None when the record went away; ``gone`` says why: deleted or expired)."""
+        self._fan_out(key, old, new, gone)
+        if new is not None and key is not None:
+            self._run.stored(new)
+
+    def _fan_out(
+        self, key: str | None, old: RecordVersion | None, new: RecordVersion | None, gone: str
+    ) -> None:
         touched: list[Window] = []
         if self._orders and key is not None:
             for order in self._orders.values():  # every order first: then ask the windows
                 touched += order.apply(key, new)
         if new is not None and self._fast:
             self._run.join(self)
-            data = new.data
-            shared = record_body(key, data)  # what every stateless subscription is sent
+            shared = record_body(key, None, encoded=new.encoded)  # what every stateless subscription gets
             self._run_bodies.append(shared)
             self._run_keys.append(key)
             self._run_versions.append(new)
@@ -230,7 +236,7 @@ class Topic:
         else:
             # A subscription that holds the record matched the old version, so candidates for
             # the old and the new version cover every message, OOFs included.
-            records = [v.data for v in (new, old) if v is not None]
+            records = [v.peek() for v in (new, old) if v is not None]
             by_session: dict[Subscriber, list[Subscription]] = {}
             for sub in self._general_index.candidates(*records):
                 by_session.setdefault(sub.session, []).append(sub)

@@ -57,6 +57,8 @@ class Entry:
     seq: int | None
     timestamp: float
     expires_at: float | None
+    # ``data`` encoded, when the publish that made the entry has it (never part of the payload).
+    encoded: bytes | None = None
 
     def encode(self) -> bytes:
         """The entry's payload (framed later, with the rest of its group commit)."""

@@ -79,7 +79,9 @@ class Snapshots:
         timers = self.engine.timers
         if not target.records:  # a node starting: nothing to tell anyone
             for key, data, seq, timestamp, expires_at in document["records"]:
-                target.sow.put(RecordVersion(key, data, seq, timestamp, expires_at))
+                version = RecordVersion(key, data, seq, timestamp, expires_at)
+                version.compact()  # stored records keep only their encoding (records.py)
+                target.sow.put(version)
                 if expires_at is not None:
                     timers.expire_at(topic, key, expires_at)
         else:
@@ -133,9 +135,8 @@ async def encode(lsn: int, versions: list[RecordVersion]) -> bytes:
     million records would otherwise stop every socket of the node for about a second."""
     parts: list[bytes] = []
     for start in range(0, len(versions), ENCODE_SLICE):
-        rows = [
-            [v.key, v.data, v.seq, v.timestamp, v.expires_at] for v in versions[start : start + ENCODE_SLICE]
-        ]
+        chunk = versions[start : start + ENCODE_SLICE]
+        rows = [[v.key, v.peek(), v.seq, v.timestamp, v.expires_at] for v in chunk]
         parts.append(orjson.dumps(rows)[1:-1])  # the rows without the list's brackets
         await asyncio.sleep(0)
     return b'{"format":%d,"lsn":%d,"records":[%s]}' % (SNAPSHOT_FORMAT, lsn, b",".join(parts))

@@ -136,6 +136,9 @@ class Item:
         self.key = key
         self.data = data
 
+    def peek(self) -> Any:
+        return self.data
+
 
 def test_orderby_mixed_types_nulls_last_ties_by_key() -> None:
     items = [

@@ -22,8 +22,9 @@ class Keyed(Protocol):
     @property
     def key(self) -> str: ...
 
-    @property
-    def data(self) -> Any: ...
+    def peek(self) -> Any:
+        """The record (a stored one stays compact: records.py)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +77,9 @@ class OrderBy:
         Per term a group and a value: ascending, numbers (0) before strings (1); descending,
         strings (0) before numbers (1), each descending; NULL (2) last either way."""
         parts: list[Any] = []
+        data = item.peek()
         for term in self.terms:
-            value = read_field(item.data, term.steps)
+            value = read_field(data, term.steps)
             group, plain = _sort_value(None if value is MISSING else value)
             if not term.descending or group == 2:
                 parts += (group, plain)
