@@ -21,7 +21,6 @@ import asyncio
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import tempfile
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 
 import orjson
 import websockets
+from figures import Figure, table
 from harness import arguments, cpu_seconds, free_port, serve
 
 MARKER = b'"data":'
@@ -115,7 +115,10 @@ async def count_until(ws: websockets.ClientConnection, expected: int) -> None:
         seen += (await ws.recv(decode=False)).count(MARKER)
 
 
-async def fan_out(setup: Setup, sockets: int, updates: int, start: int) -> float:
+async def fan_out(
+    setup: Setup, sockets: int, updates: int, start: int, redis: Redis | None
+) -> tuple[float, float]:
+    """Deliveries per wall second, and the CPU seconds the nodes and Redis spent delivering them."""
     urls = setup.urls()
     subscribers = []
     for index in range(sockets):
@@ -125,14 +128,16 @@ async def fan_out(setup: Setup, sockets: int, updates: int, start: int) -> float
         subscribers.append(ws)
     publisher = await websockets.connect(urls[0], max_size=None, compression=None)
     counters = [asyncio.create_task(count_until(ws, updates)) for ws in subscribers]
+    cpu = setup.cpu() + (cpu_seconds(redis.process.pid) if redis is not None else 0.0)
     began = time.perf_counter()
     for frame in frames(updates, start):
         await publisher.send(frame)
     await asyncio.gather(*counters)
     elapsed = time.perf_counter() - began
+    cpu = setup.cpu() + (cpu_seconds(redis.process.pid) if redis is not None else 0.0) - cpu
     for ws in [*subscribers, publisher]:
         await ws.close()
-    return sockets * updates / elapsed
+    return sockets * updates / elapsed, cpu
 
 
 async def latency(setup: Setup, samples: int) -> list[float]:
@@ -161,36 +166,31 @@ async def latency(setup: Setup, samples: int) -> list[float]:
     return sorted(delays)
 
 
-def spread(values: list[float], unit: str = "", scale: float = 1.0) -> str:
-    low, mid, high = min(values) * scale, statistics.median(values) * scale, max(values) * scale
-    return f"{low:>11,.0f} {mid:>11,.0f} {high:>11,.0f}{unit}"
-
-
-def bench_fan_out(work: Path, redis: Redis, sockets: int, updates: int, rounds: int) -> None:
+def bench_fan_out(work: Path, redis: Redis, sockets: int, updates: int, rounds: int) -> list[Figure]:
     shapes = [("single (no Redis)", 1, None), ("cluster, 1 node", 1, redis)]
     shapes += [("cluster, 2 nodes", 2, redis), ("cluster, 4 nodes", 4, redis)]
     setups = [Setup(work, n, r, f"fan{i}") for i, (_, n, r) in enumerate(shapes)]
-    rates: dict[str, list[float]] = {name: [] for name, _, _ in shapes}
-    cpu: dict[str, list[float]] = {name: [] for name, _, _ in shapes}
+    benchmark = f"cluster fan-out: {updates:,} updates to {sockets} sockets spread over the nodes"
+    rates = {name: Figure(benchmark, "deliveries per wall second", name, "/s") for name, _, _ in shapes}
+    cpu = {
+        name: Figure(benchmark, "deliveries per CPU-s of nodes and Redis", name, "/s")
+        for name, _, _ in shapes
+    }
     try:
         for round_index in range(rounds):
             for (name, _, uses_redis), setup in zip(shapes, setups, strict=True):
-                before = setup.cpu() + (cpu_seconds(redis.process.pid) if uses_redis else 0.0)
-                rate = asyncio.run(fan_out(setup, sockets, updates, round_index * updates))
-                after = setup.cpu() + (cpu_seconds(redis.process.pid) if uses_redis else 0.0)
-                rates[name].append(rate)
-                cpu[name].append(after - before)
+                rate, used = asyncio.run(fan_out(setup, sockets, updates, round_index * updates, uses_redis))
+                rates[name].values.append(rate)
+                cpu[name].values.append(sockets * updates / used)
     finally:
         for setup in setups:
             setup.stop()
-    print(f"\n1. fan-out: {updates:,} updates to {sockets} sockets, {rounds} interleaved rounds")
-    print(f"{'':<20} {'min':>11} {'median':>11} {'max':>11}   deliveries/s   server+Redis CPU s (median)")
-    for name, _, _ in shapes:
-        print(f"{name:<20} {spread(rates[name])}   {statistics.median(cpu[name]):>10.2f}")
+    return [figure for name, _, _ in shapes for figure in (rates[name], cpu[name])]
 
 
-def bench_latency(work: Path, redis: Redis, samples: int) -> None:
-    print(f"\n2. publish-to-deliver latency, {samples} publishes at 500/s")
+def bench_latency(work: Path, redis: Redis, samples: int) -> list[Figure]:
+    benchmark = f"cluster latency: {samples} publishes at 500/s, publish to delivery"
+    out = []
     for name, nodes, uses in (("single (no Redis)", 1, None), ("cluster, across nodes", 2, redis)):
         setup = Setup(work, nodes, uses, f"lat{nodes}")
         try:
@@ -198,7 +198,11 @@ def bench_latency(work: Path, redis: Redis, samples: int) -> None:
         finally:
             setup.stop()
         p50, p99 = delays[len(delays) // 2], delays[int(len(delays) * 0.99)]
-        print(f"{name:<24} p50 {p50 * 1000:7.2f} ms   p99 {p99 * 1000:7.2f} ms")
+        out += [
+            Figure(benchmark, "p50", name, "ms", [p50 * 1000]),
+            Figure(benchmark, "p99", name, "ms", [p99 * 1000]),
+        ]
+    return out
 
 
 async def publish_many(url: str, records: int) -> None:
@@ -217,7 +221,7 @@ async def publish_many(url: str, records: int) -> None:
     await ws.close()
 
 
-def bench_catch_up(work: Path, redis: Redis, records: int) -> None:
+def bench_catch_up(work: Path, redis: Redis, records: int) -> list[Figure]:
     extra = 'snapshot_interval = "2s"\n'
     first = Setup(work, 1, redis, "catchup", extra)
     try:
@@ -231,8 +235,25 @@ def bench_catch_up(work: Path, redis: Redis, records: int) -> None:
         second.stop()
     finally:
         first.stop()
-    print(f"\n3. catch-up: {records:,} records published through the log in {loaded:.1f} s")
-    print(f"a new node: start to /healthz 200 in {ready:.1f} s (snapshot plus the stream after it)")
+    benchmark = f"cluster catch-up: {records:,} records"
+    return [
+        Figure(benchmark, "published through the log", "cluster, 1 node", "s", [loaded]),
+        Figure(benchmark, "a new node: start to /healthz 200", "cluster, 1 node", "s", [ready]),
+    ]
+
+
+def figures(sockets: int, updates: int, rounds: int, samples: int, catchup_records: int) -> list[Figure]:
+    with tempfile.TemporaryDirectory() as directory:
+        work = Path(directory)
+        redis = Redis(work)
+        try:
+            out = bench_fan_out(work, redis, sockets, updates, rounds)
+            out += bench_latency(work, redis, samples)
+            if catchup_records:
+                out += bench_catch_up(work, redis, catchup_records)
+            return out
+        finally:
+            redis.stop()
 
 
 def main() -> None:
@@ -244,16 +265,7 @@ def main() -> None:
     parser.add_argument("--catchup-records", type=int, default=1_000_000)
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores, shared by the nodes, Redis and this load client")
-    with tempfile.TemporaryDirectory() as directory:
-        work = Path(directory)
-        redis = Redis(work)
-        try:
-            bench_fan_out(work, redis, args.sockets, args.updates, args.rounds)
-            bench_latency(work, redis, args.samples)
-            if args.catchup_records:
-                bench_catch_up(work, redis, args.catchup_records)
-        finally:
-            redis.stop()
+    print(table(figures(args.sockets, args.updates, args.rounds, args.samples, args.catchup_records)))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Durability: publishes/s with persisted acks from one and four publishers, and restart time.
 
-    .venv/bin/python bench/durable.py [--publishes 200000] [--records 1000000]
+    .venv/bin/python bench/durable.py [--publishes 200000] [--records 1000000] [--rounds 3]
 
 Each publisher logs on with its own client name and sends frames of 500 durable publishes with
 sequence numbers, asking for persisted acks; the clock stops when every publisher has its last
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import orjson
 import websockets
+from figures import Figure, table
 from harness import arguments, free_port
 from harness import serve as serve_config
 
@@ -97,42 +98,54 @@ def restart_seconds(work: Path, port: int) -> float:
     return elapsed
 
 
-def main() -> None:
-    parser = arguments(__doc__)
-    parser.add_argument("--publishes", type=int, default=200_000)
-    parser.add_argument("--records", type=int, default=1_000_000)
-    args = parser.parse_args()
+def figures(publishes: int, records: int, rounds: int = 3) -> list[Figure]:
+    rates = {
+        count: Figure("durable publishes", f"{count} publisher(s), persisted acks", "sowpush", "/s")
+        for count in (1, 4)
+    }
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
         port = free_port()
         process = serve(work, port)
-        for publishers in (1, 4):
-            rate = asyncio.run(throughput(port, publishers, args.publishes, offset=publishers * 10_000_000))
-            print(
-                f"{publishers} publisher(s): {rate:>10,.0f} durable publishes/s with persisted acks "
-                "(target 100,000/s)"
-            )
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-
+        try:
+            for round_index in range(rounds):
+                for publishers, figure in rates.items():
+                    offset = (round_index * 10 + publishers) * 10_000_000
+                    figure.values.append(asyncio.run(throughput(port, publishers, publishes, offset)))
+        finally:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+    out = list(rates.values())
+    benchmark = f"restart with a SOW of {records:,} durable records"
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
         port = free_port()
         process = serve(work, port)
         started = time.perf_counter()
-        asyncio.run(throughput(port, 4, args.records, offset=0))
-        print(f"built a SOW of {args.records:,} records in {time.perf_counter() - started:.1f} s")
+        asyncio.run(throughput(port, 4, records, offset=0))
+        built = time.perf_counter() - started
+        out.append(Figure(benchmark, "built with 4 publishers", "sowpush", "s", [built]))
         process.send_signal(signal.SIGKILL)
         process.wait()
         killed = restart_seconds(work, port)
-        print(f"restart after SIGKILL (replays the log):  {killed:.1f} s (target under 10 s)")
+        out.append(Figure(benchmark, "restart after SIGKILL (replays the log)", "sowpush", "s", [killed]))
         process = serve(work, port)
         process.send_signal(signal.SIGTERM)  # a clean stop writes a snapshot
         process.wait()
         clean = restart_seconds(work, port)
-        print(f"restart after a clean stop (snapshot):    {clean:.1f} s (target under 10 s)")
+        out.append(Figure(benchmark, "restart after a clean stop (snapshot)", "sowpush", "s", [clean]))
         size = sum(f.stat().st_size for f in (work / "data").rglob("*") if f.is_file())
-        print(f"data_dir holds {size / 1e6:.0f} MB")
+        out.append(Figure(benchmark, "data_dir size", "sowpush", "MB", [size / 1e6]))
+    return out
+
+
+def main() -> None:
+    parser = arguments(__doc__)
+    parser.add_argument("--publishes", type=int, default=200_000)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    print(table(figures(args.publishes, args.records, args.rounds)))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@ deliveries per CPU-second of the server process (from /proc), the figure that do
 how fast the load client reads; the load client's own CPU is reported beside them.
 
     .venv/bin/python bench/fanout.py [--peers sowpush,relay,...] [--rounds 3] [--subscribers 20]
-                                     [--frames 200,1]
+                                     [--frames 200,1] [--filtered]
+
+With ``--filtered``, also sowpush alone with 1,000 distinct filtered subscriptions, and full
+records against deltas.
 
 Each server gets as many updates as it delivers in about 2 s (measured in a warm-up round, which
 also warms up Node's JIT), in interleaved rounds (rounds.py). The load client is one process
@@ -17,6 +20,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import uvloop
 from figures import Figure, table
@@ -57,7 +61,8 @@ async def fan_out_round(
     cpu, client_cpu, started = cpu_seconds(pid), time.process_time(), time.perf_counter()
     for message in payload:
         crowd.publisher.send(message)
-    await asyncio.wait_for(done, 300)
+    async with asyncio.timeout(300):
+        await done
     wall = time.perf_counter() - started
     result = Round(
         sum(client.listener.expected for client in crowd.subscribers),
@@ -89,17 +94,65 @@ def figures(peers: list[Peer], rounds: int, subscribers: int, frames: list[int])
     return out
 
 
+def filtered_figures(rounds: int, subscriptions: int = 1_000) -> list[Figure]:
+    """``subscriptions`` sockets, each with its own filter ``/id = N`` over as many records, so each
+    update matches one of them; frames of 200 publishes. (No peer filters: sowpush alone.)"""
+    benchmark = f"{subscriptions:,} distinct filtered subscriptions, frames of 200 publishes"
+    results = interleaved(
+        [PEERS["sowpush"]],
+        rounds,
+        lambda peer, url, pid, updates: uvloop.run(
+            fan_out_round(
+                peer,
+                url,
+                pid,
+                subscriptions,
+                updates,
+                200,
+                records=subscriptions,
+                filter_for=lambda n: f"/id = {n}",
+                wanted=lambda index: updates // subscriptions,
+            )
+        ),
+    )
+    return describe(benchmark, results)
+
+
+def delta_figures(rounds: int, subscribers: int) -> list[Figure]:
+    """The same publishes (3 of the record's 10 fields change) to ``subscribe`` and to
+    ``delta_subscribe`` (JSON Patch): what a delta costs the server and what it saves on the wire."""
+    benchmark = f"full records vs deltas, {subscribers} subscribers, frames of 200 publishes"
+    commands = {"sowpush, subscribe": "subscribe", "sowpush, delta_subscribe": "delta_subscribe"}
+    variants = [replace(PEERS["sowpush"], name=name) for name in commands]
+    results = interleaved(
+        variants,
+        rounds,
+        lambda peer, url, pid, updates: uvloop.run(
+            fan_out_round(peer, url, pid, subscribers, updates, 200, command=commands[peer.name])
+        ),
+    )
+    sizes = [
+        Figure(benchmark, "bytes received per delivery", name, "B", [r.bytes_per_delivery for r in rs])
+        for name, rs in results.items()
+    ]
+    return describe(benchmark, results) + sizes
+
+
 def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--peers", default=DEFAULT_PEERS)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--subscribers", type=int, default=20)
     parser.add_argument("--frames", default="200,1")
+    parser.add_argument("--filtered", action="store_true", help="also filtered subscriptions, and deltas")
     args = parser.parse_args()
     peers = [PEERS[name] for name in args.peers.split(",")]
     frames = [int(size) for size in args.frames.split(",")]
     print(f"{os.cpu_count()} cores shared by the servers and the load client, {args.rounds} rounds each")
-    print(table(figures(peers, args.rounds, args.subscribers, frames)))
+    out = figures(peers, args.rounds, args.subscribers, frames)
+    if args.filtered:
+        out += filtered_figures(args.rounds) + delta_figures(args.rounds, args.subscribers)
+    print(table(out))
 
 
 if __name__ == "__main__":

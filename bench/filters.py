@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 import orjson
+from figures import Figure, table
 
 from server.core.config import parse_config
 from server.core.engine import Engine
@@ -53,26 +54,33 @@ def rate(work: Callable[[], object], seconds: float = 1.0) -> float:
     return best
 
 
-def evaluation() -> None:
+def evaluation() -> list[Figure]:
     compiled = compile_filter(FILTER)
     assert compiled.matches(RECORD)
     record_bytes = len(orjson.dumps(RECORD))
-    total = rate(lambda: compiled.matches(RECORD))
-    print(
-        f"5-predicate filter on a {record_bytes}-byte record: {total:,.0f} evaluations/s "
-        f"({1e6 / total:.2f} us each; target 1,000,000/s)"
-    )
-    print("where the time goes (each predicate alone):")
+    benchmark = f"filters, in process: a 5-predicate filter on a {record_bytes}-byte record"
+    out = [
+        Figure(benchmark, "evaluations per second", "sowpush", "/s", [rate(lambda: compiled.matches(RECORD))])
+    ]
     for part in PREDICATES:
         alone = compile_filter(part)
-        print(f"  {part:<28} {1e9 / rate(lambda alone=alone: alone.matches(RECORD), 0.5):>7.0f} ns")
+        cost = 1e9 / rate(lambda alone=alone: alone.matches(RECORD), 0.5)
+        out.append(Figure(benchmark, f"{part} alone", "sowpush", "ns", [cost]))
     empty = compile_filter("TRUE")
-    print(f"  {'(call overhead: TRUE)':<28} {1e9 / rate(lambda: empty.matches(RECORD), 0.5):>7.0f} ns")
+    out.append(
+        Figure(
+            benchmark,
+            "call overhead (TRUE)",
+            "sowpush",
+            "ns",
+            [1e9 / rate(lambda: empty.matches(RECORD), 0.5)],
+        )
+    )
+    return out
 
 
-def fan_out(
-    filter_for: Callable[[int], str], label: str, subscribers: int = 1000, publishes: int = 2000
-) -> float:
+def fan_out(filter_for: Callable[[int], str], subscribers: int = 1000, publishes: int = 2000) -> float:
+    """Microseconds per publish into an engine with ``subscribers`` filtered subscriptions."""
     engine = Engine(parse_config({"topic": [{"name": "t", "key": ["/id"]}]}), time.time)
     for n in range(subscribers):
         session = engine.open_session(lambda: None)
@@ -87,19 +95,22 @@ def fan_out(
     started = time.perf_counter()
     for frame in frames:
         engine.receive(publisher, frame)
-    per_publish = (time.perf_counter() - started) / publishes
-    print(f"  {label:<46} {per_publish * 1e6:>8.1f} us per publish")
-    return per_publish
+    return (time.perf_counter() - started) / publishes * 1e6
+
+
+def figures() -> list[Figure]:
+    benchmark = "filters, in process: 1,000 subscriptions with distinct equality filters, one matches"
+    indexed = fan_out(lambda n: f"/id = {n}")
+    scanned = fan_out(lambda n: f"/id = {n} OR /never = 1")
+    return [
+        *evaluation(),
+        Figure(benchmark, "per publish, indexed (/id = N)", "sowpush", "us", [indexed]),
+        Figure(benchmark, "per publish, not indexable (/id = N OR /never = 1)", "sowpush", "us", [scanned]),
+    ]
 
 
 def main() -> None:
-    evaluation()
-    print(
-        "fan-out, 1,000 subscriptions with distinct equality filters on one topic, one matches each publish:"
-    )
-    indexed = fan_out(lambda n: f"/id = {n}", "indexed (/id = N)")
-    scanned = fan_out(lambda n: f"/id = {n} OR /never = 1", "not indexable (/id = N OR /never = 1)")
-    print(f"  the index makes the fan-out {scanned / indexed:.0f}x cheaper")
+    print(table(figures()))
 
 
 if __name__ == "__main__":

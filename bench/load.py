@@ -103,7 +103,8 @@ class Client:
     async def first_message(self) -> bytes:
         loop = asyncio.get_running_loop()
         self.listener.opened = loop.create_future()
-        return await asyncio.wait_for(self.listener.opened, 10)
+        async with asyncio.timeout(10):
+            return await self.listener.opened
 
     def send(self, message: bytes) -> None:
         self.transport.send(WSMsgType.TEXT, message)
@@ -115,7 +116,8 @@ async def connect(url: str, dialect: str, timed: bool = False) -> Client:
     transport, _ = await ws_connect(lambda: listener, url, max_frame_size=1 << 30)
     client = Client(transport, listener)
     if dialect == "socketio":  # Engine.IO open, then the Socket.IO connect of the main namespace
-        await asyncio.wait_for(listener.opened, 10)
+        async with asyncio.timeout(10):
+            await listener.opened
         client.send(b"40")
         await client.first_message()
     listener.opened = None
@@ -131,7 +133,8 @@ async def subscribe(client: Client, dialect: str, index: int, command: str, filt
     loop = asyncio.get_running_loop()
     client.listener.opened = loop.create_future()
     client.send(orjson.dumps(request))
-    ack = await asyncio.wait_for(client.listener.opened, 10)
+    async with asyncio.timeout(10):
+        ack = await client.listener.opened
     client.listener.opened = None
     if b'"failure"' in ack:
         raise RuntimeError(f"subscribe refused: {ack!r}")

@@ -33,6 +33,10 @@ class Round:
         return self.deliveries / self.wall_s
 
     @property
+    def bytes_per_delivery(self) -> float:
+        return self.received_bytes / self.deliveries
+
+    @property
     def per_cpu_second(self) -> float:
         return self.deliveries / self.server_cpu_s if self.server_cpu_s else math.nan
 
