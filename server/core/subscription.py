@@ -60,6 +60,42 @@ def _matcher(
 
 
 class Subscription:
+    # Slots: a socket with a subscription lives for hours, and its instance dict cost 1.6 KB.
+    __slots__ = (
+        "__weakref__",  # the tests prove a closed subscription is released through weak references
+        "_select_id",
+        "_stateless_when_shown",
+        "bookmarked",
+        "closed",
+        "ctx",
+        "delta",
+        "dropped",
+        "entitlement",
+        "filters",
+        "heads",
+        "held",
+        "index_term",
+        "interval",
+        "key_spec",
+        "matches",
+        "options",
+        "order",
+        "replay_buffer",
+        "replaying",
+        "schedule",
+        "session",
+        "stateless",
+        "sub_id",
+        "successor",
+        "topic",
+        "topic_ref",
+        "unfiltered",
+        "view_kind",
+        "waiting",
+        "window",
+        "window_spec",
+    )
+
     def __init__(
         self,
         session: Any,

@@ -39,6 +39,36 @@ CLOSE_INTERNAL_ERROR = 1011  # the writer failed for a reason of the server's ow
 MAX_CAUSES = 8  # how far back a failed send's chain of causes is searched for the peer going away
 
 
+class Wake:
+    """The writer's wake-up: an ``asyncio.Event`` for one waiter. It is set from the engine,
+    synchronously, and awaited by the writer task alone; an Event keeps a deque for any number of
+    waiters, 760 bytes per socket even while empty."""
+
+    __slots__ = ("_set", "_waiter")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        self._set = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def clear(self) -> None:
+        self._set = False
+
+    async def wait(self) -> None:
+        if self._set:
+            return
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+
+
 class Connection:
     def __init__(
         self,
@@ -55,10 +85,9 @@ class Connection:
         self.handle = handle
         self.max_frame_bytes = max_frame_bytes
         self.binary = binary
-        self.wake = asyncio.Event()
+        self.wake = Wake()
         self.session: Session = engine.open_session(self.wake.set)
         self.session.try_write = self.try_write
-        self.closed = asyncio.Event()
         self.writer: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -124,8 +153,6 @@ class Connection:
             raise
         except Exception as error:
             await self._writer_failed(error)
-        finally:
-            self.closed.set()
 
     async def _writer_failed(self, error: Exception) -> None:
         """The writer cannot go on. A peer that went away mid-send is ordinary; anything else is a

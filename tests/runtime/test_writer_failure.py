@@ -57,8 +57,9 @@ async def run_writer(error: Exception | None) -> tuple[FakeSocket, Connection]:
     if error is None:
         await asyncio.sleep(0.05)
     else:
+        assert connection.writer is not None
         async with asyncio.timeout(5):
-            await connection.closed.wait()
+            await asyncio.wait([connection.writer])
     return socket, connection
 
 
