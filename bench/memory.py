@@ -191,8 +191,8 @@ def record_round(records: int) -> tuple[int, int]:
     return fresh(PEERS["sowpush"], lambda process, url: fill_sow(url, process.pid, records))
 
 
-def notes(runs: list[Opened]) -> str:
-    return "; ".join(dict.fromkeys(run.note for run in runs if run.note))
+def notes(runs: list[Opened], failures_only: bool = False) -> str:
+    return "; ".join(dict.fromkeys(run.note for run in runs if run.note and (run.error or not failures_only)))
 
 
 def connect_figures(benchmark: str, name: str, runs: list[Opened]) -> list[Figure]:
@@ -218,7 +218,14 @@ def figures(
             got.append(socket_round(PEERS[name], sockets))
     idle = f"memory per idle subscribed socket, {sockets:,} sockets"
     out = [
-        Figure(idle, "RSS growth per socket", name, "bytes", [r.per_socket for r in got], notes(got))
+        Figure(
+            idle,
+            "RSS growth per socket",
+            name,
+            "bytes",
+            [r.per_socket for r in got],
+            notes(got, failures_only=True),
+        )
         for name, got in runs.items()
     ]
     connects = f"connects (sowpush: and subscribes), {sockets:,} sockets, {BATCH} at a time"
