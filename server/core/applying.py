@@ -33,7 +33,7 @@ def apply_change(topic: Topic, entry: Entry, timers: Timers) -> None:
     if new is None and old is not None:
         # The OOF's body is the last state, its bookmark the delete's (as a replay sends it): a
         # client that resumes from the last bm it received must not be sent the delete again.
-        old = RecordVersion(old.key, old.peek(), entry.lsn, entry.timestamp, old.expires_at)
+        old = RecordVersion(old.key, old.data, entry.lsn, entry.timestamp, old.expires_at)
     if old is not None or new is not None:
         topic.fan_out(entry.key, old, new, gone="expired" if entry.op == EXPIRE else "deleted")
 

@@ -182,7 +182,7 @@ def conflate_with(
     decided = merge_outcome(policy.merge, picked.version, version)
     if decided is None:
         return None, version  # keep both
-    if not sub.entitlement.allows(decided.peek()):
+    if not sub.entitlement.allows(decided.data):
         return picked, version  # a merged record its reader may not see is never sent
     return picked, decided
 
@@ -209,8 +209,8 @@ def merge_outcome(function: Any, older: RecordVersion, newer: RecordVersion) -> 
 def match(matcher: Any, queued: list[Net], delivery: Delivery) -> Net | None:
     """Which of a subscription's queued messages about a record (oldest first) the new one
     conflates with, as a ``conflation_match`` function picks it (None: neither, queue it)."""
-    records = [net.version.peek() if net.version is not None else None for net in queued]
-    new = delivery.version.peek() if delivery.version is not None else None
+    records = [net.version.data if net.version is not None else None for net in queued]
+    new = delivery.version.data if delivery.version is not None else None
     try:
         chosen = matcher(records, new)
     except Exception:

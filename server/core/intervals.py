@@ -88,7 +88,7 @@ class Waiting:
             entry.deleted_from = old if new is None else None
         entry.gone = gone
         if new is not None:
-            entry.carried |= changed_fields(old.peek() if old is not None else None, new.peek())
+            entry.carried |= changed_fields(old.data if old is not None else None, new.data)
         if tx is not None:
             self._join(ckey, entry, tx)
         return entry if created else None

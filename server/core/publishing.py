@@ -160,19 +160,19 @@ def _data_of(topic: Topic, pending: Pending, key: str) -> Any:
     if (topic.name, key) in pending:
         return pending[(topic.name, key)]  # None: deleted by an earlier command
     version = topic.records.get(key)
-    return None if version is None else version.peek()
+    return None if version is None else version.data
 
 
 def _records(topic: Topic, pending: Pending) -> Iterator[tuple[str, Any]]:
     """The records of ``topic`` (key, data) as a transaction's earlier commands left them."""
     if not pending:
         for key, version in topic.records.items():
-            yield key, version.peek()
+            yield key, version.data
         return
     name = topic.name
     for key, version in topic.records.items():
         if (name, key) not in pending:
-            yield key, version.peek()
+            yield key, version.data
     for (changed_topic, key), data in pending.items():
         if changed_topic == name and data is not None:
             yield key, data

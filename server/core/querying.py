@@ -155,7 +155,7 @@ def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> tu
         versions = list(topic.records.values())
     else:
         in_view = reader.matches
-        versions = [v for v in topic.records.values() if in_view(v.peek())]
+        versions = [v for v in topic.records.values() if in_view(v.data)]
     matches = len(versions)
     if orderby is not None:
         versions = orderby.sort(versions)
@@ -266,14 +266,14 @@ def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool)
     held: dict[str, Any] = (
         dict(old.held)
         if old.held is not None
-        else {v.key: old.view_of(v) for v in topic.records.values() if old.in_view(v.key, v.peek())}
+        else {v.key: old.view_of(v) for v in topic.records.values() if old.in_view(v.key, v.data)}
     )
     for key, view in held.items():
         version = topic.records.get(key)
         if version is None:
             continue
         change: Change | None = None
-        if new.in_view(key, version.peek()):
+        if new.in_view(key, version.data):
             if same_view:
                 new.remember(key, view)
             elif not snapshot:

@@ -38,7 +38,7 @@ def check_encodable(data: Any) -> bytes:
         if len(encoded) > 2 * MAX_RECORD_DEPTH:
             _BOTTOM[0] = data
             orjson.dumps(_CHAIN)
-        return encoded
+        return trimmed(encoded)  # kept by the record version it becomes
     except orjson.JSONEncodeError as error:
         if str(error) == "Recursion limit reached":
             detail = f"data nested more than {MAX_RECORD_DEPTH} levels deep"
@@ -52,19 +52,26 @@ def check_encodable(data: Any) -> bytes:
 _COMPACT: Any = object()  # stands for the record while only its encoding is kept
 
 
+def trimmed(encoded: bytes) -> bytes:
+    """``encoded`` in a bytes object of its own size. orjson (3.12 and later) returns its result
+    in a buffer it never shrinks, 4 KB for a record of 140 bytes: whatever is kept beyond the
+    moment (a stored record, a queued message) is trimmed first."""
+    return bytes(memoryview(encoded))
+
+
 class RecordVersion:
-    """One version of a record. A stored version is kept *compact*: its JSON encoding alone (a
-    copy of exactly its size: orjson's own result holds a 4 KB buffer), a third of what the
-    decoded dict of a small record costs. A fresh version holds both until its fan-out is done
-    (``compact``), so that every message about it splices in the one encoding, and the changes
-    of a publish read the dict it was published as.
+    """One version of a record. A stored version is kept *compact*: its JSON encoding alone, a
+    third of what the decoded dict of a small record costs. A fresh version holds both until
+    its fan-out is done (``compact``), so that every message about it splices in the one
+    encoding, and the changes of a publish read the dict it was published as.
 
-    ``data`` decodes a compact version and keeps the dict from then on: whoever asks for it
-    (a subscription that holds each record's state for its deltas, a merge) holds it anyway, and
-    every reader then gets the same object. A scan that only looks (a filtered query) uses
-    ``peek``, which leaves the version compact."""
+    ``data`` decodes a compact version afresh on each use and leaves it compact: a scan, a
+    filter, a merge only read it on the way. Whoever keeps the record (a subscription holding
+    each record's state for its deltas and OOFs) takes it with ``hold``: the version then keeps
+    its dict for good, so every holder shares one object, as messages naming several
+    subscriptions need (they are grouped by the identity of what each holds)."""
 
-    __slots__ = ("_data", "_encoded", "expires_at", "key", "seq", "timestamp")
+    __slots__ = ("_data", "_encoded", "_held", "expires_at", "key", "seq", "timestamp")
 
     def __init__(
         self,
@@ -77,7 +84,8 @@ class RecordVersion:
     ) -> None:
         self.key = key
         self._data = data  # never mutated after construction
-        self._encoded = encoded  # orjson's encoding of data, once it is known
+        self._encoded = encoded  # data encoded, once known, in a bytes object of its own size
+        self._held = False  # someone keeps the dict: it is never dropped
         self.seq = seq  # the server's apply order, unique and increasing
         self.timestamp = timestamp
         self.expires_at = expires_at
@@ -85,30 +93,30 @@ class RecordVersion:
     @property
     def data(self) -> Any:
         data = self._data
-        if data is _COMPACT:
-            data = self._data = orjson.loads(self._encoded)  # type: ignore[arg-type]
-        return data
+        return orjson.loads(self._encoded) if data is _COMPACT else data  # type: ignore[arg-type]
+
+    def hold(self) -> Any:
+        """The record, for keeping: the version keeps this same dict from now on."""
+        if self._data is _COMPACT:
+            self._data = orjson.loads(self._encoded)  # type: ignore[arg-type]
+        self._held = True
+        return self._data
 
     @property
     def is_compact(self) -> bool:
         return self._data is _COMPACT
 
-    def peek(self) -> Any:
-        """The record, leaving a compact version compact (a decoded copy)."""
-        data = self._data
-        return orjson.loads(self._encoded) if data is _COMPACT else data  # type: ignore[arg-type]
-
     @property
     def encoded(self) -> bytes:
         encoded = self._encoded
         if encoded is None:
-            encoded = self._encoded = orjson.dumps(self._data)
+            encoded = self._encoded = trimmed(orjson.dumps(self._data))
         return encoded
 
     def compact(self) -> None:
-        """Keep only the encoding from now on (until someone asks for ``data``)."""
-        if self._data is not _COMPACT:
-            self._encoded = bytes(memoryview(self.encoded))
+        """Keep only the encoding from now on, unless someone holds the dict."""
+        self.encoded  # noqa: B018 (encodes it, once)
+        if not self._held:
             self._data = _COMPACT
 
     def __repr__(self) -> str:

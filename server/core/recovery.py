@@ -78,7 +78,7 @@ def encode_snapshot(snapshot: Snapshot) -> Iterator[bytes]:
     for start in range(0, len(rows), CHUNK):
         yield frame(
             [
-                [name, v.key, v.peek(), v.seq, v.timestamp, v.expires_at]
+                [name, v.key, v.data, v.seq, v.timestamp, v.expires_at]
                 for name, v in rows[start : start + CHUNK]
             ]
         )
@@ -116,7 +116,7 @@ def decode_snapshot(buffer: bytes) -> Snapshot | None:
 def _version_row(version: RecordVersion | None) -> list[Any] | None:
     if version is None:
         return None
-    return [version.peek(), version.seq, version.timestamp, version.expires_at]
+    return [version.data, version.seq, version.timestamp, version.expires_at]
 
 
 def _past(lsn: int, key: str, old: list[Any] | None, gone: str | None, timestamp: float) -> Past:
@@ -176,6 +176,7 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
             apply_entry(topic.sow, change)
     for topic in durable.values():
         for version in topic.records.values():
+            version.compact()  # the log's tail restored records whole (nothing fanned them out)
             if version.expires_at is not None:
                 engine.timers.expire_at(topic.name, version.key, version.expires_at)
     report.records = sum(len(topic.records) for topic in durable.values())

@@ -54,7 +54,7 @@ def _replay_one(request: ReplayRequest, entry: Entry) -> None:
         if last is None:
             return
         # The OOF body is the last state, positioned (bm) at the delete.
-        old = RecordVersion(key, last.peek(), entry.lsn, entry.timestamp, None)
+        old = RecordVersion(key, last.data, entry.lsn, entry.timestamp, None)
         change = subscription.replayed(key, old, None, {}, "expired" if entry.op == EXPIRE else "deleted")
     else:
         return

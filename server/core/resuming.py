@@ -48,15 +48,15 @@ def resume(
     if subscription.held is not None:
         # The client holds the whole view as it is now, once these messages are applied.
         for version in records.values():
-            if subscription.in_view(version.key, version.peek()):
+            if subscription.in_view(version.key, version.data):
                 subscription.remember(version.key, subscription.view_of(version))
     out: list[tuple[str, bytes]] = []
     for key, then in history.since(after).items():
         now = records.get(key)
-        if now is not None and subscription.in_view(key, now.peek()):
+        if now is not None and subscription.in_view(key, now.data):
             render = partial(subscription.body_of, key, now)
             message = record_message(snapshot_head, render)
-        elif then.old is not None and subscription.in_view(key, then.old.peek()):
+        elif then.old is not None and subscription.in_view(key, then.old.data):
             previous = subscription.view_of(then.old)
             if now is None:
                 assert then.removed is not None

@@ -193,11 +193,13 @@ class Subscription:
         return key is not None and window.holds(key)
 
     def record(self, version: RecordVersion) -> Any:
-        """``version``'s record as this subscription reads it: a subscription that holds each
-        record's state for its deltas keeps it, and takes it decoded for good (every holder then
-        shares one dict); any other only reads it on the way, and a stored version stays compact
-        (records.py)."""
-        return version.data if self.held is not None else version.peek()
+        """``version``'s record as this subscription reads it: one that holds each record's
+        whole state for its deltas keeps it (``hold``: every holder then shares one dict); any
+        other (or one that holds only its select list's view) reads it on the way, and a stored
+        version stays compact (records.py)."""
+        if self.held is not None and self.options.select is None:
+            return version.hold()
+        return version.data
 
     def view(self, version: RecordVersion, memo: Memo) -> Any:
         """The record as this subscription sees it; within one change (``memo``), one object for

@@ -18,7 +18,7 @@ from .delivery import OOF as OOF_KIND
 from .delivery import Delivery, QueuePolicy, RunBatch
 from .keys import KeySpec
 from .latency import TopicLatency
-from .records import RecordVersion
+from .records import RecordVersion, trimmed
 from .run import FanOutRun
 from .sow import Sow
 from .subindex import SubscriptionIndex
@@ -50,7 +50,7 @@ class Topic:
         self.latency = TopicLatency()
         self.sow = Sow()  # the only writer of the records
         self.subscribers: dict[Subscriber, list[Subscription]] = {}
-        self.name_json = orjson.dumps(name)
+        self.name_json = trimmed(orjson.dumps(name))
         # What its deliveries tell a socket queue (the queue never sees the topic itself); the
         # merger and matcher are imported by the composition root.
         self.queue = QueuePolicy(
@@ -204,9 +204,11 @@ class Topic:
     ) -> None:
         """Tell every subscriber what the change of ``key`` from ``old`` to ``new`` means for it
         (``new`` is None when the record went away; ``gone`` says why: deleted or expired)."""
-        self._fan_out(key, old, new, gone)
-        if new is not None and key is not None:
-            self._run.stored(new)
+        try:
+            self._fan_out(key, old, new, gone)
+        finally:
+            if new is not None and key is not None:
+                self._run.stored(new)
 
     def _fan_out(
         self, key: str | None, old: RecordVersion | None, new: RecordVersion | None, gone: str
@@ -236,7 +238,7 @@ class Topic:
         else:
             # A subscription that holds the record matched the old version, so candidates for
             # the old and the new version cover every message, OOFs included.
-            records = [v.peek() for v in (new, old) if v is not None]
+            records = [v.data for v in (new, old) if v is not None]
             by_session: dict[Subscriber, list[Subscription]] = {}
             for sub in self._general_index.candidates(*records):
                 by_session.setdefault(sub.session, []).append(sub)

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-import orjson
-
+from . import wire
 from .delivery import Delivery, RunBatch, TxBlock
 from .run import FanOutRun
 
@@ -57,7 +56,7 @@ class TxFrames:
         tx, self.tx = self.tx, None
         if not held:
             return
-        begin = orjson.dumps({"c": "tx_begin", "tx": tx})
-        end = orjson.dumps({"c": "tx_end", "tx": tx})
+        begin = wire.dumps({"c": "tx_begin", "tx": tx})
+        end = wire.dumps({"c": "tx_end", "tx": tx})
         for session, items in held.items():
             session.deliver_tx(TxBlock(begin, items, end))

@@ -51,7 +51,7 @@ class WindowOrder:
     ) -> None:
         self.sort_key = sort_key
         self.matches = matches
-        self.keys: dict[str, SortKey] = {v.key: sort_key(v) for v in records if matches(v.peek())}
+        self.keys: dict[str, SortKey] = {v.key: sort_key(v) for v in records if matches(v.data)}
         self.sorted: SortedList = SortedList(self.keys.values())
         # Its windows by where they end, so a change finds the few it touches by bisection.
         self.windows: SortedKeyList = SortedKeyList(key=_by_end)

@@ -11,11 +11,15 @@ from typing import Any
 
 import orjson
 
+from .records import trimmed
+
 HEARTBEAT = b'{"c":"heartbeat"}'
 
 
 def dumps(value: Any) -> bytes:
-    return orjson.dumps(value)
+    """``value`` encoded, in a bytes object of its own size: a message may wait in a slow
+    socket's queue, and orjson's own result holds 4 KB however short it is (records.trimmed)."""
+    return trimmed(orjson.dumps(value))
 
 
 def ack(kind: str, cid: Any, status: str = "success", reason: str | None = None, **fields: Any) -> bytes:
@@ -26,20 +30,20 @@ def ack(kind: str, cid: Any, status: str = "success", reason: str | None = None,
     if reason is not None:
         message["reason"] = reason
     message.update(fields)
-    return orjson.dumps(message)
+    return dumps(message)
 
 
 def group_begin(query_id: Any) -> bytes:
-    return orjson.dumps({"c": "group_begin", "query_id": query_id})
+    return dumps({"c": "group_begin", "query_id": query_id})
 
 
 def group_end(query_id: Any, records: int, **fields: Any) -> bytes:
     """``fields``: ``bm`` and ``resumed`` of a ``resume`` subscription's snapshot (PROTOCOL 11.1)."""
-    return orjson.dumps({"c": "group_end", "query_id": query_id, "records": records, **fields})
+    return dumps({"c": "group_end", "query_id": query_id, "records": records, **fields})
 
 
 def unsubscribed(sub_id: Any, reason: str) -> bytes:
-    return orjson.dumps({"c": "unsubscribed", "sub_id": sub_id, "reason": reason})
+    return dumps({"c": "unsubscribed", "sub_id": sub_id, "reason": reason})
 
 
 # The commands of the two messages about a record (their heads start ``{"c":"p"`` or ``"oof"``).

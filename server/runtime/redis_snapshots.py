@@ -136,7 +136,7 @@ async def encode(lsn: int, versions: list[RecordVersion]) -> bytes:
     parts: list[bytes] = []
     for start in range(0, len(versions), ENCODE_SLICE):
         chunk = versions[start : start + ENCODE_SLICE]
-        rows = [[v.key, v.peek(), v.seq, v.timestamp, v.expires_at] for v in chunk]
+        rows = [[v.key, v.data, v.seq, v.timestamp, v.expires_at] for v in chunk]
         parts.append(orjson.dumps(rows)[1:-1])  # the rows without the list's brackets
         await asyncio.sleep(0)
     return b'{"format":%d,"lsn":%d,"records":[%s]}' % (SNAPSHOT_FORMAT, lsn, b",".join(parts))

@@ -7,13 +7,15 @@ import tracemalloc
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from server.core import recovery
 from server.core.records import RecordVersion
 from server.core.wire import record_body
 
-from .harness import Harness, publish
+from .harness import Harness, entries_of, publish
 
 JSON_VALUES = st.recursive(
     st.none()
@@ -42,7 +44,7 @@ def test_a_spliced_encoding_is_the_body_orjson_writes(
 
 
 def stored(h: Harness, order: int) -> RecordVersion:
-    return next(v for v in h.engine.topics["orders"].records.values() if v.peek()["order"] == order)
+    return next(v for v in h.engine.topics["orders"].records.values() if v.data["order"] == order)
 
 
 def test_a_stored_record_is_compact_once_its_fan_out_is_done_and_reads_back_the_same() -> None:
@@ -55,8 +57,8 @@ def test_a_stored_record_is_compact_once_its_fan_out_is_done_and_reads_back_the_
     ]
     version = stored(h, 1)
     assert version.is_compact
-    assert version.peek() == {"order": 1, "px": 101.25, "qty": 3, "tags": ["a", "b"]}
-    assert version.is_compact, "peek leaves it compact"
+    assert version.data == {"order": 1, "px": 101.25, "qty": 3, "tags": ["a", "b"]}
+    assert version.is_compact, "reading it leaves it compact"
 
 
 def test_snapshots_and_filtered_queries_leave_records_compact() -> None:
@@ -136,3 +138,54 @@ def test_readers_that_only_look_leave_stored_and_past_versions_compact() -> None
     assert sow.history is not None
     past = [change.old for change in sow.history.held() if change.old is not None]
     assert past and all(version.is_compact for version in past)
+
+
+@pytest.mark.parametrize("command", ["subscribe", "delta_subscribe"])
+def test_subscriptions_that_hold_a_record_share_one_message_after_it_was_stored(command: str) -> None:
+    """Found in review: one holder took the record while it was fresh, the other (a later
+    snapshot) decoded the stored version again, and the two held equal but different objects:
+    one message each instead of one naming both (PROTOCOL 5)."""
+    h = Harness()
+    feed, reader = h.peer(), h.peer()
+    options = {"o": "oof"} if command == "subscribe" else {}
+    reader.send({"c": command, "t": "orders", "sub_id": "a", **options})
+    feed.send(publish(1, qty=1))
+    reader.take()
+    reader.send({"c": f"sow_and_{command}", "t": "orders", "sub_id": "b", **options})
+    reader.take()
+    feed.send(publish(1, qty=2))
+    assert [(m["c"], sorted(m["sids"])) for m in reader.take()] == [("p", ["a", "b"])]
+
+
+def test_what_waits_in_a_queue_is_trimmed_to_its_size() -> None:
+    """Found in review: a plain topic's publishes (never stored, so never compacted) and acks
+    waited in a stalled socket's queue in orjson's 4 KB buffers: 4,543 bytes each."""
+    h = Harness(topics=[{"name": "orders", "key": ["/order"]}])
+    feed, stalled = h.peer(), h.peer()
+    stalled.send({"c": "subscribe", "t": "ticks", "sub_id": 1})
+    frames = [
+        orjson.dumps([{"c": "publish", "t": "ticks", "cid": n, "data": {"n": n, "px": 1.5}}])
+        for n in range(500)
+    ]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for frame in frames:
+            h.engine.receive(feed.session, frame)
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert stalled.session.outbox.queued_messages >= 500
+    assert used / 1_000 < 1_000, f"{used / 1_000:.0f} bytes per queued message and ack"
+
+
+def test_records_restored_from_the_log_tail_are_compact() -> None:
+    """Found in review: recovery applies the log's tail without a fan-out, so nothing compacted
+    those records, and the first snapshot cached orjson's 4 KB buffer on each."""
+    source = Harness(topics=[{"name": "orders", "key": ["/order"], "durable": True}])
+    source.peer().send(*[publish(n, qty=n) for n in range(3)])
+    tail = [orjson.loads(entry.encode()) for entry in entries_of(source)]
+    restored = Harness(topics=[{"name": "orders", "key": ["/order"], "durable": True}])
+    recovery.restore(restored.engine, None, tail)
+    versions = list(restored.engine.topics["orders"].records.values())
+    assert len(versions) == 3 and all(version.is_compact for version in versions)

@@ -136,9 +136,6 @@ class Item:
         self.key = key
         self.data = data
 
-    def peek(self) -> Any:
-        return self.data
-
 
 def test_orderby_mixed_types_nulls_last_ties_by_key() -> None:
     items = [

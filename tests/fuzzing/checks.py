@@ -130,9 +130,6 @@ class _Keyed:
     key: str
     data: Any
 
-    def peek(self) -> Any:
-        return self.data
-
 
 def check_options(text: str) -> None:
     for parse, reason in ((parse_options, "invalid options"), (parse_logon_options, "invalid options")):

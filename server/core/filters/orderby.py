@@ -22,9 +22,8 @@ class Keyed(Protocol):
     @property
     def key(self) -> str: ...
 
-    def peek(self) -> Any:
-        """The record (a stored one stays compact: records.py)."""
-        ...
+    @property
+    def data(self) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +76,7 @@ class OrderBy:
         Per term a group and a value: ascending, numbers (0) before strings (1); descending,
         strings (0) before numbers (1), each descending; NULL (2) last either way."""
         parts: list[Any] = []
-        data = item.peek()
+        data = item.data  # once: a stored record decodes on each use (records.py)
         for term in self.terms:
             value = read_field(data, term.steps)
             group, plain = _sort_value(None if value is MISSING else value)
