@@ -73,20 +73,29 @@ class WebSocketFirst:
     """``/ws`` straight to its endpoint, the rest to Starlette. A socket lives for hours: through
     Starlette's router and middleware it held their eight coroutines (about 4 KB) all that time,
     and each connect ran through them. Starlette's ``WebSocket`` is built here as its
-    ``WebSocketRoute`` would build it (with the app in the scope, for ``websocket.app.state``);
-    an exception the endpoint lets out reaches uvicorn, which closes the socket with 1011 and
-    logs it, as Starlette's middleware would have let it."""
+    ``WebSocketRoute`` would build it (with the app in the scope, for ``websocket.app.state``),
+    and the path is matched as Starlette's router matches it (under ``root_path`` or not). The
+    endpoint raises none of Starlette's exceptions; one it lets out by a defect reaches uvicorn,
+    which logs it and drops the connection (the client sees 1006), as it did through
+    Starlette's middleware, which re-raises it."""
 
     def __init__(self, app: Starlette, path: str) -> None:
         self.app = app
         self.path = path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "websocket" and scope["path"] == scope.get("root_path", "") + self.path:
+        if scope["type"] == "websocket" and _route_path(scope) == self.path:
             scope["app"] = self.app
             await websocket_endpoint(WebSocket(scope, receive, send))
             return
         await self.app(scope, receive, send)
+
+
+def _route_path(scope: Scope) -> str:
+    """The path the router matches: without ``root_path`` when it starts with it."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 def create_app(hub: Hub) -> ASGIApp:

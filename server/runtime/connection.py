@@ -89,6 +89,7 @@ class Connection:
         self.session: Session = engine.open_session(self.wake.set)
         self.session.try_write = self.try_write
         self.writer: asyncio.Task[None] | None = None
+        self.sending = False  # the writer has taken a frame and waits for the peer to take it
 
     def start(self) -> None:
         self.writer = asyncio.create_task(self._write_loop(), name=f"writer-{self.session.id}")
@@ -97,7 +98,8 @@ class Connection:
         """The outbox is full: write what it holds now, as far as the transport takes it, so that a
         burst to a healthy socket is written rather than conflated (PROTOCOL 6.3, first step)."""
         outbox, handle = self.session.outbox, self.handle
-        while handle.can_write_now():
+        # Not while the writer waits to send a frame it has taken: the next frames would pass it.
+        while not self.sending and handle.can_write_now():
             frame = outbox.take_frame(self.max_frame_bytes, self.engine.clock())
             if frame is None:
                 return
@@ -145,7 +147,11 @@ class Connection:
                     if handle.can_write_now():
                         handle.write_now(frame, binary)  # the peer keeps up: no await, no copy
                     else:
-                        await self.send(frame)  # waits for the peer's flow control
+                        self.sending = True
+                        try:
+                            await self.send(frame)  # waits for the peer's flow control
+                        finally:
+                            self.sending = False
                 if session.close_code is not None:
                     await self._close(session.close_code, session.close_reason)
                     return
