@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .bodies import Memo
 from .config import TopicConfig
 from .delivery import OOF as OOF_KIND
 from .delivery import Delivery, QueuePolicy, RunBatch
@@ -22,7 +23,7 @@ from .records import RecordVersion, trimmed
 from .run import FanOutRun
 from .sow import Sow
 from .subindex import SubscriptionIndex
-from .subscription import Change, Memo, Subscription
+from .subscription import Change, Subscription
 from .window_messages import window_changes
 from .windows import Window, WindowOrder
 from .wire import OOF, P, head, record_body

@@ -12,7 +12,8 @@ from .delivery import OOF as OOF_KIND
 from .records import RecordVersion
 
 if TYPE_CHECKING:
-    from .subscription import Change, Memo, Subscription
+    from .bodies import Memo
+    from .subscription import Change, Subscription
 
 
 def window_changes(
