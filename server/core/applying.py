@@ -24,7 +24,9 @@ def apply_change(topic: Topic, entry: Entry, timers: Timers) -> None:
     """Apply ``entry`` (numbered) to ``topic`` and tell its subscribers."""
     if topic.key_spec is None:  # a plain topic keeps nothing: a publish is only delivered
         if entry.op == PUBLISH:
-            version = RecordVersion("", entry.data, entry.lsn, entry.timestamp, entry.expires_at)
+            version = RecordVersion(
+                "", entry.data, entry.lsn, entry.timestamp, entry.expires_at, entry.encoded
+            )
             topic.fan_out(None, None, version)
         return
     old, new = apply_entry(topic.sow, entry)

@@ -70,9 +70,9 @@ def decide_publish(
     entitlement = session.entitlement(body.topic, engine.clock)
     now, name = engine.clock(), session.client_name
     if topic is None or topic.key_spec is None:
-        check_encodable(body.data)
+        encoded = check_encodable(body.data)
         entitlement.check_write(None, body.data)
-        return Entry(0, PUBLISH, body.topic, "", body.data, name, body.seq, now, None), None
+        return Entry(0, PUBLISH, body.topic, "", body.data, name, body.seq, now, None, encoded), None
     key = topic.key_spec.sow_key(body.data)
     stored = topic.records.get(key)
     # The record it replaces matters to a delta and to a write entitlement only: a stored record

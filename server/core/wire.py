@@ -68,34 +68,16 @@ def record_body(
     ``oof``): the one place their fields are laid out. ``key`` None: no ``k`` (a plain topic, or
     ``no_sowkey``); ``data`` is the record as this reader may see it (its select list applied).
     When the reader sees the whole record, ``encoded`` may be given instead: the record's own
-    encoding, spliced in where orjson would have written ``data`` (the same bytes)."""
-    if encoded is None:
-        fields: dict[str, Any] = {} if key is None else {"k": key}
-        if reason is not None:
-            fields["reason"] = reason
-        fields["data"] = data
-        if ts is not None:
-            fields["ts"] = ts
-        if bm is not None:
-            fields["bm"] = bm
-        return orjson.dumps(fields)[1:]
-    if reason is None and ts is None and bm is None:  # the body every plain subscription shares
-        if key is None:
-            return b'"data":' + encoded + b"}"
-        return b'"k":' + orjson.dumps(key) + b',"data":' + encoded + b"}"
-    before: dict[str, Any] = {} if key is None else {"k": key}
+    encoding, which orjson writes in as it is (``orjson.Fragment``)."""
+    fields: dict[str, Any] = {} if key is None else {"k": key}
     if reason is not None:
-        before["reason"] = reason
-    after: dict[str, Any] = {}
+        fields["reason"] = reason
+    fields["data"] = data if encoded is None else orjson.Fragment(encoded)
     if ts is not None:
-        after["ts"] = ts
+        fields["ts"] = ts
     if bm is not None:
-        after["bm"] = bm
-    parts = [orjson.dumps(before)[1:-1] + b"," if before else b"", b'"data":', encoded]
-    if after:
-        parts += (b",", orjson.dumps(after)[1:-1])
-    parts.append(b"}")
-    return b"".join(parts)
+        fields["bm"] = bm
+    return orjson.dumps(fields)[1:]
 
 
 def head(command: bytes, topic_json: bytes, sids: list[Any]) -> bytes:
