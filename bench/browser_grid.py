@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 import orjson
-from harness import ROOT, arguments, free_port, serve, spread
+from figures import spread
+from harness import ROOT, arguments, free_port, serve
 from playwright.sync_api import Browser, CDPSession, sync_playwright
 from websockets.sync.client import connect
 

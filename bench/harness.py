@@ -74,9 +74,3 @@ def cpu_seconds(pid: int) -> float:
         except (FileNotFoundError, ProcessLookupError):
             continue  # a thread that ended while we read
     return total / 1e9
-
-
-def spread(values: list[float]) -> str:
-    """min / median / max of ``values``."""
-    ordered = sorted(values)
-    return f"{ordered[0]:,.2f} / {ordered[len(ordered) // 2]:,.2f} / {ordered[-1]:,.2f}"

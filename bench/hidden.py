@@ -23,7 +23,8 @@ import time
 
 import orjson
 import websockets
-from harness import ROOT, arguments, cpu_seconds, serving, spread
+from figures import spread
+from harness import ROOT, arguments, cpu_seconds, serving
 
 VIEWS = (("positions", "oof,timestamp"), ("orders", "oof,timestamp"))
 

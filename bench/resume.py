@@ -16,7 +16,8 @@ import time
 
 import orjson
 import websockets
-from harness import arguments, cpu_seconds, serving, spread
+from figures import spread
+from harness import arguments, cpu_seconds, serving
 
 RECORD_PAD = "x" * 120  # a record of about 200 bytes, as a blotter row
 
