@@ -167,13 +167,12 @@ class Engine:
             # it needs no clock, and in a cluster the first node's expiry is the only one.
             entry = Entry(0, EXPIRE, name, key, version.seq, None, None, now, None)
             self.changes.propose(Proposal(name, [entry], [stream_id(version.seq)]))
-        for subscription in self.timers.intervals_due(now):
-            if subscription.closed or subscription.dropped:
-                continue
-            released, tx = subscription.release(now)
-            with self.tx_frames.whole(tx):
-                for record_key, change in released:
-                    subscription.topic_ref.deliver(subscription.session, (subscription,), record_key, change)
+        released = [
+            (subscription, *subscription.release(now))
+            for subscription in self.timers.intervals_due(now)
+            if not (subscription.closed or subscription.dropped)
+        ]
+        self.tx_frames.release(released)
         self.settle()
 
     def unsubscribe(self, subscription: Subscription) -> None:

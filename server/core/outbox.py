@@ -235,11 +235,18 @@ class Outbox:
         self.keyed = True
         # The subscriptions dropped, first: a transaction queued anywhere keeps none of their
         # messages (its delta about a record may follow their dropped insert of it).
+        # A transaction's block is never conflated, but its messages for a subscription of an
+        # ``unsubscribe`` topic are that subscription's queued updates like any others.
         dropped: dict[Reader, None] = {}
         if drop:
             for entry in old:
-                if isinstance(entry, Delivery | RunBatch) and entry.policy.conflation == "unsubscribe":
-                    dropped.update(dict.fromkeys(entry.subs))
+                in_block = isinstance(entry, TxBlock)
+                for item in entry.held if isinstance(entry, TxBlock) else (entry,):
+                    if isinstance(item, Delivery | RunBatch) and item.policy.conflation == "unsubscribe":
+                        dropped.update(dict.fromkeys(item.subs))
+                        if in_block:  # (the others are counted as they are dropped, below)
+                            messages = 1 if isinstance(item, Delivery) else len(item.bodies)
+                            item.policy.counters["dropped"] += messages
         for entry in old:
             if isinstance(entry, RunBatch):
                 for delivery in entry.deliveries():

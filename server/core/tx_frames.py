@@ -19,6 +19,11 @@ from .run import FanOutRun
 
 if TYPE_CHECKING:
     from .session import Session
+    from .subscription import Change, Subscription
+
+# What one subscription's ended interval releases: its changes, and the transaction they
+# complete (None: none).
+Released = tuple["Subscription", list[tuple[str | None, "Change"]], str | None]
 
 
 class TxFrames:
@@ -45,6 +50,19 @@ class TxFrames:
             yield
         finally:
             self.end()
+
+    def release(self, released: list[Released]) -> None:
+        """Deliver what subscriptions' intervals released together: the changes that complete one
+        transaction go as one block per socket, however many of its subscriptions held them."""
+        by_tx: dict[str | None, list[Released]] = {}
+        for item in released:
+            by_tx.setdefault(item[2], []).append(item)
+        for tx, group in by_tx.items():
+            with self.whole(tx):
+                for subscription, changes, _ in group:
+                    topic = subscription.topic_ref
+                    for record_key, change in changes:
+                        topic.deliver(subscription.session, (subscription,), record_key, change)
 
     def hold(self, session: Session, item: Delivery | RunBatch) -> None:
         self._held.setdefault(session, []).append(item)

@@ -17,7 +17,7 @@ from .commands import Header, Visibility
 if TYPE_CHECKING:
     from .engine import Engine
     from .session import Session
-    from .subscription import Subscription
+    from .tx_frames import Released
 
 
 def set_visibility(engine: Engine, session: Session, header: Header, body: Visibility) -> None:
@@ -25,18 +25,14 @@ def set_visibility(engine: Engine, session: Session, header: Header, body: Visib
     interval = engine.config.server.hidden_interval_s if body.hidden else None
     if (interval is None) != (session.hidden_interval is None):
         session.hidden_interval = interval
+        owed: list[Released] = []
         for subscription in list(session.subscriptions.values()):
-            if not (subscription.closed or subscription.dropped):
-                _show_or_hide(session, subscription, interval)
+            if subscription.closed or subscription.dropped:
+                continue
+            if interval is None:  # shown: what each held goes now, a transaction's as one block
+                owed.append((subscription, *subscription.release(math.inf)))
+            subscription.hide(interval)
+            subscription.topic_ref.resort(session)
+        assert session.tx_frames is not None
+        session.tx_frames.release(owed)
     engine.processed(session, header)
-
-
-def _show_or_hide(session: Session, subscription: Subscription, interval: float | None) -> None:
-    topic = subscription.topic_ref
-    owed, tx = subscription.release(math.inf) if interval is None else ([], None)
-    subscription.hide(interval)
-    topic.resort(session)
-    assert session.tx_frames is not None
-    with session.tx_frames.whole(tx):
-        for record_key, change in owed:
-            topic.deliver(session, (subscription,), record_key, change)

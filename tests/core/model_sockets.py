@@ -134,10 +134,11 @@ class EngineSockets(RuleBasedStateMachine):
         after it), and one ``unsubscribed`` per subscription of an ``unsubscribe`` topic."""
         if client.commands_since_empty:
             return "its own commands' acks and snapshots are queued"
-        if client.transactions_since_empty:
-            return "a transaction's messages are queued whole, never conflated"
         subs = [sub for sub in self._subs_of(client) if not sub.dropped]
         policies = {TOPICS[sub.topic]["conflation"] for sub in subs}
+        if client.transactions_since_empty and policies != {"unsubscribe"}:
+            # (An unsubscribe topic's messages in a block are dropped with their subscription.)
+            return "a transaction's messages are queued whole, never conflated"
         if "off" in policies:
             return "an off topic"
         if not client.conflation and policies & set(CONFLATED):

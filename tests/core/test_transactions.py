@@ -191,6 +191,48 @@ def test_a_hidden_page_gets_a_transaction_whole_when_shown() -> None:
     assert [m["c"] for m in frame] == ["tx_begin", "p", "p", "tx_end"]
 
 
+@pytest.mark.parametrize("show", [True, False], ids=["shown", "interval ends"])
+def test_a_transaction_held_by_several_subscriptions_of_a_socket_is_still_one_block(show: bool) -> None:
+    h = Harness()
+    publisher, watcher = h.peer(), h.peer()
+    watcher.send(
+        *[
+            {"c": "subscribe", "t": "orders", "sub_id": sid, "filter": f"/qty = {n}"}
+            for n, sid in enumerate("abc")
+        ],
+        {"c": "visibility", "hidden": True},
+    )
+    watcher.take()
+    publisher.send(tx(publish(1, qty=0), publish(2, qty=1), publish(3, qty=2)))
+    if show:
+        watcher.engine.receive(watcher.session, b'{"c":"visibility","hidden":false}')
+    else:
+        h.clock.now += 5
+        h.engine.advance(h.clock.now)
+    [frame] = frames(watcher)
+    assert [m["c"] for m in frame] == ["tx_begin", "p", "p", "p", "tx_end"]
+    assert sorted(m["sids"][0] for m in frame if m["c"] == "p") == ["a", "b", "c"]
+
+
+def test_the_unsubscribe_policy_drops_subscriptions_whose_updates_wait_in_a_transaction() -> None:
+    """A queued block is never conflated, but its messages for a subscription of an
+    ``unsubscribe`` topic are that subscription's queued updates: relief drops them with it
+    rather than closing the socket."""
+    topics = [{"name": "quotes", "key": ["/id"], "conflation": "unsubscribe"}]
+    h = Harness(topics=topics, server={"queue_max_messages": 4})
+    publisher, watcher = h.peer(), h.peer()
+    watcher.send({"c": "subscribe", "t": "quotes", "sub_id": "q"})
+    watcher.take()
+    quote = {"c": "publish", "t": "quotes", "data": {"id": 1}}
+    publisher.send(tx(quote, quote), tx(quote, quote), quote)  # two blocks (2 each), then one more
+    assert watcher.session.close_code is None
+    messages = [m for frame in frames(watcher) for m in frame]
+    assert [(m["c"], m.get("sub_id"), m.get("reason")) for m in messages] == [
+        ("unsubscribed", "q", "back_pressure")
+    ]
+    assert h.engine.topics["quotes"].counters["dropped"] == 4
+
+
 def test_a_subscription_dropped_to_make_room_gets_nothing_of_the_transaction() -> None:
     topics = [
         {"name": "quotes", "key": ["/id"], "conflation": "unsubscribe"},
