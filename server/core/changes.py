@@ -23,9 +23,13 @@ def apply_entry(sow: Sow, entry: Entry) -> Change:
     topic's history (when it keeps one) notes every change."""
     old, new = _apply(sow, entry)
     history = sow.history
-    if history is not None and (old is not None or new is not None):
-        gone = None if new is not None else "expired" if entry.op == EXPIRE else "deleted"
-        history.note(Past(entry.lsn, entry.key, old, gone, entry.timestamp))
+    if history is not None:
+        if old is None:
+            if new is not None:
+                history.note(new)  # a new record: its version says what the change was
+        else:
+            gone = None if new is not None else "expired" if entry.op == EXPIRE else "deleted"
+            history.note(Past(entry.lsn, entry.key, old, gone, entry.timestamp))
     return old, new
 
 

@@ -80,6 +80,7 @@ class Engine:
     def __init__(self, config: Config, clock: Clock) -> None:
         self.config = config
         self.clock = clock
+        self._now: float | None = None  # the time of the unit of work under way (now())
         self.run = FanOutRun()
         self.tx_frames = TxFrames(self.run)  # holds a transaction's messages while it is applied
         self.topics: dict[str, Topic] = {
@@ -269,6 +270,7 @@ class Engine:
 
     def decode(self, session: Session, frame: bytes | str) -> list[Any]:
         """The commands of one inbound frame, in order (a failure ack, and none, when it is not JSON)."""
+        self._now = None  # a new unit of work: its own time
         try:
             decoded = inbound.loads(frame)  # orjson, refusing integers it would alter
         except orjson.JSONDecodeError as error:
@@ -288,9 +290,19 @@ class Engine:
         finally:
             self.settle()
 
+    def now(self) -> float:
+        """The time of the unit of work under way (a frame, or a slice of a big one), read from the
+        clock once: every change it decides carries this one float object, so a SOW loaded from
+        frames of 200 publishes keeps one per frame rather than one per record."""
+        now = self._now
+        if now is None:
+            now = self._now = self.clock()
+        return now
+
     def settle(self) -> None:
         """End of a unit of work: push the pending run, then remove the subscriptions dropped for
         back pressure."""
+        self._now = None
         self.run.flush()
         while self._dropped:
             dropped, self._dropped = self._dropped, []

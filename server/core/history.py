@@ -9,7 +9,9 @@ versions it keeps alive (a feed of big records must not hold gigabytes) and in a
 the LSN after which it holds every change, so a bookmark below it cannot be resumed.
 
 Versions are immutable and shared with the SOW and the queues: a change costs a tuple here,
-and keeps its replaced version alive until the change leaves the history.
+and keeps its replaced version alive until the change leaves the history. A change that made a
+new record is kept as the version it made, which says its key, LSN and time: a SOW loaded
+from nothing costs the history a list slot per record, not a tuple.
 """
 
 from __future__ import annotations
@@ -32,6 +34,25 @@ class Past(NamedTuple):
     timestamp: float
 
 
+# A change as the history keeps it: a new record's version, or what any other change replaced.
+Held = Past | RecordVersion
+
+
+def past(change: Held) -> Past:
+    if isinstance(change, RecordVersion):
+        return Past(change.seq, change.key, None, None, change.timestamp)
+    return change
+
+
+def _lsn(change: Held) -> int:
+    return change.seq if isinstance(change, RecordVersion) else change.lsn
+
+
+def _size(change: Held) -> int:
+    old = None if isinstance(change, RecordVersion) else change.old
+    return ENTRY_BYTES + (len(old.encoded) if old is not None else 0)
+
+
 @dataclass(slots=True)
 class Then:
     """A record changed after a bookmark: how it was at the bookmark, and how its last change
@@ -48,31 +69,27 @@ class History:
         self.max_age_s = max_age_s
         self.max_bytes = max_bytes
         self.bytes = 0  # what the changes held cost, about: their replaced versions encoded
-        self._sizes: list[int] = []
         self.floor = floor  # every change with a greater LSN is held
-        self._changes: list[Past] = []
-        self._lsns: list[int] = []  # the changes' LSNs, for bisecting
+        self._changes: list[Held] = []  # in LSN order
         self._start = 0  # changes before this index have left (compacted in bulk)
 
     def __len__(self) -> int:
         return len(self._changes) - self._start
 
-    def note(self, past: Past) -> None:
-        size = ENTRY_BYTES + (len(past.old.encoded) if past.old is not None else 0)
-        self._changes.append(past)
-        self._lsns.append(past.lsn)
-        self._sizes.append(size)
-        self.bytes += size
+    def note(self, change: Held) -> None:
+        """Note a change: ``Past``, or the version a new record starts with (its insert)."""
+        self._changes.append(change)
+        self.bytes += _size(change)
         if len(self) > self.max_changes:
             self._drop(len(self) - self.max_changes)
         if self.bytes > self.max_bytes:
             excess, count = self.bytes - self.max_bytes, 0
             while excess > 0:
-                excess -= self._sizes[self._start + count]
+                excess -= _size(self._changes[self._start + count])
                 count += 1
-            self._drop(count)
-        if self._changes[self._start].timestamp < past.timestamp - self.max_age_s:
-            self.trim(past.timestamp)
+            self._drop(count)  # (all of them, this one too, when it alone is over the bound)
+        if len(self) and self._changes[self._start].timestamp < change.timestamp - self.max_age_s:
+            self.trim(change.timestamp)
 
     def trim(self, now: float) -> None:
         """Forget the changes older than ``max_age_s``."""
@@ -84,19 +101,17 @@ class History:
             self._drop(end - start)
 
     def _drop(self, count: int) -> None:
-        last = self._start + count - 1
-        self.floor = max(self.floor, self._lsns[last])
-        self.bytes -= sum(self._sizes[self._start : last + 1])
+        dropped = self._changes[self._start : self._start + count]
+        self.floor = max(self.floor, _lsn(dropped[-1]))
+        self.bytes -= sum(map(_size, dropped))
         self._start += count
         if self._start > 1024 and self._start * 2 > len(self._changes):
             del self._changes[: self._start]
-            del self._lsns[: self._start]
-            del self._sizes[: self._start]
             self._start = 0
 
     def reset(self, floor: int) -> None:
         """Forget every change: the topic was rebuilt as of LSN ``floor`` (a cluster's snapshot)."""
-        self._changes, self._lsns, self._sizes, self._start, self.floor = [], [], [], 0, floor
+        self._changes, self._start, self.floor = [], 0, floor
         self.bytes = 0
 
     def holds(self, lsn: int) -> bool:
@@ -106,15 +121,19 @@ class History:
     def since(self, lsn: int) -> dict[str, Then]:
         """The records changed after ``lsn``, in the order of their first change after it."""
         changed: dict[str, Then] = {}
-        first = max(self._start, bisect_right(self._lsns, lsn, lo=self._start))
-        for past in islice(self._changes, first, None):
-            then = changed.get(past.key)
+        first = bisect_right(self._changes, lsn, lo=self._start, key=_lsn)
+        for change in islice(self._changes, first, None):
+            if isinstance(change, RecordVersion):
+                old, gone = None, None  # a new record
+            else:
+                old, gone = change.old, change.gone
+            then = changed.get(change.key)
             if then is None:
-                then = changed[past.key] = Then(past.old, None, None)
-            then.gone = past.gone
-            then.removed = past.old if past.gone is not None else None
+                then = changed[change.key] = Then(old, None, None)
+            then.gone = gone
+            then.removed = old if gone is not None else None
         return changed
 
     def held(self) -> list[Past]:
         """Every change held, oldest first (for a snapshot of the durable state)."""
-        return self._changes[self._start :]
+        return [past(change) for change in self._changes[self._start :]]

@@ -68,7 +68,7 @@ def decide_publish(
     against (a cluster checks it is still current; None: any will do)."""
     topic = engine.topics.get(body.topic)
     entitlement = session.entitlement(body.topic, engine.clock)
-    now, name = engine.clock(), session.client_name
+    now, name = engine.now(), session.client_name
     if topic is None or topic.key_spec is None:
         encoded = check_encodable(body.data)
         entitlement.check_write(None, body.data)
@@ -146,7 +146,7 @@ def decide_delete(
         matched = {key: data for key in named if (data := _data_of(topic, pending, key)) is not None}
     # A delete reaches only the records its user may see; the others are as if absent.
     keys = [key for key, data in matched.items() if not entitlement.restricted or entitlement.allows(data)]
-    now, name = engine.clock(), session.client_name
+    now, name = engine.now(), session.client_name
     entries = [Entry(0, DELETE, topic.name, key, None, name, None, now, None) for key in keys]
     # Each delete holds only while its record is still the version it was decided on (it matched
     # the filter, and its user may see it): in a cluster another node may have changed it since.

@@ -234,3 +234,14 @@ def test_the_history_is_bounded_in_bytes() -> None:
     history = h.engine.topics["orders"].sow.history
     assert history is not None and history.bytes <= 50_000
     assert of_type(subscribe(h.peer(), bm=bm), "group_end")[0]["resumed"] is False
+
+
+def test_a_change_bigger_than_the_whole_byte_bound_is_applied_and_not_held() -> None:
+    h = Harness(server={"resume_history_bytes": 1_000})
+    publisher, watcher = h.peer(), h.peer()
+    publisher.send(publish(1, pad="x" * 2_000))
+    bm = last_bm(subscribe(watcher))
+    acks = publisher.send(publish(1, pad="y" * 2_000))  # its history entry alone is over the bound
+    assert acks == []  # no failure
+    assert [m["data"]["pad"][0] for m in watcher.take() if m["c"] == "p"] == ["y"]
+    assert of_type(subscribe(h.peer(), bm=bm), "group_end")[0]["resumed"] is False
