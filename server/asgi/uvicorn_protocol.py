@@ -1,5 +1,6 @@
-"""The one module that reaches into uvicorn's internals (pinned in pyproject.toml; the tests in
-``tests/asgi/test_uvicorn_protocol.py`` fail when an upgrade moves what is used here):
+"""One of the two modules that reach into uvicorn's internals, with uvicorn_websocket.py (pinned in
+pyproject.toml; the tests in ``tests/asgi/test_uvicorn_protocol.py`` fail when an upgrade moves
+what is used here):
 
 - ``GuardedHttpProtocol``, an HTTP protocol that bounds the connections still waiting for a
   request head, in time, in size and in number;
@@ -205,7 +206,7 @@ class SocketHandle:
         conn = getattr(protocol, "conn", None)
         writable = getattr(protocol, "writable", None)
         self._conn = conn if hasattr(conn, "send_text") and hasattr(conn, "extensions") else None
-        self._writable = writable if isinstance(writable, asyncio.Event) else None
+        self._writable = writable if hasattr(writable, "is_set") else None
 
     @property
     def transport(self) -> asyncio.Transport | None:
