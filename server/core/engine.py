@@ -82,7 +82,7 @@ class Engine:
         self.clock = clock
         self._now: float | None = None  # the time of the unit of work under way (now())
         self.run = FanOutRun()
-        self.tx_frames = TxFrames(self.run)  # holds a transaction's messages while it is applied
+        self.tx_frames = TxFrames(self.run, self.now)  # holds a transaction's messages while it is applied
         self.topics: dict[str, Topic] = {
             t.name: Topic(
                 t.name, t, self.run, load_function(t.conflation_merge), load_function(t.conflation_match)
@@ -160,6 +160,7 @@ class Engine:
     def advance(self, now: float) -> None:
         """Expire the records whose lifetime has ended, and deliver every subscription-conflation
         interval that has ended, by ``now``."""
+        self._now = None  # a new unit of work
         for name, key in self.timers.expiries_due(now, self._lifetime):
             version = self.topics[name].records.get(key)
             if version is None:

@@ -49,8 +49,8 @@ def _lsn(change: Held) -> int:
 
 
 def _size(change: Held) -> int:
-    old = None if isinstance(change, RecordVersion) else change.old
-    return ENTRY_BYTES + (len(old.encoded) if old is not None else 0)
+    old = None if type(change) is RecordVersion else change.old  # type: ignore[union-attr]
+    return ENTRY_BYTES if old is None else ENTRY_BYTES + len(old.encoded)
 
 
 @dataclass(slots=True)
@@ -78,17 +78,20 @@ class History:
 
     def note(self, change: Held) -> None:
         """Note a change: ``Past``, or the version a new record starts with (its insert)."""
-        self._changes.append(change)
+        changes = self._changes
+        changes.append(change)
         self.bytes += _size(change)
-        if len(self) > self.max_changes:
-            self._drop(len(self) - self.max_changes)
+        over = len(changes) - self._start - self.max_changes
+        if over > 0:
+            self._drop(over)
         if self.bytes > self.max_bytes:
-            excess, count = self.bytes - self.max_bytes, 0
+            # The oldest changes go until it fits again (this one too, when it alone is over).
+            excess, end = self.bytes - self.max_bytes, self._start
             while excess > 0:
-                excess -= _size(self._changes[self._start + count])
-                count += 1
-            self._drop(count)  # (all of them, this one too, when it alone is over the bound)
-        if len(self) and self._changes[self._start].timestamp < change.timestamp - self.max_age_s:
+                excess -= _size(changes[end])
+                end += 1
+            self._drop(end - self._start, self.bytes - self.max_bytes - excess)
+        if self._start < len(changes) and changes[self._start].timestamp < change.timestamp - self.max_age_s:
             self.trim(change.timestamp)
 
     def trim(self, now: float) -> None:
@@ -100,13 +103,17 @@ class History:
         if end > start:
             self._drop(end - start)
 
-    def _drop(self, count: int) -> None:
-        dropped = self._changes[self._start : self._start + count]
-        self.floor = max(self.floor, _lsn(dropped[-1]))
-        self.bytes -= sum(map(_size, dropped))
-        self._start += count
-        if self._start > 1024 and self._start * 2 > len(self._changes):
-            del self._changes[: self._start]
+    def _drop(self, count: int, freed: int | None = None) -> None:
+        """Forget the oldest ``count`` changes (``freed``: what they cost, when known)."""
+        changes, start = self._changes, self._start
+        end = start + count
+        if freed is None:
+            freed = sum(_size(changes[index]) for index in range(start, end))
+        self.floor = max(self.floor, _lsn(changes[end - 1]))
+        self.bytes -= freed
+        self._start = end
+        if end > 1024 and end * 2 > len(changes):
+            del changes[:end]
             self._start = 0
 
     def reset(self, floor: int) -> None:
@@ -134,6 +141,7 @@ class History:
             then.removed = old if gone is not None else None
         return changed
 
-    def held(self) -> list[Past]:
-        """Every change held, oldest first (for a snapshot of the durable state)."""
-        return [past(change) for change in self._changes[self._start :]]
+    def held(self) -> list[Held]:
+        """Every change held, oldest first (for a snapshot of the durable state: taken on the event
+        loop, so a slice; ``past`` makes each one a ``Past`` where the snapshot is encoded)."""
+        return self._changes[self._start :]

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any
 
 from .paths import PathSteps, get_path
 from .records import RecordVersion
+
+_ARRIVALS = count()  # the order changes arrive in, across every subscription
 
 
 @dataclass(slots=True)
@@ -31,6 +34,9 @@ class Pending:
     gone: str = "deleted"  # why the record went away, when it did: deleted or expired
     # The transaction(s) it holds a change of: released with every other key they changed.
     group: TxGroup | None = None
+    # When its first change arrived, in the engine's order: what several subscriptions release
+    # together is merged by it (a transaction's block goes in the order of its commands).
+    order: int = field(default_factory=lambda: next(_ARRIVALS))
 
 
 @dataclass(slots=True, eq=False)

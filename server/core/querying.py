@@ -254,7 +254,7 @@ def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool)
     frames = old.session.tx_frames
     assert frames is not None
     with frames.whole(tx):
-        for record_key, owed_change in owed:
+        for _, record_key, owed_change in owed:
             topic.deliver(old.session, (old,), record_key, owed_change)
     topic.replace(old, new)
     old.closed = True

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .changes import apply_entry
-from .history import Past
+from .history import Held, Past, past
 from .records import RecordVersion
 from .txlog import DELETE, EXPIRE, OWNER, PUBLISH, TX, Entry, frame, scan, transaction_changes
 
@@ -31,7 +31,7 @@ log = logging.getLogger("server.recovery")
 SNAPSHOT_FORMAT = 2
 READABLE_FORMATS = (1, 2)
 
-History = tuple[int, list[Past]]  # a topic's history: its floor and its changes
+History = tuple[int, list[Held]]  # a topic's history: its floor and its changes
 
 
 @dataclass(slots=True)
@@ -85,8 +85,8 @@ def encode_snapshot(snapshot: Snapshot) -> Iterator[bytes]:
     for name, (floor, changes) in snapshot.histories.items():
         for start in range(0, max(1, len(changes)), CHUNK):
             encoded = [
-                [past.lsn, past.key, _version_row(past.old), past.gone, past.timestamp]
-                for past in changes[start : start + CHUNK]
+                [change.lsn, change.key, _version_row(change.old), change.gone, change.timestamp]
+                for change in map(past, changes[start : start + CHUNK])
             ]
             yield frame({"history": name, "floor": floor, "changes": encoded})
     yield frame(["end", len(rows)])

@@ -34,6 +34,7 @@ from .wire import OOF, P, head
 
 # What a change means for a subscription: (kind, body, base, view, version) -- see delivery.py.
 Change = tuple[str, bytes, Any, Any, RecordVersion]
+Owed = tuple[int, str | None, Change]  # a change an interval released: (arrival order, key, change)
 
 
 _ORDER = itertools.count()
@@ -267,20 +268,25 @@ class Subscription(RecordReader):
         ckey = conflation_key(self.options.conflation_key, key, self.record(latest))
         frames = self.session.tx_frames
         tx = frames.tx if frames is not None else None
-        due = self.ctx.clock() + self.interval
+        # From the time of the unit of work (Engine.now), not a fresh clock reading: the changes
+        # one command or transaction causes fall due together, in every subscription.
+        due = (frames.now() if frames is not None else self.ctx.clock()) + self.interval
         if self.waiting.add(ckey, key, old, new, gone, due, tx) is not None:
             self.schedule(self, due)
 
-    def release(self, now: float) -> tuple[list[tuple[str | None, Change]], str | None]:
-        """The deliveries of every interval that has ended by ``now``, and the transaction they
-        complete (None: none): every key a transaction changed goes with any of them."""
+    def release(self, now: float) -> tuple[list[Owed], str | None]:
+        """The deliveries of every interval that has ended by ``now``, each with the order its
+        first change arrived in, and the transaction they complete (None: none): every key a
+        transaction changed goes with any of them."""
         entries, tx = self.waiting.due(now)
         out: list[tuple[str | None, Change]] = []
+        arrived: dict[int, int] = {}
         for entry in entries:
             change = self._conflated(entry, {})  # a memo is good for one change only
             if change is not None:
                 out.append((entry.key, change))
-        return in_position_order(self, out), tx
+                arrived[id(change)] = entry.order
+        return [(arrived[id(change)], key, change) for key, change in in_position_order(self, out)], tx
 
     def _in_view(
         self, key: str | None, new: RecordVersion, memo: Memo, carried: frozenset[str] = frozenset()

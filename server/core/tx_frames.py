@@ -9,7 +9,8 @@ session's ``deliver`` and ``deliver_run`` hand it their messages while a transac
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import heapq
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -19,18 +20,19 @@ from .run import FanOutRun
 
 if TYPE_CHECKING:
     from .session import Session
-    from .subscription import Change, Subscription
+    from .subscription import Owed, Subscription
 
 # What one subscription's ended interval releases: its changes, and the transaction they
 # complete (None: none).
-Released = tuple["Subscription", list[tuple[str | None, "Change"]], str | None]
+Released = tuple["Subscription", list["Owed"], str | None]
 
 
 class TxFrames:
-    __slots__ = ("_held", "_run", "tx")
+    __slots__ = ("_held", "_run", "now", "tx")
 
-    def __init__(self, run: FanOutRun) -> None:
+    def __init__(self, run: FanOutRun, now: Callable[[], float]) -> None:
         self._run = run
+        self.now = now  # the time of the unit of work under way (Engine.now)
         self.tx: str | None = None  # the open transaction's ID (its LSN), None: none is open
         self._held: dict[Session, list[Delivery | RunBatch]] = {}
 
@@ -52,17 +54,30 @@ class TxFrames:
             self.end()
 
     def release(self, released: list[Released]) -> None:
-        """Deliver what subscriptions' intervals released together: the changes that complete one
-        transaction go as one block per socket, however many of its subscriptions held them."""
-        by_tx: dict[str | None, list[Released]] = {}
+        """Deliver what subscriptions' intervals released together. What completes transactions
+        goes to each socket as one block, however many of its subscriptions held it and whichever
+        transactions each held (two that share a key are one block already: intervals.py), with
+        the latest ID, in the order the changes arrived; the rest goes as it is."""
+        blocks: dict[Session, list[Released]] = {}
         for item in released:
-            by_tx.setdefault(item[2], []).append(item)
-        for tx, group in by_tx.items():
-            with self.whole(tx):
-                for subscription, changes, _ in group:
-                    topic = subscription.topic_ref
-                    for record_key, change in changes:
-                        topic.deliver(subscription.session, (subscription,), record_key, change)
+            subscription, changes, tx = item
+            if tx is None:
+                self._deliver(subscription, changes)
+            else:
+                blocks.setdefault(subscription.session, []).append(item)
+        for items in blocks.values():
+            latest = max((tx for _, _, tx in items if tx is not None), key=int)
+            # Each subscription's changes keep their order (a window's is by position).
+            streams = [[(*owed, sub) for owed in changes] for sub, changes, _ in items]
+            with self.whole(latest):
+                for _, key, change, sub in heapq.merge(*streams, key=lambda owed: owed[0]):
+                    sub.topic_ref.deliver(sub.session, (sub,), key, change)
+
+    @staticmethod
+    def _deliver(subscription: Subscription, changes: list[Owed]) -> None:
+        topic = subscription.topic_ref
+        for _, key, change in changes:
+            topic.deliver(subscription.session, (subscription,), key, change)
 
     def hold(self, session: Session, item: Delivery | RunBatch) -> None:
         self._held.setdefault(session, []).append(item)

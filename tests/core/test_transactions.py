@@ -251,3 +251,77 @@ def test_a_subscription_dropped_to_make_room_gets_nothing_of_the_transaction() -
     assert all("q" not in m.get("sids", []) for m in messages[dropped_at:])
     kinds = [(m["c"], m.get("sids")) for m in messages[dropped_at + 1 :]]
     assert kinds == [("tx_begin", None), ("p", ["o"]), ("tx_end", None)]
+
+
+def _show(watcher: Peer) -> list[tuple[str, Any, Any, Any]]:
+    watcher.engine.receive(watcher.session, b'{"c":"visibility","hidden":false}')
+    return [
+        (m["c"], m.get("tx"), m.get("sids"), (m.get("data") or {}).get("order"))
+        for frame in frames(watcher)
+        for m in frame
+    ]
+
+
+def test_a_block_that_several_subscriptions_release_is_in_the_order_of_the_commands() -> None:
+    h = Harness()
+    publisher, watcher = h.peer(), h.peer()
+    watcher.send(
+        {"c": "subscribe", "t": "orders", "sub_id": "a", "filter": "/qty > 0"},
+        {"c": "subscribe", "t": "orders", "sub_id": "b", "filter": "/qty > 0", "o": "oof"},
+        {"c": "visibility", "hidden": True},
+    )
+    watcher.take()
+    publisher.send(tx(publish(1, qty=1), publish(2, qty=2)))
+    inside = [(order, sids) for c, _, sids, order in _show(watcher) if c == "p"]
+    assert inside == [(1, ["a"]), (1, ["b"]), (2, ["a"]), (2, ["b"])]
+
+
+class TickingClock:
+    """A clock that moves between readings, as a real one does."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        self.now += 1e-6
+        return self.now
+
+
+def test_the_intervals_a_transaction_starts_end_together_on_a_moving_clock() -> None:
+    h = Harness()
+    clock = TickingClock(h.clock.now)
+    h.engine.clock = clock
+    publisher, watcher = h.peer(), h.peer()
+    watcher.send(
+        *[
+            {"c": "subscribe", "t": "orders", "sub_id": s, "filter": f"/qty = {n}"}
+            for n, s in enumerate("abc")
+        ],
+        {"c": "visibility", "hidden": True},
+    )
+    watcher.take()
+    publisher.send(tx(publish(1, qty=0), publish(2, qty=1), publish(3, qty=2)))
+    due = h.engine.timers.next_due()
+    assert due is not None
+    clock.now = due  # the runtime wakes at the earliest end
+    h.engine.advance(clock())
+    kinds = [m["c"] for frame in frames(watcher) for m in frame]
+    assert kinds == ["tx_begin", "p", "p", "p", "tx_end"]
+
+
+def test_a_transaction_held_with_different_others_by_each_subscription_is_still_one_block() -> None:
+    h = Harness()
+    publisher, watcher = h.peer(), h.peer()
+    watcher.send(
+        {"c": "subscribe", "t": "orders", "sub_id": "a", "filter": "/qty = 0"},
+        {"c": "subscribe", "t": "orders", "sub_id": "b"},
+        {"c": "visibility", "hidden": True},
+    )
+    watcher.take()
+    publisher.send(tx(publish(1, qty=0)))  # T1: a and b
+    publisher.send(tx(publish(2, qty=5)))  # T2: b only
+    got = _show(watcher)
+    begins = [m for m in got if m[0] == "tx_begin"]
+    assert len(begins) == 1
+    assert begins[0][1] == max(m[1] for m in got if m[0] == "tx_end")  # the latest ID
+    assert [(sids, order) for c, _, sids, order in got if c == "p"] == [(["a"], 1), (["b"], 1), (["b"], 2)]
