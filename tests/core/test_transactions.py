@@ -191,9 +191,23 @@ def test_a_hidden_page_gets_a_transaction_whole_when_shown() -> None:
     assert [m["c"] for m in frame] == ["tx_begin", "p", "p", "tx_end"]
 
 
-@pytest.mark.parametrize("show", [True, False], ids=["shown", "interval ends"])
-def test_a_transaction_held_by_several_subscriptions_of_a_socket_is_still_one_block(show: bool) -> None:
+class TickingClock:
+    """A clock that moves between readings, as a real one does."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        self.now += 1e-6
+        return self.now
+
+
+@pytest.mark.parametrize("when", ["shown", "interval ends", "interval ends, moving clock"])
+def test_a_transaction_held_by_several_subscriptions_of_a_socket_is_still_one_block(when: str) -> None:
     h = Harness()
+    clock = TickingClock(h.clock.now)
+    if when == "interval ends, moving clock":
+        h.engine.clock = clock
     publisher, watcher = h.peer(), h.peer()
     watcher.send(
         *[
@@ -204,11 +218,16 @@ def test_a_transaction_held_by_several_subscriptions_of_a_socket_is_still_one_bl
     )
     watcher.take()
     publisher.send(tx(publish(1, qty=0), publish(2, qty=1), publish(3, qty=2)))
-    if show:
+    if when == "shown":
         watcher.engine.receive(watcher.session, b'{"c":"visibility","hidden":false}')
-    else:
+    elif when == "interval ends":
         h.clock.now += 5
         h.engine.advance(h.clock.now)
+    else:
+        due = h.engine.timers.next_due()
+        assert due is not None
+        clock.now = due  # the runtime wakes at the earliest end, not at every subscription's
+        h.engine.advance(clock())
     [frame] = frames(watcher)
     assert [m["c"] for m in frame] == ["tx_begin", "p", "p", "p", "tx_end"]
     assert sorted(m["sids"][0] for m in frame if m["c"] == "p") == ["a", "b", "c"]
@@ -274,39 +293,6 @@ def test_a_block_that_several_subscriptions_release_is_in_the_order_of_the_comma
     publisher.send(tx(publish(1, qty=1), publish(2, qty=2)))
     inside = [(order, sids) for c, _, sids, order in _show(watcher) if c == "p"]
     assert inside == [(1, ["a"]), (1, ["b"]), (2, ["a"]), (2, ["b"])]
-
-
-class TickingClock:
-    """A clock that moves between readings, as a real one does."""
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        self.now += 1e-6
-        return self.now
-
-
-def test_the_intervals_a_transaction_starts_end_together_on_a_moving_clock() -> None:
-    h = Harness()
-    clock = TickingClock(h.clock.now)
-    h.engine.clock = clock
-    publisher, watcher = h.peer(), h.peer()
-    watcher.send(
-        *[
-            {"c": "subscribe", "t": "orders", "sub_id": s, "filter": f"/qty = {n}"}
-            for n, s in enumerate("abc")
-        ],
-        {"c": "visibility", "hidden": True},
-    )
-    watcher.take()
-    publisher.send(tx(publish(1, qty=0), publish(2, qty=1), publish(3, qty=2)))
-    due = h.engine.timers.next_due()
-    assert due is not None
-    clock.now = due  # the runtime wakes at the earliest end
-    h.engine.advance(clock())
-    kinds = [m["c"] for frame in frames(watcher) for m in frame]
-    assert kinds == ["tx_begin", "p", "p", "p", "tx_end"]
 
 
 def test_a_transaction_held_with_different_others_by_each_subscription_is_still_one_block() -> None:
