@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import importlib
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 from .durations import parse_duration
 from .errors import ConfigError, FilterError
 from .filters import compile_filter
+from .functions import check_function
 from .keys import KeySpec
 
 CONFLATION_POLICIES = ("off", "conflate", "always", "unsubscribe")
@@ -324,10 +324,10 @@ def _parse_topic(table: dict[str, Any], where: str) -> TopicConfig:
         raise ConfigError(f"{where}.conflation_mode: expected replace or append, got {mode!r}")
     merge = _typed(table, "conflation_merge", str, where, None)
     if merge is not None:
-        _check_importable(merge, f"{where}.conflation_merge")
+        check_function(merge, f"{where}.conflation_merge")
     matcher = _typed(table, "conflation_match", str, where, None)
     if matcher is not None:
-        _check_importable(matcher, f"{where}.conflation_match")
+        check_function(matcher, f"{where}.conflation_match")
     return TopicConfig(
         name=name,
         key=tuple(key),
@@ -338,18 +338,6 @@ def _parse_topic(table: dict[str, Any], where: str) -> TopicConfig:
         conflation_merge=merge,
         conflation_match=matcher,
     )
-
-
-def _check_importable(spec: str, where: str) -> None:
-    module_name, _, function_name = spec.partition(":")
-    if not module_name or not function_name:
-        raise ConfigError(f"{where}: expected 'module:function', got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as error:
-        raise ConfigError(f"{where}: cannot import {module_name}: {error}") from None
-    if not callable(getattr(module, function_name, None)):
-        raise ConfigError(f"{where}: {module_name} has no function {function_name}")
 
 
 def _string_list(table: dict[str, Any], name: str, where: str) -> tuple[str, ...]:

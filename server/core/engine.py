@@ -7,7 +7,6 @@ a snapshot taken inside one command is atomic with respect to every publish.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import logging
 from collections import deque
@@ -42,6 +41,7 @@ from .errors import (
     NOT_ENTITLED,
     CommandError,
 )
+from .functions import load_function
 from .history import History
 from .local_log import LocalLog
 from .outbox import Outbox
@@ -61,16 +61,6 @@ log = logging.getLogger("server.engine")
 def _sequence_of(raw: Any) -> int | None:
     seq = raw.get("s") if isinstance(raw, dict) else None
     return seq if type(seq) is int else None
-
-
-def load_function(spec: str | None) -> Callable[[Any, Any], Any] | None:
-    """``module:function`` of a topic's ``conflation_merge`` or ``conflation_match`` (validated
-    importable with the configuration)."""
-    if spec is None:
-        return None
-    module_name, _, function_name = spec.partition(":")
-    function: Callable[[Any, Any], Any] = getattr(importlib.import_module(module_name), function_name)
-    return function
 
 
 Clock = Callable[[], float]
