@@ -22,6 +22,7 @@ from ..core.engine import Engine
 from ..core.session import Session
 from .ports import SocketPort
 from .redis_log import RedisLog
+from .wake import Wake
 
 log = logging.getLogger("server.runtime")
 
@@ -37,36 +38,6 @@ SLICE_S = 0.002
 
 CLOSE_INTERNAL_ERROR = 1011  # the writer failed for a reason of the server's own
 MAX_CAUSES = 8  # how far back a failed send's chain of causes is searched for the peer going away
-
-
-class Wake:
-    """The writer's wake-up: an ``asyncio.Event`` for one waiter. It is set from the engine,
-    synchronously, and awaited by the writer task alone; an Event keeps a deque for any number of
-    waiters, 760 bytes per socket even while empty."""
-
-    __slots__ = ("_set", "_waiter")
-
-    def __init__(self) -> None:
-        self._set = False
-        self._waiter: asyncio.Future[None] | None = None
-
-    def set(self) -> None:
-        self._set = True
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def clear(self) -> None:
-        self._set = False
-
-    async def wait(self) -> None:
-        if self._set:
-            return
-        waiter = self._waiter = asyncio.get_running_loop().create_future()
-        try:
-            await waiter
-        finally:
-            self._waiter = None
 
 
 class Connection:

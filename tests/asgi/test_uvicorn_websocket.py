@@ -16,7 +16,7 @@ from websockets.frames import Frame, Opcode
 from websockets.http11 import Request
 from websockets.server import ServerProtocol
 
-from server.asgi.uvicorn_websocket import LeanServerProtocol, LeanWebSocketProtocol, LightEvent, LightQueue
+from server.asgi.uvicorn_websocket import LeanServerProtocol, LeanWebSocketProtocol, LightQueue
 
 HANDSHAKE = (
     b"GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -62,24 +62,6 @@ async def test_the_light_queue_hands_items_over_in_order_to_a_waiting_getter() -
     assert not queue.empty()
     assert await queue.get() == 2
     assert queue.empty()
-
-
-async def test_the_light_event_wakes_every_waiter_and_forgets_a_cancelled_one() -> None:
-    event = LightEvent()
-    waiters = [asyncio.create_task(event.wait()) for _ in range(3)]
-    await asyncio.sleep(0)
-    waiters[0].cancel()
-    await asyncio.sleep(0)
-    event.set()
-    assert await asyncio.gather(*waiters[1:]) == [True, True]
-    assert event.is_set()
-    event.clear()
-    assert not event.is_set()
-    late = asyncio.create_task(event.wait())
-    await asyncio.sleep(0)
-    assert not late.done()
-    event.set()
-    assert await late is True
 
 
 async def echo(scope: dict[str, object], receive: object, send: object) -> None:
