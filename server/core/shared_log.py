@@ -66,7 +66,7 @@ class Proposal:
     guarded: bool = False
 
     def __post_init__(self) -> None:
-        self.guarded = any(expect is not None for expect in self.expect)
+        self.guarded = self.expect.count(None) != len(self.expect)  # some entry names a version
 
 
 @dataclass(slots=True)
