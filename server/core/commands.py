@@ -217,6 +217,18 @@ def _ack_set(text: str) -> frozenset[str]:
     return acks
 
 
+def plain_publish(raw: Any) -> Publish | None:
+    """``raw`` decoded when it is a plain publish, the shape of a feed's frames: ``c``, ``t``
+    and ``data`` and nothing else (no cid, acks, sequence number or expiration); None otherwise.
+    Decoded as ``decode_header`` and ``decode_body`` decode it, which a plain publish passes but
+    for its topic, checked by the same ``_topic``."""
+    if type(raw) is not dict or len(raw) != 3 or "t" not in raw or "data" not in raw:
+        return None
+    if raw.get("c") != "publish":
+        return None
+    return Publish(_topic(raw), raw["data"], None, None, False)
+
+
 def decode_body(header: Header, raw: dict[str, Any]) -> Body:
     c = header.c
     if c in PUBLISH_COMMANDS:

@@ -31,6 +31,7 @@ from .commands import (
     Visibility,
     decode_body,
     decode_header,
+    plain_publish,
     valid_cid,
 )
 from .config import Config
@@ -105,7 +106,8 @@ class Engine:
         self.lsns = Lsns()  # the apply sequence: LSNs, and so bookmarks (bookmarks.py)
         self.commands_processed = 0
         self.shared: SharedLog | None = None  # with [cluster]: the shared log (set by the runtime)
-        self.changes: ChangeLog = LocalLog(self)  # where commands send their changes
+        self.local = LocalLog(self)
+        self.changes: ChangeLog = self.local  # where commands send their changes
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -332,10 +334,16 @@ class Engine:
         try:
             if type(raw) is inbound.RefusedCommand:
                 raise raw.error  # the frame reader could not read it exactly (inbound.py)
-            header = decode_header(raw)
-            cid = header.cid
-            body = decode_body(header, raw)
-            self.dispatch(session, header, body)
+            # A feed's plain publishes, alone, take the lane without proposal or acks.
+            plain = plain_publish(raw) if self.changes is self.local else None
+            if plain is not None:
+                self.check_logged_on(session)
+                publishing.publish_plain(self, session, plain)
+            else:
+                header = decode_header(raw)
+                cid = header.cid
+                body = decode_body(header, raw)
+                self.dispatch(session, header, body)
         except CommandError as error:
             self.fail(session, cid, error, _sequence_of(raw))
         except Exception:
@@ -348,8 +356,7 @@ class Engine:
         if isinstance(body, Logon):
             logons.logon(self, session, header, body)
             return
-        if self.config.users is not None and not session.logged_on:
-            raise CommandError(LOGON_REQUIRED, "send logon first")
+        self.check_logged_on(session)
         if isinstance(body, Publish):
             publishing.publish(self, session, header, body)
         elif isinstance(body, SowDelete):
@@ -388,6 +395,10 @@ class Engine:
         session.send(wire.ack("processed", cid, "failure", error.reason, **fields))
 
     # -- entitlements --------------------------------------------------------------------
+
+    def check_logged_on(self, session: Session) -> None:
+        if self.config.users is not None and not session.logged_on:
+            raise CommandError(LOGON_REQUIRED, "send logon first")
 
     def check_read(self, session: Session, topic: str) -> None:
         if session.user is not None and not session.user.may_read(topic):

@@ -35,18 +35,7 @@ class LocalLog:
             durable = lsn is not None
         else:
             name = proposal.topic if proposal.topic != PLAIN_STREAM else proposal.entries[0].topic
-            topic = engine.topics.get(name)  # None: a plain topic nobody listens to
-            durable = topic is not None and topic.durable
-            lsn = None
-            for entry in proposal.entries:
-                # Every change is numbered: a record version's number is its bookmark, and a
-                # delete's orders it in the topic's history (resuming a view, PROTOCOL 11.1).
-                entry.lsn = engine.next_apply_seq()
-                if topic is not None:
-                    apply_change(topic, entry, engine.timers)
-                if durable:
-                    engine.log(entry)
-                    lsn = entry.lsn
+            durable, lsn = self.apply(name, proposal.entries)
         session, header, seq = proposal.session, proposal.header, proposal.seq
         if session is None or header is None:
             return  # an expiry: nobody waits for it
@@ -61,6 +50,24 @@ class LocalLog:
             else:
                 accept_sequence(engine, session, seq, lsn if lsn is not None else engine.durability.last_lsn)
         ack_applied(engine, session, header, seq, lsn, **proposal.fields)
+
+    def apply(self, name: str, entries: list[Entry]) -> tuple[bool, int | None]:
+        """Number and apply ``entries``, changes to topic ``name``, and log them when the topic
+        is durable: whether it is, and the LSN of the last entry logged (None: none was)."""
+        engine = self.engine
+        topic = engine.topics.get(name)  # None: a plain topic nobody listens to
+        durable = topic is not None and topic.durable
+        lsn = None
+        for entry in entries:
+            # Every change is numbered: a record version's number is its bookmark, and a
+            # delete's orders it in the topic's history (resuming a view, PROTOCOL 11.1).
+            entry.lsn = engine.next_apply_seq()
+            if topic is not None:
+                apply_change(topic, entry, engine.timers)
+            if durable:
+                engine.log(entry)
+                lsn = entry.lsn
+        return durable, lsn
 
     def _transaction(self, entry: Entry) -> int | None:
         """Apply a transaction; the LSN of its log entry, None when it changed no durable topic."""

@@ -61,6 +61,17 @@ def publish(engine: Engine, session: Session, header: Header, body: Publish, ret
     engine.changes.propose(proposal)
 
 
+def publish_plain(engine: Engine, session: Session, body: Publish) -> None:
+    """A plain publish (``commands.plain_publish``: no cid, acks or sequence number) on a server
+    alone. Nothing is acked and the local log applies a change at once, so it is decided as
+    ``publish`` decides it and applied without a proposal: a feed's frames of plain publishes
+    skip the steps they do not use (a quarter of their cost in the engine)."""
+    if session.user is not None:
+        engine.check_write(session, body.topic)
+    entry, _ = decide_publish(engine, session, body)
+    engine.local.apply(entry.topic, [entry])
+
+
 def decide_publish(
     engine: Engine, session: Session, body: Publish, pending: Pending = NOTHING_PENDING
 ) -> tuple[Entry, str | None]:
