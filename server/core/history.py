@@ -49,7 +49,9 @@ def _lsn(change: Held) -> int:
 
 
 def _size(change: Held) -> int:
-    old = None if type(change) is RecordVersion else change.old  # type: ignore[union-attr]
+    if type(change) is not Past:
+        return ENTRY_BYTES  # a new record's version (held or not)
+    old = change.old
     return ENTRY_BYTES if old is None else ENTRY_BYTES + len(old.encoded)
 
 

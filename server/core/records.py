@@ -71,7 +71,10 @@ class RecordVersion:
     its dict for good, so every holder shares one object, as messages naming several
     subscriptions need (they are grouped by the identity of what each holds)."""
 
-    __slots__ = ("_data", "_encoded", "_held", "expires_at", "key", "seq", "timestamp")
+    # Six slots: a version is one of the three objects a stored record costs, and at seven it
+    # took the next 16-byte size class (96 bytes, not 80). Whether someone holds the dict is its
+    # class instead (``HeldRecordVersion``, same layout).
+    __slots__ = ("_data", "_encoded", "expires_at", "key", "seq", "timestamp")
 
     def __init__(
         self,
@@ -85,7 +88,6 @@ class RecordVersion:
         self.key = key
         self._data = data  # never mutated after construction
         self._encoded = encoded  # data encoded, once known, in a bytes object of its own size
-        self._held = False  # someone keeps the dict: it is never dropped
         self.seq = seq  # the server's apply order, unique and increasing
         self.timestamp = timestamp
         self.expires_at = expires_at
@@ -99,7 +101,7 @@ class RecordVersion:
         """The record, for keeping: the version keeps this same dict from now on."""
         if self._data is _COMPACT:
             self._data = orjson.loads(self._encoded)  # type: ignore[arg-type]
-        self._held = True
+        self.__class__ = HeldRecordVersion
         return self._data
 
     @property
@@ -114,13 +116,22 @@ class RecordVersion:
         return encoded
 
     def compact(self) -> None:
-        """Keep only the encoding from now on, unless someone holds the dict."""
+        """Keep only the encoding from now on."""
         self.encoded  # noqa: B018 (encodes it, once)
-        if not self._held:
-            self._data = _COMPACT
+        self._data = _COMPACT
 
     def __repr__(self) -> str:
         return f"RecordVersion({self.key!r}, seq={self.seq})"
+
+
+class HeldRecordVersion(RecordVersion):
+    """A version whose dict someone keeps (``hold``): it stays decoded for good, so that every
+    holder shares the one object."""
+
+    __slots__ = ()
+
+    def compact(self) -> None:
+        self.encoded  # noqa: B018 (encoded for the messages about it; the dict stays)
 
 
 def format_timestamp(seconds: float) -> str:
