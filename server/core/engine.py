@@ -39,7 +39,6 @@ from .durability import Durability
 from .errors import (
     BAD_MESSAGE,
     LOGON_REQUIRED,
-    NOT_ENTITLED,
     CommandError,
 )
 from .functions import load_function
@@ -334,10 +333,8 @@ class Engine:
         try:
             if type(raw) is inbound.RefusedCommand:
                 raise raw.error  # the frame reader could not read it exactly (inbound.py)
-            # A feed's plain publishes, alone, take the lane without proposal or acks.
             plain = plain_publish(raw) if self.changes is self.local else None
-            if plain is not None:
-                self.check_logged_on(session)
+            if plain is not None:  # a feed's plain publish, alone: no proposal, no acks
                 publishing.publish_plain(self, session, plain)
             else:
                 header = decode_header(raw)
@@ -394,16 +391,6 @@ class Engine:
         fields = {} if seq is None else {"s": seq}  # lets a publisher tell which publish failed
         session.send(wire.ack("processed", cid, "failure", error.reason, **fields))
 
-    # -- entitlements --------------------------------------------------------------------
-
     def check_logged_on(self, session: Session) -> None:
         if self.config.users is not None and not session.logged_on:
             raise CommandError(LOGON_REQUIRED, "send logon first")
-
-    def check_read(self, session: Session, topic: str) -> None:
-        if session.user is not None and not session.user.may_read(topic):
-            raise CommandError(NOT_ENTITLED, f"user {session.user_id!r} may not read {topic!r}")
-
-    def check_write(self, session: Session, topic: str) -> None:
-        if session.user is not None and not session.user.may_write(topic):
-            raise CommandError(NOT_ENTITLED, f"user {session.user_id!r} may not write {topic!r}")

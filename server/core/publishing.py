@@ -41,8 +41,7 @@ def is_duplicate(engine: Engine, session: Session, seq: int | None) -> bool:
 def publish(engine: Engine, session: Session, header: Header, body: Publish, retries: int = 0) -> None:
     """Publish or delta publish (``retries``: how often a cluster decided it again, on a newer
     version of the record that another node wrote meanwhile)."""
-    if session.user is not None:
-        engine.check_write(session, body.topic)
+    session.check_write(body.topic)
     seq, name = body.seq, session.client_name
     if seq is not None and is_duplicate(engine, session, seq):
         ack_duplicate(engine, session, header, seq)
@@ -66,8 +65,8 @@ def publish_plain(engine: Engine, session: Session, body: Publish) -> None:
     alone. Nothing is acked and the local log applies a change at once, so it is decided as
     ``publish`` decides it and applied without a proposal: a feed's frames of plain publishes
     skip the steps they do not use (a quarter of their cost in the engine)."""
-    if session.user is not None:
-        engine.check_write(session, body.topic)
+    engine.check_logged_on(session)
+    session.check_write(body.topic)
     entry, _ = decide_publish(engine, session, body)
     engine.local.apply(entry.topic, [entry])
 
@@ -110,7 +109,7 @@ def decide_publish(
 
 
 def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete, retries: int = 0) -> None:
-    engine.check_write(session, body.topic)
+    session.check_write(body.topic)
     topic = engine.topics.get(body.topic)
     if topic is None or topic.key_spec is None:
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")

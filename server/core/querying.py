@@ -42,7 +42,7 @@ def _filters(text: str | None) -> tuple[Filter, ...]:
 
 
 def query(engine: Engine, session: Session, header: Header, body: Query) -> None:
-    engine.check_read(session, body.topic)
+    session.check_read(body.topic)
     admit_subscription(session, body, engine.config.server.max_subscriptions)
     known = engine.topics.get(body.topic)
     if header.c == "sow" and (known is None or not known.is_sow):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import wire
 from .entitlement import Entitlement
+from .errors import NOT_ENTITLED, CommandError
 from .filters import compile_filter
 from .filters.functions import EvalContext
 from .outbox import Outbox
@@ -77,6 +78,14 @@ class Session:
             found = Entitlement(topic, compile_filter(text) if text else None, ctx)
             self._entitlements[topic] = found
         return found
+
+    def check_read(self, topic: str) -> None:
+        if self.user is not None and not self.user.may_read(topic):
+            raise CommandError(NOT_ENTITLED, f"user {self.user_id!r} may not read {topic!r}")
+
+    def check_write(self, topic: str) -> None:
+        if self.user is not None and not self.user.may_write(topic):
+            raise CommandError(NOT_ENTITLED, f"user {self.user_id!r} may not write {topic!r}")
 
     def _end_run(self) -> None:
         topic = self.run.topic

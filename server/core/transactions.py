@@ -27,7 +27,7 @@ def transact(engine: Engine, session: Session, header: Header, body: Transaction
     """``retries``: how often a cluster decided it again (replica.py)."""
     for index, command in enumerate(body.commands):
         try:
-            engine.check_write(session, command.topic)
+            session.check_write(command.topic)
         except CommandError as error:
             raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
     name, seq = session.client_name, body.seq
