@@ -279,14 +279,12 @@ class Subscription(RecordReader):
         first change arrived in, and the transaction they complete (None: none): every key a
         transaction changed goes with any of them."""
         entries, tx = self.waiting.due(now)
-        out: list[tuple[str | None, Change]] = []
-        arrived: dict[int, int] = {}
+        out: list[Owed] = []
         for entry in entries:
             change = self._conflated(entry, {})  # a memo is good for one change only
             if change is not None:
-                out.append((entry.key, change))
-                arrived[id(change)] = entry.order
-        return [(arrived[id(change)], key, change) for key, change in in_position_order(self, out)], tx
+                out.append((entry.order, entry.key, change))
+        return in_position_order(self, out), tx
 
     def _in_view(
         self, key: str | None, new: RecordVersion, memo: Memo, carried: frozenset[str] = frozenset()

@@ -6,7 +6,7 @@ with ``positions`` can apply them one at a time.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .delivery import OOF as OOF_KIND
 from .records import RecordVersion
@@ -14,6 +14,8 @@ from .records import RecordVersion
 if TYPE_CHECKING:
     from .bodies import Memo
     from .subscription import Change, Subscription
+
+Item = TypeVar("Item", bound=tuple[Any, ...])  # (..., key, change)
 
 
 def window_changes(
@@ -43,18 +45,17 @@ def window_changes(
     return in_position_order(sub, out)
 
 
-def in_position_order(
-    sub: Subscription, out: list[tuple[str | None, Change]]
-) -> list[tuple[str | None, Change]]:
+def in_position_order(sub: Subscription, out: list[Item]) -> list[Item]:
     """With ``positions``, the OOFs first, then the rest by the position they carry, so a
     client that applies them in order (an entry at ``pos`` p moves the rows from p down, an
-    OOF the rows below it up) ends with the window's order."""
+    OOF the rows below it up) ends with the window's order. Each item ends with a record's key
+    and its change (what comes before them rides along)."""
     window = sub.window
     if not sub.positions or window is None or len(out) < 2:
         return out
 
-    def place(item: tuple[str | None, Change]) -> tuple[bool, int]:
-        key, change = item
+    def place(item: Item) -> tuple[bool, int]:
+        key, change = item[-2], item[-1]
         position = window.position(key) if key is not None else None
         return (change[0] != OOF_KIND, position or 0)
 
