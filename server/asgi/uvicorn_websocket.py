@@ -98,3 +98,13 @@ class LeanWebSocketProtocol(WebSocketsSansIOProtocol):
         # request and response again, which uvicorn keeps for the socket's lifetime.
         self.request = self.response = None  # type: ignore[assignment]
         super().start_keepalive()
+
+    def keepalive_timeout(self) -> None:
+        # uvicorn stops reading after each message until the app has taken it, so while a socket's
+        # earlier frame is still being worked through (a frame of costly commands runs in
+        # slices) its pong waits unread: the server's slowness, not the peer's. The deadline then
+        # starts again, and a peer that is really gone is cut once reading resumes.
+        if self.read_paused and self.ping_timeout is not None and not self.transport.is_closing():
+            self.pong_timer = self.loop.call_later(self.ping_timeout, self.keepalive_timeout)
+            return
+        super().keepalive_timeout()

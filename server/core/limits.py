@@ -22,6 +22,9 @@ MAX_ACKS_LENGTH = 128  # the ``a`` field: all five ack kinds take 46
 MAX_PATHS = 64  # paths in one select list or conflation_key
 MAX_PATH_LENGTH = 256  # characters of one path in an option
 MAX_TX_COMMANDS = 10_000  # commands in one transaction (PROTOCOL 11.3)
+MAX_WINDOW_ROWS = 10_000  # top_n of a live window (PROTOCOL 12): what one move may resend
+MAX_ORDERBY_LENGTH = 4096  # characters of an ``orderby``
+MAX_ORDERBY_TERMS = 16  # fields of an ``orderby``: every sort key reads each of them
 MAX_INTEGER = 2**63 - 1  # integer ids, sequences and counts fit a signed 64-bit integer
 MIN_INTEGER = -(2**63)
 
@@ -32,6 +35,16 @@ MAX_CONFLATION_S = 60.0
 # The estimated filter work (filters/cost.py, ~150-300 ns a unit) of the subscriptions of one socket
 # that no index can skip: every publish to their topic evaluates all of them.
 SOCKET_FILTER_BUDGET = 10_000
+
+# The sorted copies of topics that one socket's live windows keep (quota.admit_order): distinct
+# orders, and the records they hold besides the largest (about 110 bytes a record: 500,000 is
+# about 55 MB), so one view of any topic is always possible and copies of it are not.
+SOCKET_ORDERS = 32
+SOCKET_ORDER_RECORDS = 500_000
+
+# The records a transaction may examine while it is decided (quota.TransactionWork): it runs as
+# one step, about 0.1 s at a microsecond a record.
+TX_WORK_BUDGET = 100_000
 
 
 def text_field(raw: dict[str, Any], name: str, limit: int) -> None:

@@ -22,8 +22,9 @@ from .errors import BAD_MESSAGE, INVALID_OPTIONS, INVALID_TOPIC, SUBID_IN_USE, C
 from .filters import Filter, compile_filter, parse_orderby
 from .filters.functions import EvalContext
 from .filters.orderby import OrderBy, sowkey_order
+from .limits import MAX_WINDOW_ROWS
 from .outbox import FRAME_BREAK
-from .quota import admit_subscription
+from .quota import admit_subscription, admit_window
 from .records import RecordVersion
 from .resuming import resume, resume_point
 from .snapshots import SnapshotRecords, estimated_size, record_message
@@ -98,6 +99,7 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
         subscription.schedule = engine.timers.schedule
         if window is not None:
             subscription.hold_window(window)
+            admit_window(topic, subscription, existing)
         if bookmark is not None or resuming:
             subscription.bookmark()
             subscription.replaying = bookmark is not None and not bookmark.live_only
@@ -136,6 +138,10 @@ def _window_spec(body: Query, orderby: OrderBy | None, topic: Topic | None) -> W
     """A live window (PROTOCOL 6.6) when a ``sow_and_*`` subscription of a SOW topic asks for
     ``top_n``; ``positions`` asks for one."""
     if body.subscribe and body.snapshot and body.top_n is not None and topic is not None and topic.is_sow:
+        if body.top_n > MAX_WINDOW_ROWS:
+            raise CommandError(
+                INVALID_OPTIONS, f"top_n of a live window is at most {MAX_WINDOW_ROWS} (got {body.top_n})"
+            )
         sort_key = orderby.sort_key if orderby is not None else sowkey_order
         return WindowSpec(body.orderby or "", sort_key, body.skip_n or 0, body.top_n)
     if body.options.positions:

@@ -137,20 +137,28 @@ class Topic:
         self._unsort(session)
         self._sort(session)
 
-    def _open_window(self, subscription: Subscription) -> None:
-        """Give a window subscription its window, over the shared order of its gates."""
+    def order_share(self, subscription: Subscription) -> tuple[Any, ...] | None:
+        """What a window subscription's window shares its order by (its gates and its order),
+        None when it is not a window of a SOW topic."""
         spec = subscription.window_spec
         if spec is None or not self.is_sow:
-            return
+            return None
         gate = subscription.entitlement.filter
         ctx = subscription.ctx
-        share = (
+        return (
             spec.order_text,
             tuple(f.text for f in subscription.filters),
             gate.text if gate is not None else None,
             ctx.user,
             ctx.client_name,
         )
+
+    def _open_window(self, subscription: Subscription) -> None:
+        """Give a window subscription its window, over the shared order of its gates."""
+        share = self.order_share(subscription)
+        spec = subscription.window_spec
+        if share is None or spec is None:
+            return
         order = self._orders.get(share)
         if order is None:
             order = self._orders[share] = WindowOrder(

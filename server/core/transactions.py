@@ -15,6 +15,7 @@ from .commands import Header, Publish, Transaction
 from .errors import BAD_MESSAGE, CommandError
 from .local_log import ack_duplicate
 from .publishing import decide_delete, decide_publish, is_duplicate
+from .quota import TransactionWork
 from .shared_log import PLAIN_STREAM, Proposal
 from .txlog import TX, Entry
 
@@ -39,8 +40,10 @@ def transact(engine: Engine, session: Session, header: Header, body: Transaction
     pending: dict[tuple[str, str], Any] = {}
     expects: dict[str, str] = {}  # per record: the version its first change was decided against
     changes: list[list[Any]] = []
+    work = TransactionWork()
     for index, command in enumerate(body.commands):
         try:
+            work.charge(command, engine.topics.get(command.topic), len(pending))
             if isinstance(command, Publish):
                 entry, expect = decide_publish(engine, session, command, pending)
                 decided, expected = [entry], [expect]

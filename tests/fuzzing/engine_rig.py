@@ -174,6 +174,9 @@ class EngineRig:
             with captured_failures() as failures:
                 self.engine.advance(self.harness.clock.now)
             assert not failures.failures, "advance() failed unexpectedly:\n" + "\n".join(failures.failures)
+            # What the tick sent the attacker (an expiry pulling a record into its window, say) is
+            # read now: the next frame's checks are about that frame's messages alone.
+            self._take(self.attacker)
             self._observe()
             return
         frame = frame_bytes(step)

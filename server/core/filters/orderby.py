@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from ..cache import COMPILED
 from ..errors import INVALID_ORDER_BY, CommandError, FilterError
+from ..limits import MAX_ORDERBY_LENGTH, MAX_ORDERBY_TERMS
 from ..paths import MISSING
 from .fields import read_field
 from .lexer import Kind, tokenize
@@ -112,6 +113,10 @@ def parse_orderby(text: str) -> OrderBy:
 
 
 def _parse(text: str) -> OrderBy:
+    # Bounded because every sort key reads every term: an order-by of 2,000 terms made one
+    # ``sow`` of a single row hold every other socket for 18 s, and a window pays it per publish.
+    if len(text) > MAX_ORDERBY_LENGTH:
+        raise CommandError(INVALID_ORDER_BY, f"longer than {MAX_ORDERBY_LENGTH} characters ({len(text)})")
     try:
         tokens = tokenize(text)
     except FilterError as error:
@@ -130,6 +135,8 @@ def _parse(text: str) -> OrderBy:
             descending = word == "DESC"
             pos += 1
         terms.append(OrderTerm(token.value, descending))
+        if len(terms) > MAX_ORDERBY_TERMS:
+            raise CommandError(INVALID_ORDER_BY, f"more than {MAX_ORDERBY_TERMS} fields")
         if tokens[pos].kind is Kind.END:
             return OrderBy(tuple(terms))
         if tokens[pos].kind is not Kind.COMMA:

@@ -1,0 +1,136 @@
+"""What one socket's commands may cost (server/core/quota.py): each bound refuses with its reason
+before the work is done, leaves nothing behind, and lets ordinary use through."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from server.core import quota
+from server.core.limits import (
+    MAX_ORDERBY_LENGTH,
+    MAX_ORDERBY_TERMS,
+    MAX_WINDOW_ROWS,
+    SOCKET_ORDER_RECORDS,
+    SOCKET_ORDERS,
+    TX_WORK_BUDGET,
+)
+
+from .harness import Harness, Peer, publish
+
+TOPICS = [{"name": "orders", "key": ["/order"]}, {"name": "fills", "key": ["/id"]}]
+
+
+def processed(messages: list[dict[str, Any]], cid: Any) -> dict[str, Any]:
+    [ack] = [m for m in messages if m["c"] == "ack" and m.get("cid") == cid and m["a"] == "processed"]
+    return ack
+
+
+def load(peer: Peer, count: int, topic: str = "orders") -> None:
+    key = "order" if topic == "orders" else "id"
+    for start in range(0, count, 1000):
+        peer.send(
+            *[
+                {"c": "publish", "t": topic, "data": {key: n, "qty": n % 97}}
+                for n in range(start, min(count, start + 1000))
+            ]
+        )
+
+
+def window(peer: Peer, cid: Any, orderby: str, top_n: int = 1, **fields: Any) -> dict[str, Any]:
+    command = {"c": "sow_and_subscribe", "t": "orders", "cid": cid, "top_n": top_n, "orderby": orderby}
+    return processed(peer.send({**command, **fields}), cid)
+
+
+def test_an_orderby_of_too_many_terms_or_characters_is_refused_before_it_sorts() -> None:
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 50)
+    many = ",".join(f"/f{n}" for n in range(MAX_ORDERBY_TERMS + 1))
+    ack = processed(peer.send({"c": "sow", "t": "orders", "cid": 1, "orderby": many, "top_n": 1}), 1)
+    assert ack["reason"] == f"invalid order by: more than {MAX_ORDERBY_TERMS} fields"
+    long = "/" + "a" * MAX_ORDERBY_LENGTH
+    ack = processed(peer.send({"c": "sow", "t": "orders", "cid": 2, "orderby": long}), 2)
+    assert ack["reason"].startswith(f"invalid order by: longer than {MAX_ORDERBY_LENGTH} characters")
+    # As many terms as allowed, in a window too.
+    enough = ",".join(f"/f{n} DESC" for n in range(MAX_ORDERBY_TERMS))
+    assert window(peer, 3, enough)["status"] == "success"
+
+
+def test_one_socket_cannot_keep_more_than_its_share_of_distinct_window_orders() -> None:
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 10)
+    for n in range(SOCKET_ORDERS):
+        assert window(peer, n, f"/qty, /x{n}")["status"] == "success"
+    ack = window(peer, "over", "/qty, /x_over")
+    assert ack["reason"].startswith("invalid options: window orders:"), ack
+    orders = h.engine.topics["orders"]._orders
+    assert len(orders) == SOCKET_ORDERS  # the refused window's order is not kept
+    # Windows over an order the socket already uses cost nothing more; another socket has its own share.
+    assert window(peer, "same", "/qty, /x0", top_n=5)["status"] == "success"
+    assert window(h.peer(), "other", "/qty, /x_over")["status"] == "success"
+    # A replace swaps its old order out of the count (sub 1 alone uses /x1).
+    replaced = window(peer, 1, "/qty, /y1", sub_id=1, o="replace")
+    assert replaced["status"] == "success", replaced
+
+
+def test_the_records_a_sockets_orders_hold_are_bounded_besides_the_largest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    budget = 1000  # as SOCKET_ORDER_RECORDS, scaled down so the test loads a small topic
+    monkeypatch.setattr(quota, "SOCKET_ORDER_RECORDS", budget)
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    total = budget * 7 // 10
+    load(peer, total)
+    # One view of the whole topic is always possible, however big; a copy of half of it too...
+    assert window(peer, "all", "/qty")["status"] == "success"
+    assert window(peer, "half", "/order DESC", filter=f"/order < {total // 2}")["status"] == "success"
+    # ...but not another copy of the whole.
+    ack = window(peer, "again", "/qty DESC")
+    assert ack["reason"].startswith("invalid options: window orders:"), ack
+    assert f"at most {budget} besides the largest" in ack["reason"]
+    # Giving one up makes room.
+    peer.send({"c": "unsubscribe", "sub_id": "half"})
+    assert window(peer, "again", "/qty DESC")["status"] == "success"
+    assert SOCKET_ORDER_RECORDS > 0  # the real bound is the one documented
+
+
+def test_a_transaction_is_bounded_by_the_records_it_examines_not_its_count() -> None:
+    h = Harness(topics=TOPICS)
+    peer, watcher = h.peer(), h.peer()
+    records = 20_000
+    load(peer, records)
+    watcher.send({"c": "subscribe", "t": "orders", "sub_id": "w"})
+    deletes = [{"c": "sow_delete", "t": "orders", "filter": f"/qty = {n % 97}"} for n in range(600)]
+    got = peer.send({"c": "tx", "cid": "t", "cmds": deletes})
+    ack = processed(got, "t")
+    # Each delete by filter examines the whole topic (and what the earlier ones deleted): refused
+    # at the command that passes the budget, before it is decided.
+    match = re.fullmatch(r"bad message: cmds\[(\d+)\]: (.*)", ack["reason"])
+    assert match is not None, ack
+    assert TX_WORK_BUDGET // records - 1 <= int(match[1]) <= TX_WORK_BUDGET // records
+    assert match[2].startswith(f"this transaction examines more than {TX_WORK_BUDGET} records")
+    assert len(h.engine.topics["orders"].records) == records  # nothing applied
+    assert watcher.take() == []
+    # What the budget allows still runs: deletes by key, many publishes, a few deletes by filter.
+    allowed = [{"c": "sow_delete", "t": "orders", "sow_keys": [f"k{n}"]} for n in range(4000)]
+    allowed += [publish(n, qty=1) for n in range(4000)]
+    allowed += [{"c": "sow_delete", "t": "orders", "filter": "/qty = 96"}] * 3
+    ack = processed(peer.send({"c": "tx", "cid": "ok", "cmds": allowed}), "ok")
+    assert ack["status"] == "success", ack["reason"]
+
+
+def test_a_live_window_holds_at_most_ten_thousand_rows() -> None:
+    peer = Harness(topics=TOPICS).peer()
+    ack = window(peer, "big", "/qty", top_n=MAX_WINDOW_ROWS + 1)
+    assert (
+        ack["reason"] == f"invalid options: top_n of a live window is at most {MAX_WINDOW_ROWS} (got 10001)"
+    )
+    assert window(peer, "ok", "/qty", top_n=MAX_WINDOW_ROWS)["status"] == "success"
+    # A one-off query is no window: its top_n is not bounded so.
+    ack = processed(peer.send({"c": "sow", "t": "orders", "cid": "q", "top_n": 10**6}), "q")
+    assert ack["status"] == "success"
