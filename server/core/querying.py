@@ -208,7 +208,7 @@ def _snapshot(
         for version, view in zip(versions, views, strict=True):
             subscription.remember(version.key, view)
     head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
-    message = partial(_record_message, head, versions, views, reader)
+    message = _record_messages(head, versions, views, reader)
     _send_snapshot(topic, session, body, head, versions, message, end_fields)
     return matches, len(versions)
 
@@ -244,17 +244,22 @@ def _encode_snapshot(
             yield encoded
 
 
-def _record_message(
-    head: bytes, versions: list[RecordVersion], views: list[Any] | None, reader: Subscription, index: int
-) -> bytes | None:
-    """A plain snapshot's message ``index``: the record in full, with its place in a window."""
-    version = versions[index]
-    record_head = head + b',"pos":%d' % (index + 1) if reader.positions else head
-    if views is not None:
-        render = partial(reader.full_body, version.key, version, views[index], {})
-    else:
-        render = partial(reader.body_of, version.key, version)
-    return record_message(record_head, render)
+def _record_messages(
+    head: bytes, versions: list[RecordVersion], views: list[Any] | None, reader: Subscription
+) -> Callable[[int], bytes | None]:
+    """A plain snapshot's message by index: the record in full (a window's with its place in it).
+    A closure over what every record needs, looked up once: it runs once per record sent."""
+    positions = reader.positions
+    full_body, body_of = reader.full_body, reader.body_of
+
+    def message(index: int) -> bytes | None:
+        version = versions[index]
+        record_head = head + b',"pos":%d' % (index + 1) if positions else head
+        if views is not None:
+            return record_message(record_head, partial(full_body, version.key, version, views[index], {}))
+        return record_message(record_head, partial(body_of, version.key, version))
+
+    return message
 
 
 def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool) -> None:
