@@ -9,7 +9,7 @@ The snapshot's messages are encoded lazily as the socket's writer drains them.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ from .limits import MAX_WINDOW_ROWS
 from .outbox import FRAME_BREAK
 from .quota import admit_subscription, admit_window
 from .records import RecordVersion
-from .resuming import resume, resume_point
+from .resuming import net_change, resume_point
 from .snapshots import SnapshotRecords, estimated_size, record_message
 from .subscription import Change, Subscription
 from .topic import Topic
@@ -191,14 +191,9 @@ def _resumable(
     if after is None:
         return _snapshot(topic, session, body, subscription, orderby, subscription, fields)
     head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
-    messages = resume(topic, subscription, after, head)
-    session.send(wire.group_begin(body.query_id))
-    # Queued as a snapshot is: later changes of these records must go after it (outbox.py).
-    size = sum(len(message) + 1 for _, message in messages)
-    records = [(topic.name, key) for key, _ in messages]
-    session.send_stream(iter([message for _, message in messages]), len(messages), size, records)
-    session.send(wire.group_end(body.query_id, len(messages), **fields))
-    return len(messages), len(messages)
+    net = net_change(topic, subscription, after)
+    _send_snapshot(topic, session, body, head, net.versions, partial(net.message, subscription, head), fields)
+    return len(net), len(net)
 
 
 def _snapshot(
@@ -219,34 +214,58 @@ def _snapshot(
         for version, view in zip(versions, views, strict=True):
             subscription.remember(version.key, view)
     head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
-    session.send(wire.group_begin(body.query_id))
-    stream = _encode_snapshot(head, versions, views, reader, body)
-    records = SnapshotRecords(topic.name, versions)
-    session.send_stream(stream, len(versions), estimated_size(head, versions), records)
-    session.send(wire.group_end(body.query_id, len(versions), **(end_fields or {})))
+    message = _record_messages(head, versions, views, reader)
+    _send_snapshot(topic, session, body, head, versions, message, end_fields)
     return matches, len(versions)
 
 
-def _encode_snapshot(
+def _send_snapshot(
+    topic: Topic,
+    session: Session,
+    body: Query,
     head: bytes,
     versions: list[RecordVersion],
-    views: list[Any] | None,
-    reader: Subscription,
-    body: Query,
+    message: Callable[[int], bytes | None],
+    end_fields: dict[str, Any] | None,
+) -> None:
+    """Queue a snapshot (a plain one, or a resume's net change): ``group_begin``, one message
+    about each of ``versions`` (``message(index)``, encoded as the socket's writer drains it: the
+    snapshot holds the versions, never their bodies), ``group_end``. The stream counts against
+    the socket's queue, and later changes of its records go after it (outbox.py)."""
+    session.send(wire.group_begin(body.query_id))
+    stream = _encode_snapshot(len(versions), message, body.batch_size)
+    records = SnapshotRecords(topic.name, versions)
+    session.send_stream(stream, len(versions), estimated_size(head, versions), records)
+    session.send(wire.group_end(body.query_id, len(versions), **(end_fields or {})))
+
+
+def _encode_snapshot(
+    count: int, message: Callable[[int], bytes | None], batch: int | None
 ) -> Iterator[bytes]:
-    batch = body.batch_size
-    positions = reader.positions  # a window's records carry their 1-based place in it
-    for index, version in enumerate(versions):
+    for index in range(count):
         if batch and index and index % batch == 0:
             yield FRAME_BREAK
+        encoded = message(index)
+        if encoded is not None:
+            yield encoded
+
+
+def _record_messages(
+    head: bytes, versions: list[RecordVersion], views: list[Any] | None, reader: Subscription
+) -> Callable[[int], bytes | None]:
+    """A plain snapshot's message by index: the record in full (a window's with its place in it).
+    A closure over what every record needs, looked up once: it runs once per record sent."""
+    positions = reader.positions
+    full_body, body_of = reader.full_body, reader.body_of
+
+    def message(index: int) -> bytes | None:
+        version = versions[index]
         record_head = head + b',"pos":%d' % (index + 1) if positions else head
         if views is not None:
-            render = partial(reader.full_body, version.key, version, views[index], {})
-        else:
-            render = partial(reader.body_of, version.key, version)
-        message = record_message(record_head, render)
-        if message is not None:
-            yield message
+            return record_message(record_head, partial(full_body, version.key, version, views[index], {}))
+        return record_message(record_head, partial(body_of, version.key, version))
+
+    return message
 
 
 def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool) -> None:

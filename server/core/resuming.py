@@ -6,6 +6,11 @@ view now are sent in full (``sow``), the ones that were in it then and are not n
 ``oof`` with the reason they left, and nothing is sent for the rest. The work is proportional to
 what changed, plus one pass over the view for subscriptions that must know what the client holds
 (delta and ``oof`` subscriptions: the client holds every record of the view).
+
+Like a plain snapshot, a resume is decided when it is subscribed and encoded as the socket's
+writer drains it (querying.py queues both the same way): ``NetChange`` holds one reference to an
+immutable record version per message (and, for an OOF, its reason and the version the client
+held), never an encoded body, so a socket that does not read holds no more than its snapshot would.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from .snapshots import record_message
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .records import RecordVersion
     from .subscription import Subscription
     from .topic import Topic
 
@@ -37,11 +43,50 @@ def resume_point(engine: Engine, topic: Topic, bookmark: str | None, window: boo
     return lsn
 
 
-def resume(
-    topic: Topic, subscription: Subscription, after: int, snapshot_head: bytes
-) -> list[tuple[str, bytes]]:
-    """The messages of a resumed snapshot, with their records' keys: the view's net change since
-    LSN ``after``."""
+class NetChange:
+    """The messages of a resumed snapshot, decided at the subscribe and encoded one by one
+    (``message``) as the writer drains them. ``versions`` is the version each message is about,
+    in the order of the records' first change after the bookmark: the record as it is now for a
+    ``sow``, or for an ``oof`` the version it left with (its state now, or the one its delete or
+    expiry removed). ``leaving`` holds the OOFs by index: how the record left (``deleted`` or
+    ``expired``; None when it still exists, and the reason is decided with its body) and the
+    version the client held at the bookmark. Versions are immutable: what is sent is the view
+    as it was at the subscribe, whatever happens to the records before the writer gets to them."""
+
+    __slots__ = ("leaving", "versions")
+
+    def __init__(self) -> None:
+        self.versions: list[RecordVersion] = []
+        self.leaving: dict[int, tuple[str | None, RecordVersion]] = {}
+
+    def __len__(self) -> int:
+        return len(self.versions)
+
+    def message(self, subscription: Subscription, head: bytes, index: int) -> bytes | None:
+        """Message ``index``, encoded (None: a record that cannot be encoded, left out)."""
+        version = self.versions[index]
+        left = self.leaving.get(index)
+        if left is None:
+            return record_message(head, partial(subscription.body_of, version.key, version))
+        gone, then = left
+        return record_message(
+            subscription.heads[wire.OOF], partial(_oof_body, subscription, version, gone, then)
+        )
+
+
+def _oof_body(
+    subscription: Subscription, version: RecordVersion, gone: str | None, then: RecordVersion
+) -> bytes:
+    """The body of the OOF of a record that was in the view at the bookmark (as ``then``) and
+    left it (as ``version``): by the rules of any OOF (``oof_message``: a body the user may see)."""
+    reason = gone if gone is not None else subscription.left_because(version)
+    change = subscription.oof_message(version.key, version, reason, subscription.view_of(then), {})
+    assert change is not None  # the view held at the bookmark is a record: there is a body to send
+    return change[1]
+
+
+def net_change(topic: Topic, subscription: Subscription, after: int) -> NetChange:
+    """The net change of ``subscription``'s view since LSN ``after``, as of now."""
     history = topic.sow.history
     assert history is not None
     records = topic.records
@@ -50,22 +95,21 @@ def resume(
         for version in records.values():
             if subscription.in_view(version.key, version.data):
                 subscription.remember(version.key, subscription.view_of(version))
-    out: list[tuple[str, bytes]] = []
+    # Without a filter (nor an entitlement filter) every record is in the view: a compact
+    # version need not be decoded to be asked (as a plain snapshot's selection does).
+    unfiltered = subscription.unfiltered
+    net = NetChange()
+    versions, leaving = net.versions, net.leaving
     for key, then in history.since(after).items():
         now = records.get(key)
-        if now is not None and subscription.in_view(key, now.data):
-            render = partial(subscription.body_of, key, now)
-            message = record_message(snapshot_head, render)
-        elif then.old is not None and subscription.in_view(key, then.old.data):
-            previous = subscription.view_of(then.old)
+        if now is not None and (unfiltered or subscription.in_view(key, now.data)):
+            versions.append(now)
+        elif then.old is not None and (unfiltered or subscription.in_view(key, then.old.data)):
             if now is None:
                 assert then.removed is not None
-                change = subscription.oof_message(key, then.removed, then.gone or "deleted", previous, {})
+                leaving[len(versions)] = (then.gone or "deleted", then.old)
+                versions.append(then.removed)
             else:
-                change = subscription.oof_message(key, now, subscription.left_because(now), previous, {})
-            message = None if change is None else wire.join(subscription.heads[wire.OOF], change[1])
-        else:
-            continue
-        if message is not None:
-            out.append((key, message))
-    return out
+                leaving[len(versions)] = (None, then.old)
+                versions.append(now)
+    return net
