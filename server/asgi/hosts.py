@@ -23,10 +23,9 @@ OPEN_PATHS = frozenset({"/healthz"})
 _WARN_EVERY_S = 60.0
 
 
-def host_header(scope: Scope) -> str | None:
-    """The request's one ``Host`` header; None when there is none, or more than one."""
-    found = [value for name, value in scope["headers"] if name == b"host"]
-    return found[0].decode("latin-1") if len(found) == 1 else None
+def host_headers(scope: Scope) -> list[str]:
+    """The values of the request's ``Host`` headers (normally one)."""
+    return [value.decode("latin-1") for name, value in scope["headers"] if name == b"host"]
 
 
 def origin_header(scope: Scope) -> str | None:
@@ -60,7 +59,7 @@ class HttpHostRefusal:
     def refuses(self, scope: Scope, path: str) -> bool:
         if path in OPEN_PATHS:
             return False
-        return not self.names.host_allowed(host_header(scope), local_address(scope), secure(scope))
+        return not self.names.host_allowed(host_headers(scope), local_address(scope), secure(scope))
 
     async def answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.refused += 1
@@ -72,7 +71,7 @@ class HttpHostRefusal:
                 "refused an HTTP request from %s for Host %.200r: not one of the server's names; "
                 "add it to [server] server_names (%d refused so far)",
                 client[0] if client else "an unknown address",
-                host_header(scope),
+                ", ".join(host_headers(scope)),
                 self.refused,
             )
         response = PlainTextResponse(

@@ -12,7 +12,7 @@ from starlette.websockets import WebSocket
 
 from ..core.server_names import ServerNames
 from ..runtime.hub import Hub
-from .hosts import host_header, local_address, origin_header, secure
+from .hosts import host_headers, local_address, origin_header, secure
 from .uvicorn_protocol import PROTOCOL_KEY, SocketHandle
 
 log = logging.getLogger("server.asgi")
@@ -74,8 +74,8 @@ def _handshake_allowed(websocket: WebSocket, names: ServerNames) -> bool:
     server's names) or a browser page of another site (its ``Origin``) may not open a socket with
     its user's rights."""
     scope = websocket.scope
-    host, origin, local = host_header(scope), origin_header(scope), local_address(scope)
-    if not names.handshake_host_allowed(host, local, secure(scope)):
+    hosts, origin, local = host_headers(scope), origin_header(scope), local_address(scope)
+    if not names.handshake_host_allowed(hosts, local, secure(scope)):
         why = "Host not one of the server's names (see [server] server_names)"
     elif not names.origin_allowed(origin, local, secure(scope)):
         why = "origin not the server's own nor in allowed_origins"
@@ -83,6 +83,10 @@ def _handshake_allowed(websocket: WebSocket, names: ServerNames) -> bool:
         return True
     client = websocket.client.host if websocket.client is not None else "an unknown address"
     log.warning(
-        "refused a WebSocket handshake from %s: origin %.200r, Host %.200r: %s", client, origin, host, why
+        "refused a WebSocket handshake from %s: origin %.200r, Host %.200r: %s",
+        client,
+        origin,
+        ", ".join(hosts),
+        why,
     )
     return False

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -163,20 +163,27 @@ class ServerNames:
             return False
         return host in self.at_local_port or host == local_host(local[0])
 
-    def host_allowed(self, host: str | None, local: tuple[str, int] | None, secure: bool) -> bool:
-        """May a plain HTTP request with this ``Host`` header be served?"""
-        given = parse_host(host) if host is not None else None
-        return given is not None and self.is_own(given, local, secure)
+    def host_allowed(self, hosts: Sequence[str], local: tuple[str, int] | None, secure: bool) -> bool:
+        """May a plain HTTP request with these ``Host`` headers be served? ``hosts``: the values of
+        every ``Host`` header it has, normally one; none is refused, and with more than one
+        (which no browser sends) every one must name the server."""
+        return bool(hosts) and all(self._names_server(host, local, secure, False) for host in hosts)
 
-    def handshake_host_allowed(self, host: str | None, local: tuple[str, int] | None, secure: bool) -> bool:
-        """May a WebSocket handshake with this ``Host`` header go on? Also the host of an
-        ``allowed_origins`` entry, with that origin's port or none."""
-        given = parse_host(host) if host is not None else None
+    def handshake_host_allowed(
+        self, hosts: Sequence[str], local: tuple[str, int] | None, secure: bool
+    ) -> bool:
+        """May a WebSocket handshake with these ``Host`` headers go on? As ``host_allowed``, and a
+        handshake may also name the host of an ``allowed_origins`` entry (with that origin's port
+        or none)."""
+        return bool(hosts) and all(self._names_server(host, local, secure, True) for host in hosts)
+
+    def _names_server(self, host: str, local: tuple[str, int] | None, secure: bool, handshake: bool) -> bool:
+        given = parse_host(host)
         if given is None:
             return False
         if self.is_own(given, local, secure):
             return True
-        return any(
+        return handshake and any(
             allowed_host == given.host and (given.port is None or given.port == allowed_port)
             for allowed_host, allowed_port in self.allowed_hosts
         )

@@ -97,14 +97,14 @@ HOSTS = [
     ("user@127.0.0.1:8000", LOCAL, False, False),
     ("127.0.0.1:8000, evil.example.com", LOCAL, False, False),
     ("", LOCAL, False, False),
-    (None, LOCAL, False, False),
+    (None, LOCAL, False, False),  # no Host header at all
     ("localhost:8000", None, False, False),
 ]
 
 
 @pytest.mark.parametrize(("host", "local", "secure", "expected"), HOSTS)
 def test_the_host_rule(host: str | None, local: tuple[str, int] | None, secure: bool, expected: bool) -> None:
-    assert NAMES.host_allowed(host, local, secure) is expected
+    assert NAMES.host_allowed([] if host is None else [host], local, secure) is expected
 
 
 @pytest.mark.parametrize(
@@ -121,16 +121,24 @@ def test_the_host_rule(host: str | None, local: tuple[str, int] | None, secure: 
     ],
 )
 def test_a_handshake_may_also_name_an_allowed_origins_host(host: str, secure: bool, expected: bool) -> None:
-    assert NAMES.handshake_host_allowed(host, LOCAL, secure) is expected
-    assert NAMES.handshake_host_allowed("127.0.0.1:8000", LOCAL, secure)
+    assert NAMES.handshake_host_allowed([host], LOCAL, secure) is expected
+    assert NAMES.handshake_host_allowed(["127.0.0.1:8000"], LOCAL, secure)
+    assert not NAMES.host_allowed([host], LOCAL, secure), "plain HTTP: the server's own names only"
+
+
+def test_with_several_host_headers_every_one_must_name_the_server() -> None:
+    assert NAMES.host_allowed(["127.0.0.1:8000", "push.example.com"], LOCAL, False)
+    assert not NAMES.host_allowed(["127.0.0.1:8000", "evil.example.com"], LOCAL, False)
+    assert not NAMES.handshake_host_allowed(["evil.example.com", "127.0.0.1:8000"], LOCAL, False)
+    assert not NAMES.handshake_host_allowed([], LOCAL, False)
 
 
 def test_the_configured_host_is_a_name_unless_it_is_a_wildcard() -> None:
     named = ServerNames([], "push.internal", [])
-    assert named.host_allowed("push.internal:8000", LOCAL, False)
-    assert not named.host_allowed("push.internal:8001", LOCAL, False)
+    assert named.host_allowed(["push.internal:8000"], LOCAL, False)
+    assert not named.host_allowed(["push.internal:8001"], LOCAL, False)
     for wildcard in ("0.0.0.0", "::", ""):
-        assert not ServerNames([], wildcard, []).host_allowed("0.0.0.0:8000", LOCAL, False)
+        assert not ServerNames([], wildcard, []).host_allowed(["0.0.0.0:8000"], LOCAL, False)
 
 
 ORIGINS = [

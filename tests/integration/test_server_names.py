@@ -14,7 +14,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import websockets
 
+from .client import Client
 from .conftest import StartServer
 from .raw_socket import handshake
 from .server_process import ROOT, ServerProcess, write_config
@@ -79,6 +81,16 @@ async def test_a_handshake_naming_the_server_is_accepted(server: ServerProcess) 
         assert await handshake(server.port, [("Host", host)]) == "ok", host
 
 
+async def test_a_library_client_that_adds_a_host_header_is_held_to_every_one(server: ServerProcess) -> None:
+    """websockets' ``additional_headers`` adds a ``Host`` after the one it takes from the URL."""
+    client = await Client.connect(server.url, additional_headers={"Host": "push.example.com"})
+    assert (await client.request({"c": "heartbeat", "cid": "h"}))[-1]["status"] == "success"
+    await client.close()
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        await Client.connect(server.url, additional_headers={"Host": "evil.example.com"})
+    assert refused.value.response.status_code == 403
+
+
 async def test_a_handshake_naming_another_host_is_refused_with_or_without_an_origin(
     server: ServerProcess,
 ) -> None:
@@ -88,7 +100,7 @@ async def test_a_handshake_naming_another_host_is_refused_with_or_without_an_ori
             assert await handshake(server.port, headers) == "403", (host, origin)
     assert await handshake(server.port, []) == "403", "no Host at all"
     twice = [("Host", f"127.0.0.1:{server.port}"), ("Host", "evil.example.com")]
-    assert await handshake(server.port, twice) == "403", "two Host headers"
+    assert await handshake(server.port, twice) == "403", "two Host headers, one another host's"
     assert any("evil.example.com" in line and "server_names" in line for line in server.lines)
 
 
