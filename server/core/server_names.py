@@ -16,6 +16,9 @@ the server knows it answers to:
 - for WebSocket handshakes, also the host of an ``allowed_origins`` entry (with that origin's
   port, or none): a desk site that proxies ``/ws`` to the server on its own name.
 
+A request with no ``Host`` is refused; one with several (no browser sends that, but a library
+client's added header follows the one it takes from the URL) is served when every one qualifies.
+
 A browser ``Origin`` is the server's own when it is ``http://`` (``https://`` for ``wss``) and one
 of the names above other than an ``allowed_origins`` host; otherwise it must be listed in
 ``allowed_origins``. Pure: headers and addresses come in as arguments.
