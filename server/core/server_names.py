@@ -9,10 +9,10 @@ the server knows it answers to:
 
 - each ``[server] server_names`` entry (``name`` or ``name:port``; without a port, the default
   port of the request's scheme: 80 for ``http``/``ws``, 443 for ``https``/``wss``);
-- ``localhost``, the configured ``host`` (unless it is a wildcard such as ``0.0.0.0``) and the
-  local address the connection arrived on (the socket's own address, which is the listening
-  address, or with a wildcard listen address the interface's), each with the port the
-  connection arrived on (the bound port, also after ``--port 0``);
+- ``localhost``, the configured ``host`` and the local address the connection arrived on (the
+  socket's own address, which is the listening address, or with a wildcard listen address such
+  as ``0.0.0.0`` the interface's), each with the port the connection arrived on (the bound
+  port, also after ``--port 0``);
 - for WebSocket handshakes, also the host of an ``allowed_origins`` entry (with that origin's
   port, or none): a desk site that proxies ``/ws`` to the server on its own name.
 
@@ -36,7 +36,6 @@ from urllib.parse import urlsplit
 from .errors import ConfigError
 
 DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
-WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
 
 _LABEL = re.compile(r"[a-z0-9_-]{1,63}")  # underscores: container and service names carry them
 _PORT = re.compile(r"[0-9]{1,5}")
@@ -142,8 +141,10 @@ class ServerNames:
     def __init__(self, names: Iterable[str], listen_host: str, allowed_origins: Iterable[str]) -> None:
         self.names = tuple(name for name in map(parse_host, names) if name is not None)
         at_local_port = {"localhost"}
-        listening = parse_host(listen_host)
-        if listen_host.strip().lower() not in WILDCARD_HOSTS and listening is not None:
+        # The configured host as written, a wildcard too: a client that connects to 0.0.0.0
+        # names it, and an address is no rebound name (the Origin rule still holds).
+        listening = parse_host(listen_host.strip()) or parse_host(f"[{listen_host.strip()}]")
+        if listening is not None:
             at_local_port.add(listening.host)
         self.at_local_port = frozenset(at_local_port)
         self.allowed = frozenset(origin_key(origin) for origin in allowed_origins)

@@ -133,12 +133,13 @@ def test_with_several_host_headers_every_one_must_name_the_server() -> None:
     assert not NAMES.handshake_host_allowed([], LOCAL, False)
 
 
-def test_the_configured_host_is_a_name_unless_it_is_a_wildcard() -> None:
+def test_the_configured_host_is_a_name_at_the_local_port() -> None:
     named = ServerNames([], "push.internal", [])
     assert named.host_allowed(["push.internal:8000"], LOCAL, False)
     assert not named.host_allowed(["push.internal:8001"], LOCAL, False)
-    for wildcard in ("0.0.0.0", "::", ""):
-        assert not ServerNames([], wildcard, []).host_allowed(["0.0.0.0:8000"], LOCAL, False)
+    for wildcard, host in (("0.0.0.0", "0.0.0.0:8000"), ("::", "[::]:8000"), ("::", "[0::0]:8000")):
+        assert ServerNames([], wildcard, []).host_allowed([host], LOCAL, False), "what a client of it names"
+    assert not ServerNames([], "", []).host_allowed(["0.0.0.0:8000"], LOCAL, False)
 
 
 ORIGINS = [

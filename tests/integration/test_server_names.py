@@ -7,6 +7,7 @@ one-line reason."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -32,8 +33,8 @@ def server(start_server: StartServer) -> ServerProcess:
     return start_server(NAMES)
 
 
-def get(port: int, path: str, host: str | None) -> int:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+def get(port: int, path: str, host: str | None, address: str = "127.0.0.1") -> int:
+    request = urllib.request.Request(f"http://{address}:{port}{path}")
     if host is not None:
         request.add_header("Host", host)
     try:
@@ -41,6 +42,17 @@ def get(port: int, path: str, host: str | None) -> int:
             return int(response.status)
     except urllib.error.HTTPError as error:
         return error.code
+
+
+def outside_address() -> str | None:
+    """This machine's address on its default route, if it has one but loopback."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.254", 9))  # no packet is sent: this only picks a route
+        except OSError:
+            return None
+        address: str = probe.getsockname()[0]
+    return None if address.startswith("127.") else address
 
 
 def own_hosts(port: int) -> list[str]:
@@ -168,7 +180,12 @@ def test_a_wildcard_listener_answers_the_address_a_connection_arrived_on(tmp_pat
         port = server.port
         assert asyncio.run(handshake(port, [("Host", f"127.0.0.1:{port}")])) == "ok"
         assert asyncio.run(handshake(port, [("Host", f"localhost:{port}")])) == "ok"
-        assert asyncio.run(handshake(port, [("Host", f"0.0.0.0:{port}")])) == "403"
+        assert asyncio.run(handshake(port, [("Host", f"0.0.0.0:{port}")])) == "ok", "the address as written"
+        assert asyncio.run(handshake(port, [("Host", f"10.255.255.1:{port}")])) == "403"
+        outside = outside_address()
+        if outside is not None:  # the address of the interface the connection arrived on
+            assert asyncio.run(handshake(port, [("Host", f"{outside}:{port}")], host=outside)) == "ok"
+            assert get(port, "/topics", f"{outside}:{port}", address=outside) == 200
         assert asyncio.run(handshake(port, [("Host", f"evil.example.com:{port}")])) == "403"
     finally:
         server.stop()
