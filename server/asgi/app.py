@@ -72,16 +72,15 @@ async def topics(request: Request) -> Response:
 
 
 class WebSocketFirst:
-    """``/ws`` straight to its endpoint (which checks ``Host`` and ``Origin`` itself), HTTP requests
-    with a ``Host`` that is not one of the server's names refused with 403 (hosts.py), the rest to
-    Starlette. A socket lives for hours: through
-    Starlette's router and middleware it held their eight coroutines (about 4 KB) all that time,
-    and each connect ran through them. Starlette's ``WebSocket`` is built here as its
-    ``WebSocketRoute`` would build it (with the app in the scope, for ``websocket.app.state``),
-    and the path is matched as Starlette's router matches it (under ``root_path`` or not). The
-    endpoint raises none of Starlette's exceptions; one it lets out by a defect reaches uvicorn,
-    which logs it and drops the connection (the client sees 1006), as it did through
-    Starlette's middleware, which re-raises it."""
+    """``/ws`` straight to its endpoint (which checks ``Host`` and ``Origin`` itself), HTTP
+    requests with a ``Host`` that is not one of the server's names refused with 403 (hosts.py), the
+    rest to Starlette. A socket lives for hours: through Starlette's router and middleware it held
+    their eight coroutines (about 4 KB) all that time, and each connect ran through them.
+    Starlette's ``WebSocket`` is built here as its ``WebSocketRoute`` would build it (with the app
+    in the scope, for ``websocket.app.state``), and the path is matched as Starlette's router
+    matches it (under ``root_path`` or not). The endpoint raises none of Starlette's exceptions;
+    one it lets out by a defect reaches uvicorn, which logs it and drops the connection (the client
+    sees 1006), as it did through Starlette's middleware, which re-raises it."""
 
     def __init__(self, app: Starlette, path: str, names: ServerNames) -> None:
         self.app = app
