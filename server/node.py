@@ -14,7 +14,7 @@ from types import FrameType
 import uvicorn
 
 from .asgi.app import create_app
-from .asgi.uvicorn_protocol import guarded_http_protocol
+from .asgi.uvicorn_protocol import BACKLOG, guarded_http_protocol
 from .asgi.uvicorn_websocket import LeanWebSocketProtocol
 from .core.config import Config
 from .runtime.hub import Hub
@@ -97,6 +97,7 @@ def build_server(config: Config) -> PushServer:
         port=settings.port,
         # Bounds the connections that have not sent a complete request head (half-open upgrades).
         http=guarded_http_protocol(),
+        backlog=BACKLOG,  # a reconnect storm of thousands waits in the kernel's accept queue
         ws=LeanWebSocketProtocol,  # uvicorn's sans-I/O protocol, lighter per idle socket
         ws_max_size=settings.max_message_bytes,
         ws_per_message_deflate=settings.websocket_deflate,

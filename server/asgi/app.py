@@ -13,9 +13,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from ..core.access import topic_listing
+from ..core.server_names import ServerNames
 from ..runtime.hub import Hub
 from ..runtime.status import Status
 from .guards import check_metrics, topics_reader
+from .hosts import HttpHostRefusal
 from .metrics import render_metrics
 from .uvicorn_protocol import TransportMiddleware
 from .websocket import websocket_endpoint
@@ -70,23 +72,28 @@ async def topics(request: Request) -> Response:
 
 
 class WebSocketFirst:
-    """``/ws`` straight to its endpoint, the rest to Starlette. A socket lives for hours: through
-    Starlette's router and middleware it held their eight coroutines (about 4 KB) all that time,
-    and each connect ran through them. Starlette's ``WebSocket`` is built here as its
-    ``WebSocketRoute`` would build it (with the app in the scope, for ``websocket.app.state``),
-    and the path is matched as Starlette's router matches it (under ``root_path`` or not). The
-    endpoint raises none of Starlette's exceptions; one it lets out by a defect reaches uvicorn,
-    which logs it and drops the connection (the client sees 1006), as it did through
-    Starlette's middleware, which re-raises it."""
+    """``/ws`` straight to its endpoint (which checks ``Host`` and ``Origin`` itself), HTTP
+    requests with a ``Host`` that is not one of the server's names refused with 403 (hosts.py), the
+    rest to Starlette. A socket lives for hours: through Starlette's router and middleware it held
+    their eight coroutines (about 4 KB) all that time, and each connect ran through them.
+    Starlette's ``WebSocket`` is built here as its ``WebSocketRoute`` would build it (with the app
+    in the scope, for ``websocket.app.state``), and the path is matched as Starlette's router
+    matches it (under ``root_path`` or not). The endpoint raises none of Starlette's exceptions;
+    one it lets out by a defect reaches uvicorn, which logs it and drops the connection (the client
+    sees 1006), as it did through Starlette's middleware, which re-raises it."""
 
-    def __init__(self, app: Starlette, path: str) -> None:
+    def __init__(self, app: Starlette, path: str, names: ServerNames) -> None:
         self.app = app
         self.path = path
+        self.refusal = HttpHostRefusal(names)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket" and _route_path(scope) == self.path:
             scope["app"] = self.app
             await websocket_endpoint(WebSocket(scope, receive, send))
+            return
+        if scope["type"] == "http" and self.refusal.refuses(scope, _route_path(scope)):
+            await self.refusal.answer(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -112,6 +119,9 @@ def create_app(hub: Hub) -> ASGIApp:
             Mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static"),
         ],
     )
+    settings = hub.config.server
+    names = ServerNames(settings.server_names, settings.host, settings.allowed_origins)
     app.state.hub = hub
     app.state.status = Status(hub)
-    return TransportMiddleware(WebSocketFirst(app, "/ws"))
+    app.state.names = names
+    return TransportMiddleware(WebSocketFirst(app, "/ws", names))

@@ -20,9 +20,22 @@ forever. ``HttpToolsProtocol`` subclassed here:
   when the head is complete (or upgrades to a WebSocket): a connection that takes longer than
   ``REQUEST_HEAD_TIMEOUT_S`` is closed, however slowly it trickles bytes in;
 - answers a head larger than ``MAX_HEAD_BYTES`` with 431 and closes;
-- keeps the waiting connections in arrival order and, past ``MAX_PENDING``, closes the oldest: a
-  flood of half-open connections holds at most that many, and a real client, whose head arrives at
-  once, still gets through.
+- keeps the waiting connections in arrival order and bounds them in number and in the head bytes
+  they hold, by closing the oldest.
+
+Only a connection that has stalled is cut. A reconnect storm after a restart is thousands of
+clients connecting at once, and the event loop accepts a whole accept queue before it reads any of
+their heads: every one of them is waiting for a moment. A cap of 256 closed most of a storm of 400
+before their heads, already in the socket buffers, were read. So the number cap (``MAX_PENDING``,
+and no more than half the file descriptors the process may open, so that stalled connections can
+never keep new ones from being accepted) is high, sized by memory (a connection waiting for its
+head holds about 6 KB: uvicorn's protocol, its parser, uvloop's transport, a timer), and past it
+only a connection that has waited ``STALL_GRACE_S`` is closed: one that has just arrived is not
+stalled, and it is left alone even if the count runs over for a moment. The bytes cap
+(``MAX_PENDING_BYTES``) is the hard bound on what the waiting heads hold: past it the oldest goes,
+however young. The listen backlog (``BACKLOG``, which node.py gives uvicorn) is raised from
+uvicorn's 2,048, so that a storm waits in the kernel's accept queue rather than having its SYNs
+dropped and retried a second later (the kernel caps it at ``net.core.somaxconn``).
 
 Closing a socket whose peer has stopped reading: ``await websocket.close()`` goes through the
 same flow-controlled send as every frame, so it blocks for as long as the peer does not read.
@@ -38,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import struct
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
@@ -50,8 +64,11 @@ log = logging.getLogger("server.asgi")
 
 REQUEST_HEAD_TIMEOUT_S = 5.0
 MAX_HEAD_BYTES = 64 * 1024
-MAX_PENDING = 256
-_WARN_EVERY_S = 60.0  # at most one warning a minute while the cap is being hit
+STALL_GRACE_S = 1.0  # a connection waiting less than this is arriving, not stalled
+MAX_PENDING = 10_000  # connections waiting for a head (about 60 MB of them at 6 KB each)
+MAX_PENDING_BYTES = 32 * 1024 * 1024  # head bytes they hold, all told
+BACKLOG = 8192  # the listen backlog (the kernel caps it at net.core.somaxconn)
+_WARN_EVERY_S = 60.0  # at most one warning a minute while a cap is being hit
 
 _TOO_LARGE_BODY = b"request head too large\n"
 _TOO_LARGE = (
@@ -60,38 +77,89 @@ _TOO_LARGE = (
 )
 
 
-class PendingHeads:
-    """The connections waiting for a request head, oldest first, each with its deadline."""
+def max_pending(cap: int = MAX_PENDING) -> int:
+    """``cap``, or half the file descriptors this process may open when that is fewer: the
+    waiting connections must leave room to accept new ones (a full table closes its oldest only
+    when a new connection arrives, which needs a descriptor)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return cap
+    return max(64, min(cap, soft // 2))
 
-    def __init__(self, timeout_s: float, limit: int) -> None:
+
+class _Wait:
+    __slots__ = ("head_bytes", "since", "timer")
+
+    def __init__(self, since: float, timer: asyncio.TimerHandle) -> None:
+        self.since = since
+        self.timer = timer
+        self.head_bytes = 0
+
+
+class PendingHeads:
+    """The connections waiting for a request head, oldest first, each with its deadline and the
+    bytes of head it has sent so far."""
+
+    def __init__(
+        self,
+        timeout_s: float,
+        limit: int,
+        grace_s: float = STALL_GRACE_S,
+        max_bytes: int = MAX_PENDING_BYTES,
+    ) -> None:
         self.timeout_s = timeout_s
         self.limit = limit
-        self.waiting: dict[GuardedHttpProtocol, asyncio.TimerHandle] = {}
+        self.grace_s = grace_s
+        self.max_bytes = max_bytes
+        self.waiting: dict[GuardedHttpProtocol, _Wait] = {}
+        self.held_bytes = 0
         self.evicted = 0
         self._warned_at = float("-inf")
 
     def wait(self, protocol: GuardedHttpProtocol) -> None:
         if protocol in self.waiting:
             return
-        self.waiting[protocol] = protocol.loop.call_later(self.timeout_s, protocol.head_timed_out)
+        loop = protocol.loop
+        now = loop.time()
+        self.waiting[protocol] = _Wait(now, loop.call_later(self.timeout_s, protocol.head_timed_out))
+        # Past the cap, close the oldest while they are stalled; the ones behind them are younger.
         while len(self.waiting) > self.limit:
-            oldest = next(iter(self.waiting))
-            self.done(oldest)
-            self.evicted += 1
-            oldest.close()
-            self._warn(protocol.loop.time())
+            oldest, wait = next(iter(self.waiting.items()))
+            if now - wait.since < self.grace_s:
+                break
+            self._evict(oldest, now)
+
+    def received(self, protocol: GuardedHttpProtocol, size: int) -> bool:
+        """Count ``size`` bytes of a head still incomplete; False when this connection's head is
+        now over ``MAX_HEAD_BYTES``. Past ``max_bytes`` in all, the oldest are closed."""
+        wait = self.waiting.get(protocol)
+        if wait is None:
+            return True
+        wait.head_bytes += size
+        self.held_bytes += size
+        if wait.head_bytes > MAX_HEAD_BYTES:
+            return False
+        while self.held_bytes > self.max_bytes:
+            self._evict(next(iter(self.waiting)), protocol.loop.time())
+        return True
 
     def done(self, protocol: GuardedHttpProtocol) -> None:
-        timer = self.waiting.pop(protocol, None)
-        if timer is not None:
-            timer.cancel()
+        wait = self.waiting.pop(protocol, None)
+        if wait is not None:
+            wait.timer.cancel()
+            self.held_bytes -= wait.head_bytes
 
-    def _warn(self, now: float) -> None:
+    def _evict(self, protocol: GuardedHttpProtocol, now: float) -> None:
+        self.done(protocol)
+        self.evicted += 1
+        protocol.close()
         if now - self._warned_at >= _WARN_EVERY_S:
             self._warned_at = now
             log.warning(
-                "more than %d connections are waiting to send a request head: closing the oldest (%d so far)",
-                self.limit,
+                "%d connections (%d bytes) are waiting to send a request head: closing the oldest "
+                "(%d so far)",
+                len(self.waiting),
+                self.held_bytes,
                 self.evicted,
             )
 
@@ -101,10 +169,6 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     ``guarded_http_protocol()``: each server gets its own table of waiting connections."""
 
     pending: ClassVar[PendingHeads]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._head_bytes = 0
 
     # The hooks: where a wait for a head begins and where it ends.
 
@@ -127,14 +191,12 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().handle_websocket_upgrade()
 
     def data_received(self, data: bytes) -> None:
-        waiting = self in self.pending.waiting
         super().data_received(data)
-        if waiting and self in self.pending.waiting:
-            self._head_bytes += len(data)
-            if self._head_bytes > MAX_HEAD_BYTES:
-                self.pending.done(self)
-                self.transport.write(_TOO_LARGE)
-                self.close()
+        # Still waiting after the parser has had it: these bytes are part of an incomplete head.
+        if not self.pending.received(self, len(data)):
+            self.pending.done(self)
+            self.transport.write(_TOO_LARGE)
+            self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.pending.done(self)
@@ -143,7 +205,6 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     # Our own.
 
     def _start_waiting(self) -> None:
-        self._head_bytes = 0
         self.pending.wait(self)
 
     def head_timed_out(self) -> None:
@@ -157,12 +218,15 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
 
 def guarded_http_protocol(
-    timeout_s: float = REQUEST_HEAD_TIMEOUT_S, max_pending: int = MAX_PENDING
+    timeout_s: float = REQUEST_HEAD_TIMEOUT_S,
+    limit: int | None = None,
+    grace_s: float = STALL_GRACE_S,
+    max_bytes: int = MAX_PENDING_BYTES,
 ) -> type[GuardedHttpProtocol]:
-    """The protocol class to give ``uvicorn.Config(http=...)``."""
+    """The protocol class to give ``uvicorn.Config(http=...)`` (``limit``: ``max_pending()``)."""
 
     class ServerHttpProtocol(GuardedHttpProtocol):
-        pending = PendingHeads(timeout_s, max_pending)
+        pending = PendingHeads(timeout_s, max_pending() if limit is None else limit, grace_s, max_bytes)
 
     return ServerHttpProtocol
 

@@ -1,5 +1,5 @@
-"""The ``/ws`` endpoint: check the origin, accept, feed every frame to the hub's engine, finish on
-disconnect."""
+"""The ``/ws`` endpoint: check the ``Host`` and the origin, accept, feed every frame to the hub's
+engine, finish on disconnect."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import time
 from starlette.responses import PlainTextResponse
 from starlette.websockets import WebSocket
 
-from ..core.access import origin_allowed
+from ..core.server_names import ServerNames
 from ..runtime.hub import Hub
+from .hosts import host_headers, local_address, origin_header, secure
 from .uvicorn_protocol import PROTOCOL_KEY, SocketHandle
 
 log = logging.getLogger("server.asgi")
@@ -29,7 +30,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         # A cluster node that has not loaded the state yet accepts no socket (PROTOCOL 10).
         await websocket.send_denial_response(PlainTextResponse("loading state", status_code=503))
         return
-    if not _origin_ok(websocket, hub.config.server.allowed_origins):
+    if not _handshake_allowed(websocket, websocket.app.state.names):
         await websocket.close(1008)  # before accept: uvicorn answers the handshake with HTTP 403
         return
     await websocket.accept()
@@ -68,11 +69,24 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         hub.disconnect(connection)
 
 
-def _origin_ok(websocket: WebSocket, allowed: tuple[str, ...]) -> bool:
-    """PROTOCOL 6.7: a browser page of another site may not open a socket with its user's rights."""
-    origin, host = websocket.headers.get("origin"), websocket.headers.get("host")
-    if origin_allowed(origin, host, websocket.scope.get("scheme") == "wss", allowed):
+def _handshake_allowed(websocket: WebSocket, names: ServerNames) -> bool:
+    """PROTOCOL 6.7: a page that DNS rebinding points at the server (its ``Host``: not one of the
+    server's names) or a browser page of another site (its ``Origin``) may not open a socket with
+    its user's rights."""
+    scope = websocket.scope
+    hosts, origin, local = host_headers(scope), origin_header(scope), local_address(scope)
+    if not names.handshake_host_allowed(hosts, local, secure(scope)):
+        why = "Host not one of the server's names (see [server] server_names)"
+    elif not names.origin_allowed(origin, local, secure(scope)):
+        why = "origin not the server's own nor in allowed_origins"
+    else:
         return True
     client = websocket.client.host if websocket.client is not None else "an unknown address"
-    log.warning("refused a WebSocket handshake from %s: origin %.200r, Host %.200r", client, origin, host)
+    log.warning(
+        "refused a WebSocket handshake from %s: origin %.200r, Host %.200r: %s",
+        client,
+        origin,
+        ", ".join(hosts),
+        why,
+    )
     return False

@@ -3,8 +3,7 @@
 Pure decisions: remote addresses, header values and the time come in as arguments.
 - ``LogonThrottle`` and ``authenticate``: five failed logons from one address within a minute
   refuse every logon from it for a minute, right password or not.
-- ``origin_allowed``: a browser's WebSocket handshake must come from the server's own origin or
-  one listed in ``allowed_origins``.
+- (Which ``Host`` and ``Origin`` a request may carry is decided in server_names.py.)
 - ``metrics_access`` and ``topic_listing``: ``/metrics`` and ``/topics`` under ``[auth]``.
 """
 
@@ -13,11 +12,10 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from .config import UserConfig
 from .errors import AUTH_FAILURE, CommandError
@@ -138,44 +136,6 @@ def secrets_equal(given: str, expected: str) -> bool:
 
 def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
-
-
-# -- origins ------------------------------------------------------------------------------
-
-_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
-
-OriginKey = tuple[str, str, int | None] | str
-
-
-def _origin_key(origin: str) -> OriginKey:
-    """Scheme, host and port with case and default ports evened out; the lowered text itself
-    for what is not a plain ``scheme://host[:port]`` (``null``, an origin with a path)."""
-    text = origin.strip()
-    try:
-        parts = urlsplit(text)
-        port = parts.port
-    except ValueError:
-        return text.lower()
-    if not parts.scheme or not parts.hostname or parts.path not in ("", "/") or parts.query or parts.username:
-        return text.lower()
-    scheme = parts.scheme.lower()
-    host = parts.hostname.rstrip(".")  # urlsplit lowers the host already
-    return scheme, host, port if port is not None else _DEFAULT_PORTS.get(scheme)
-
-
-def origin_allowed(origin: str | None, host: str | None, secure: bool, allowed: Iterable[str]) -> bool:
-    """May a WebSocket handshake with this ``Origin`` header go on? ``host`` is the request's
-    ``Host`` header, ``secure`` whether it came over TLS (``wss``).
-
-    No ``Origin``: not a browser, so not a cross-site request; allowed."""
-    if origin is None:
-        return True
-    given = _origin_key(origin)
-    if host:
-        own = _origin_key(f"{'https' if secure else 'http'}://{host}")
-        if isinstance(own, tuple) and given == own:
-            return True
-    return any(given == _origin_key(listed) for listed in allowed)
 
 
 # -- the HTTP side ------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from .errors import ConfigError, FilterError
 from .filters import compile_filter
 from .functions import check_function
 from .keys import KeySpec
+from .server_names import server_names_setting
 
 CONFLATION_POLICIES = ("off", "conflate", "always", "unsubscribe")
 CONFLATION_MODES = ("replace", "append")
@@ -81,6 +82,7 @@ class ServerSettings:
     log_retention_bytes: int = 1024**3  # and no more than this in all
     recover_damaged_log: bool = False  # start even when log frames are damaged (their changes lost)
     allowed_origins: tuple[str, ...] = ()  # browser origins allowed besides the server's own (6.7)
+    server_names: tuple[str, ...] = ()  # Host names answered besides localhost and the listen address
     max_subscriptions: int = 1000  # live subscriptions per socket
     hidden_interval_s: float = 1.0  # delivery interval for a socket whose page is hidden (11.2)
     resume_history_s: float = 600.0  # each SOW topic keeps its changes this long to resume views (11.1)
@@ -250,6 +252,7 @@ def _parse_server(table: dict[str, Any]) -> ServerSettings:
             table, "recover_damaged_log", bool, "server", defaults.recover_damaged_log
         ),
         allowed_origins=tuple(origin.rstrip("/") for origin in origins),
+        server_names=server_names_setting(table.get("server_names", [])),
         max_subscriptions=_positive(
             _typed(table, "max_subscriptions", int, "server", defaults.max_subscriptions), "max_subscriptions"
         ),

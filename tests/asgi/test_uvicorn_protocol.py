@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import resource
 from typing import Any
 
 import pytest
@@ -17,10 +18,12 @@ from websockets.frames import Frame, Opcode
 
 from server.asgi.uvicorn_protocol import (
     MAX_HEAD_BYTES,
+    MAX_PENDING,
     GuardedHttpProtocol,
     SocketHandle,
     frame_header,
     guarded_http_protocol,
+    max_pending,
 )
 
 TIMEOUT_S = 0.1
@@ -74,8 +77,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 class Server:
-    def __init__(self, max_pending: int = 100) -> None:
-        self.protocol_class = guarded_http_protocol(TIMEOUT_S, max_pending)
+    def __init__(self, max_pending: int = 100, grace_s: float = 0.0, max_bytes: int = 1 << 20) -> None:
+        self.protocol_class = guarded_http_protocol(TIMEOUT_S, max_pending, grace_s, max_bytes)
         self.config = uvicorn.Config(
             app, http=self.protocol_class, ws="websockets-sansio", lifespan="off", log_config=None
         )
@@ -165,6 +168,48 @@ async def test_past_the_cap_the_oldest_waiting_connections_are_closed() -> None:
     protocol.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     await asyncio.sleep(0.01)
     assert bytes(transport.written).startswith(b"HTTP/1.1 200")
+
+
+async def test_past_the_cap_a_connection_that_has_just_arrived_is_not_closed() -> None:
+    """A reconnect storm: every connection waits for a moment before its head is read. Only
+    those that have waited the grace are stalled, and only they are closed for the cap."""
+    server = Server(max_pending=3, grace_s=TIMEOUT_S / 2)
+    storm = [server.connect(50000 + n) for n in range(6)]
+    assert not any(t.closed for _, t in storm), "all arriving: none stalled yet"
+    for protocol, _ in storm[3:]:
+        protocol.data_received(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    await asyncio.sleep(TIMEOUT_S * 0.6)
+    assert not any(t.closed for _, t in storm[:3])
+    late, _ = server.connect(50010)
+    assert [t.closed for _, t in storm[:3]] == [True, False, False], "one past the cap, and stalled"
+    assert len(late.pending.waiting) == 3
+
+
+async def test_past_the_byte_cap_the_oldest_waiting_connection_is_closed_however_young() -> None:
+    server = Server(max_pending=100, grace_s=60, max_bytes=2800)
+    connections = [server.connect(50000 + n) for n in range(3)]
+    for protocol, _ in connections:
+        protocol.data_received(b"GET / HTTP/1.1\r\nX-Big: " + b"a" * 900)
+    assert not any(t.closed for _, t in connections)
+    protocol, _ = connections[2]
+    protocol.data_received(b"a" * 200)
+    assert [t.closed for _, t in connections] == [True, False, False]
+    assert protocol.pending.held_bytes <= 2800
+    for protocol, _ in connections[1:]:
+        protocol.data_received(b"\r\n\r\n")
+    assert protocol.pending.held_bytes == 0 and protocol.pending.waiting == {}
+
+
+def test_the_cap_leaves_half_the_file_descriptors_for_new_connections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    limits = {"soft": 1024}
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (limits["soft"], resource.RLIM_INFINITY))
+    assert max_pending() == 512
+    limits["soft"] = 1 << 20
+    assert max_pending() == MAX_PENDING
+    limits["soft"] = 10
+    assert max_pending() == 64
 
 
 async def test_an_oversized_head_gets_431() -> None:
