@@ -12,7 +12,7 @@ A worker that dies is started again: at once if it had run for ``STEADY_S``, oth
 pause that doubles with each such death in a row, from ``FIRST_RETRY_S`` up to ``LAST_RETRY_S``, so
 a worker that cannot start (broken code on disk, say) is reported once and tried ever less often
 instead of failing every second. Which workers accept connections is shared with every worker
-(``Serving``).
+(``Serving``), so any worker's ``/healthz`` can say how many of them serve the port.
 
 Everything a worker is started with outlives its start: the parent keeps it for the whole run. A
 spawned child unpickles its arguments after ``Process.start()`` returns, and ``start()`` drops
@@ -86,7 +86,7 @@ def run_worker(config: Config, port: int, index: int, serving: Serving) -> None:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
-    server = build_server(config)
+    server = build_server(config, capacity=serving.capacity)
     server.announce = False
     server.on_listening = functools.partial(serving.listening, index)
     server.run(sockets=[sock])

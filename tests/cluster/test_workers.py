@@ -1,6 +1,6 @@
 """``--workers N``: N cluster nodes of one machine behind one port, and what the port does when
-workers die: each is replaced, and one that cannot start is reported once and tried ever less
-often."""
+workers die: each is replaced, one that cannot start is reported once and tried ever less often,
+and ``/healthz`` says how many serve."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -53,6 +54,14 @@ def connections_on(http: str, pid: int, attempts: int = 200) -> int:
     raise AssertionError(f"worker {pid} never answered")
 
 
+def healthz(http: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(http + "/healthz", timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
 def worker_pids(node: ServerProcess) -> set[int]:
     """The parent's live workers (its other child is multiprocessing's resource tracker)."""
     pid = node.process.pid
@@ -86,14 +95,22 @@ def when(check: Callable[[], object]) -> float:
     return time.monotonic()
 
 
+def workers_ready(node: ServerProcess, count: int = 2) -> ServerProcess:
+    """``node`` once ``count`` workers have loaded the cluster's state (``start_node`` waits for
+    one ``/healthz`` 200, and a worker still loading answers 503)."""
+    eventually(lambda: node.output().count(" records from Redis in ") >= count)
+    return node
+
+
 def errors(node: ServerProcess) -> list[str]:
     return [line for line in node.lines if " ERROR " in line]
 
 
 async def test_two_workers_share_one_port_and_serve_one_state(start_node: StartNode) -> None:
-    node = start_node(args=["--workers", "2"])
+    node = workers_ready(start_node(args=["--workers", "2"]))
     assert node.output().count("listening on") == 1
     assert len(node_names(node.http)) == 2
+    assert healthz(node.http) == (200, "ok: 2 of 2 workers")
     subscribers = [await Client.connect(node.url) for _ in range(8)]
     for client in subscribers:
         await client.request({"c": "subscribe", "t": "orders", "sub_id": "s", "cid": "q"})
@@ -108,14 +125,16 @@ async def test_two_workers_share_one_port_and_serve_one_state(start_node: StartN
 
 
 async def test_a_killed_worker_is_replaced_by_one_that_serves(start_node: StartNode) -> None:
-    node = start_node(args=["--workers", "2"])
+    node = workers_ready(start_node(args=["--workers", "2"]))
     first = worker_pids(node)
     assert len(first) == 2
     os.kill(min(first), signal.SIGKILL)
     back = eventually(lambda: BACK.search(node.output()))
     assert back.group(2) == "2"
     replacement = int(back.group(1))
+    workers_ready(node, 3)
     assert worker_pids(node) == first - {min(first)} | {replacement}
+    assert healthz(node.http) == (200, "ok: 2 of 2 workers")
     # Sixteen sockets spread over both workers' listening sockets: some reach the replacement.
     clients = [await Client.connect(node.url) for _ in range(16)]
     for client in clients:
@@ -132,7 +151,7 @@ async def test_a_killed_worker_is_replaced_by_one_that_serves(start_node: StartN
 
 
 async def test_the_port_comes_back_when_every_worker_is_killed(start_node: StartNode) -> None:
-    node = start_node(args=["--workers", "2"])
+    node = workers_ready(start_node(args=["--workers", "2"]))
     publisher = await Client.connect(node.url)
     await publisher.request({"c": "publish", "t": "orders", "data": {"id": 1}, "cid": 1})
     first = worker_pids(node)
@@ -140,7 +159,9 @@ async def test_the_port_comes_back_when_every_worker_is_killed(start_node: Start
         os.kill(pid, signal.SIGKILL)
     eventually(lambda: len(BACK.findall(node.output())) == 2)
     assert BACK.findall(node.output())[-1][1] == "2"
+    workers_ready(node, 4)
     assert len(worker_pids(node) - first) == 2
+    assert healthz(node.http) == (200, "ok: 2 of 2 workers")
     assert sow_records(node.url, "orders") == [{"id": 1}]
     assert len(errors(node)) == 2 and "Traceback" not in node.output()
 
@@ -157,15 +178,17 @@ async def test_a_worker_that_cannot_start_is_reported_once_and_tried_less_often(
     shutil.copytree(ROOT / "server", deploy / "server", ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setenv("PYTHONSAFEPATH", "1")  # python -m: not the current directory's code first
     monkeypatch.setenv("PYTHONPATH", str(deploy))
-    node = start_node(args=["--workers", "2"])
+    node = workers_ready(start_node(args=["--workers", "2"]))
     module = deploy / "server" / "node.py"
     release = module.read_text()
     module.write_text(release + "import module_the_release_forgot  # noqa: E402, F401\n")
     os.kill(min(worker_pids(node)), signal.SIGKILL)
 
     first_failure = when(lambda: node.output().count(MISSING) == 1)
+    assert healthz(node.http) == (200, "ok: 1 of 2 workers")
     second_failure = when(lambda: node.output().count(MISSING) == 2)
     assert second_failure - first_failure >= 2.0  # the pause after a failed start doubles: 2 s
+    assert healthz(node.http) == (200, "ok: 1 of 2 workers")
     killed, cannot_start = errors(node)
     assert "was killed by SIGKILL" in killed
     assert re.search(
@@ -180,6 +203,7 @@ async def test_a_worker_that_cannot_start_is_reported_once_and_tried_less_often(
     assert back - second_failure >= 4.0
     [(_, serving)] = BACK.findall(node.output())
     assert serving == "2"
+    assert healthz(workers_ready(node, 3).http) == (200, "ok: 2 of 2 workers")
     assert len(errors(node)) == 2 and node.output().count(MISSING) == 2
 
 
