@@ -10,9 +10,10 @@ cleanly (each closes its sockets with 1001) before it exits.
 
 A worker that dies is started again: at once if it had run for ``STEADY_S``, otherwise after a
 pause that doubles with each such death in a row, from ``FIRST_RETRY_S`` up to ``LAST_RETRY_S``, so
-a worker that cannot start (broken code on disk, say) is reported once and tried ever less often
-instead of failing every second. Which workers accept connections is shared with every worker
-(``Serving``), so any worker's ``/healthz`` can say how many of them serve the port.
+a worker that cannot start (broken code on disk, say) is reported once, its traceback printed
+once, and tried ever less often instead of failing every second. Which workers accept
+connections is shared with every worker (``Serving``), so any worker's ``/healthz`` can say how
+many of them serve the port.
 
 Everything a worker is started with outlives its start: the parent keeps it for the whole run. A
 spawned child unpickles its arguments after ``Process.start()`` returns, and ``start()`` drops
@@ -28,6 +29,7 @@ import logging
 import multiprocessing
 import signal
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import wait
@@ -79,14 +81,21 @@ class Serving:
         return sum(self.flags), len(self.flags)
 
 
-def run_worker(config: Config, port: int, index: int, serving: Serving) -> None:
-    """Worker ``index``: one node listening on ``port`` beside its siblings."""
-    sock = bind(config.server.host, port)
-    from .node import build_server  # noqa: PLC0415 (the spawned child imports uvicorn itself)
+def run_worker(config: Config, port: int, index: int, serving: Serving, quiet: bool) -> None:
+    """Worker ``index``: one node listening on ``port`` beside its siblings. ``quiet``: a failed
+    start of this worker was reported, its error printed; if this one fails to build its node too
+    (broken code on disk, say), it exits 1 without printing the traceback again."""
+    try:
+        sock = bind(config.server.host, port)
+        from .node import build_server  # noqa: PLC0415 (the spawned child imports uvicorn itself)
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
-    server = build_server(config, capacity=serving.capacity)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
+        server = build_server(config, capacity=serving.capacity)
+    except Exception:
+        if not quiet:
+            raise
+        sys.exit(1)
     server.announce = False
     server.on_listening = functools.partial(serving.listening, index)
     server.run(sockets=[sock])
@@ -99,6 +108,13 @@ def ended(exitcode: int | None) -> str:
         return f"was killed by {signal.Signals(-exitcode).name}"
     except ValueError:
         return f"was killed by signal {-exitcode}"
+
+
+def span(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    if minutes >= 60:
+        return f"{minutes // 60} h {minutes % 60} min"
+    return f"{minutes} min {int(seconds % 60)} s" if minutes else f"{seconds:.1f} s"
 
 
 def after(delay: float) -> str:
@@ -117,6 +133,11 @@ class Slot:
     seen: bool = False  # the parent has seen this process listen
     reported: bool = False  # a failed start was logged: the next ones are not, until one starts
 
+    def pause(self, lived: float) -> float:
+        """Counts a death after ``lived`` seconds; returns the pause before the next start."""
+        self.failures = 0 if lived >= STEADY_S else self.failures + 1
+        return min(FIRST_RETRY_S * 2 ** (self.failures - 1), LAST_RETRY_S) if self.failures else 0.0
+
 
 class Pool:
     """The workers, and everything they share, kept by the parent for the whole run."""
@@ -129,7 +150,7 @@ class Pool:
         self.slots = [Slot(index) for index in range(count)]
 
     def start(self, slot: Slot) -> None:
-        args = (self.config, self.port, slot.index, self.serving)
+        args = (self.config, self.port, slot.index, self.serving, slot.reported)
         slot.process = self.context.Process(target=run_worker, args=args, daemon=False)
         slot.process.start()
         slot.started, slot.seen = time.monotonic(), False
@@ -161,23 +182,23 @@ class Pool:
         lived, listened = now - slot.started, self.serving.listens(slot.index)
         self.serving.gone(slot.index)
         slot.process = None
-        slot.failures = 0 if lived >= STEADY_S else slot.failures + 1
-        delay = min(FIRST_RETRY_S * 2 ** (slot.failures - 1), LAST_RETRY_S) if slot.failures else 0.0
+        delay = slot.pause(lived)
         slot.due = now + delay
         worker = f"worker {slot.index} (pid {process.pid}) {ended(process.exitcode)}"
+        lasted = span(lived)
         serving, count = self.serving.capacity()
         meanwhile = f"({serving} of {count} workers serve meanwhile)"
         if listened:
             log.error(
-                "%s after serving for %.1f s; starting another %s %s", worker, lived, after(delay), meanwhile
+                "%s after running for %s; starting another %s %s", worker, lasted, after(delay), meanwhile
             )
         elif not slot.reported:
             slot.reported = True
             log.error(
-                "%s before it accepted connections, %.1f s after it was started: it cannot start "
+                "%s before it accepted connections, %s after it was started: it cannot start "
                 "(see its output above); trying again %s, then less often (up to every %g s) until "
                 "one starts %s",
-                worker, lived, after(delay), LAST_RETRY_S, meanwhile,
+                worker, lasted, after(delay), LAST_RETRY_S, meanwhile,
             )  # fmt: skip
         else:
             log.debug("%s, again; trying again %s", worker, after(delay))
