@@ -13,7 +13,7 @@ from types import FrameType
 
 import uvicorn
 
-from .asgi.app import create_app
+from .asgi.app import Capacity, create_app
 from .asgi.uvicorn_protocol import BACKLOG, guarded_http_protocol
 from .asgi.uvicorn_websocket import LeanWebSocketProtocol
 from .core.config import Config
@@ -74,7 +74,8 @@ def node_name(port: int) -> str:
     return f"{socket.gethostname()}-{port}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
-def build_server(config: Config) -> PushServer:
+def build_server(config: Config, capacity: Capacity | None = None) -> PushServer:
+    """The node of ``config``; ``capacity`` when it is one of ``--workers`` (for ``/healthz``)."""
     settings = config.server
     hub = Hub(config)
     store = None
@@ -92,7 +93,7 @@ def build_server(config: Config) -> PushServer:
         )
         hub.store = store
     uv_config = uvicorn.Config(
-        create_app(hub),
+        create_app(hub, capacity),
         host=settings.host,
         port=settings.port,
         # Bounds the connections that have not sent a complete request head (half-open upgrades).

@@ -5,19 +5,36 @@ step through Redis, so N node processes can share one port: this parent holds th
 workers (each a whole node: hub, engine, Redis reader and writer), each listening on the port with
 its own ``SO_REUSEPORT`` socket, and the kernel spreads new connections evenly among them (one
 shared listening socket would let whichever process wakes first take most of them). The parent
-logs the one ``listening on`` line once a worker accepts, starts a worker again when one dies, and
-on SIGINT/SIGTERM stops them all cleanly (each closes its sockets with 1001) before it exits.
+logs the one ``listening on`` line once every worker accepts, and on SIGINT/SIGTERM stops them all
+cleanly (each closes its sockets with 1001) before it exits.
+
+A worker that dies is started again: at once if it had run for ``STEADY_S``, otherwise after a
+pause that doubles with each such death in a row, from ``FIRST_RETRY_S`` up to ``LAST_RETRY_S``, so
+a worker that cannot start (broken code on disk, say) is reported once, its traceback printed
+once, and tried ever less often instead of failing every second. Which workers accept
+connections is shared with every worker (``Serving``), so any worker's ``/healthz`` can say how
+many of them serve the port.
+
+Everything a worker is started with outlives its start: the parent keeps it for the whole run. A
+spawned child unpickles its arguments after ``Process.start()`` returns, and ``start()`` drops
+them in the parent; an object made for one start (an ``Event``, once) could be finalized, its
+named semaphore unlinked, before the child read it, and then no replacement ever started.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import logging
 import multiprocessing
 import signal
 import socket
+import sys
 import time
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from multiprocessing.context import SpawnContext
 from multiprocessing.process import BaseProcess
-from multiprocessing.synchronize import Event as EventType
 from types import FrameType
 
 from .core.config import Config
@@ -25,8 +42,11 @@ from .core.config import Config
 log = logging.getLogger("server")
 
 STOP_GRACE_S = 15.0  # a worker that has not stopped by then is killed
-RESTART_PAUSE_S = 1.0  # between a worker's death and its replacement
 START_TIMEOUT_S = 60.0  # for every worker to listen
+STEADY_S = 30.0  # a worker that ran this long was healthy: its death is not one of a series
+FIRST_RETRY_S = 1.0  # the pause after a death within STEADY_S of the start; doubles with each
+LAST_RETRY_S = 30.0  # and stops doubling here
+WATCH_S = 0.2  # the longest the parent waits before it looks at the signals again
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -38,25 +58,182 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_worker(config: Config, port: int, listening: EventType) -> None:
-    """A worker process: one node listening on ``port`` beside its siblings (``listening`` is set
-    once it accepts connections)."""
-    sock = bind(config.server.host, port)
-    from .node import build_server  # noqa: PLC0415 (the spawned child imports uvicorn itself)
+class Serving:
+    """Which workers accept connections: one byte per worker, in memory shared with every worker.
+    Worker ``i`` sets byte ``i`` once it listens; the parent clears it when it finds worker ``i``
+    dead (a killed worker cannot), before it starts another, so a byte has one writer at a time
+    and needs no lock."""
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
-    server = build_server(config)
+    def __init__(self, context: SpawnContext, count: int) -> None:
+        self.flags = context.RawArray(ctypes.c_ubyte, count)
+
+    def listening(self, index: int) -> None:
+        self.flags[index] = 1
+
+    def gone(self, index: int) -> None:
+        self.flags[index] = 0
+
+    def listens(self, index: int) -> bool:
+        return bool(self.flags[index])
+
+    def capacity(self) -> tuple[int, int]:
+        """(workers that accept connections, workers)."""
+        return sum(self.flags), len(self.flags)
+
+
+def run_worker(config: Config, port: int, index: int, serving: Serving, quiet: bool) -> None:
+    """Worker ``index``: one node listening on ``port`` beside its siblings. ``quiet``: a failed
+    start of this worker was reported, its error printed; if this one fails to build its node too
+    (broken code on disk, say), it exits 1 without printing the traceback again."""
+    try:
+        sock = bind(config.server.host, port)
+        from .node import build_server  # noqa: PLC0415 (the spawned child imports uvicorn itself)
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
+        server = build_server(config, capacity=serving.capacity)
+    except Exception:
+        if not quiet:
+            raise
+        sys.exit(1)
     server.announce = False
-    server.on_listening = listening.set
+    server.on_listening = functools.partial(serving.listening, index)
     server.run(sockets=[sock])
 
 
+def ended(exitcode: int | None) -> str:
+    if exitcode is None or exitcode >= 0:
+        return f"exited with status {exitcode}"
+    try:
+        return f"was killed by {signal.Signals(-exitcode).name}"
+    except ValueError:
+        return f"was killed by signal {-exitcode}"
+
+
+def span(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    if minutes >= 60:
+        return f"{minutes // 60} h {minutes % 60} min"
+    return f"{minutes} min {int(seconds % 60)} s" if minutes else f"{seconds:.1f} s"
+
+
+def after(delay: float) -> str:
+    return f"in {delay:g} s" if delay else "now"
+
+
+@dataclass
+class Slot:
+    """Worker ``index``'s place: its process, or when the next one is due."""
+
+    index: int
+    process: BaseProcess | None = None
+    started: float = 0.0
+    due: float = 0.0
+    failures: int = 0  # deaths in a row, each within STEADY_S of its start
+    seen: bool = False  # the parent has seen this process listen
+    reported: bool = False  # a failed start was logged: the next ones are not, until one starts
+
+    def pause(self, lived: float) -> float:
+        """Counts a death after ``lived`` seconds; returns the pause before the next start."""
+        self.failures = 0 if lived >= STEADY_S else self.failures + 1
+        return min(FIRST_RETRY_S * 2 ** (self.failures - 1), LAST_RETRY_S) if self.failures else 0.0
+
+
+class Pool:
+    """The workers, and everything they share, kept by the parent for the whole run."""
+
+    def __init__(self, config: Config, port: int, count: int) -> None:
+        self.config = config
+        self.port = port
+        self.context = multiprocessing.get_context("spawn")
+        self.serving = Serving(self.context, count)
+        self.slots = [Slot(index) for index in range(count)]
+
+    def start(self, slot: Slot) -> None:
+        args = (self.config, self.port, slot.index, self.serving, slot.reported)
+        slot.process = self.context.Process(target=run_worker, args=args, daemon=False)
+        slot.process.start()
+        slot.started, slot.seen = time.monotonic(), False
+
+    def listening(self) -> bool:
+        return all(self.serving.listens(slot.index) for slot in self.slots)
+
+    def dead(self) -> Slot | None:
+        return next((s for s in self.slots if s.process is not None and not s.process.is_alive()), None)
+
+    def watch(self, timeout: float) -> None:
+        """Waits up to ``timeout`` for a worker to die or a restart to fall due, then replaces the
+        dead whose time has come and logs the replacements that listen."""
+        now = time.monotonic()
+        pause = min([timeout, *(s.due - now for s in self.slots if s.process is None)])
+        wait([s.process.sentinel for s in self.slots if s.process is not None], max(0.0, pause))
+        for slot in self.slots:
+            if slot.process is not None and not slot.process.is_alive():
+                self.died(slot)
+            if slot.process is None:
+                if time.monotonic() >= slot.due:
+                    self.start(slot)
+            elif not slot.seen and self.serving.listens(slot.index):
+                self.back(slot)
+
+    def died(self, slot: Slot) -> None:
+        assert slot.process is not None
+        process, now = slot.process, time.monotonic()
+        lived, listened = now - slot.started, self.serving.listens(slot.index)
+        self.serving.gone(slot.index)
+        slot.process = None
+        delay = slot.pause(lived)
+        slot.due = now + delay
+        worker = f"worker {slot.index} (pid {process.pid}) {ended(process.exitcode)}"
+        lasted = span(lived)
+        serving, count = self.serving.capacity()
+        meanwhile = f"({serving} of {count} workers serve meanwhile)"
+        if listened:
+            log.error(
+                "%s after running for %s; starting another %s %s", worker, lasted, after(delay), meanwhile
+            )
+        elif not slot.reported:
+            slot.reported = True
+            log.error(
+                "%s before it accepted connections, %s after it was started: it cannot start "
+                "(see its output above); trying again %s, then less often (up to every %g s) until "
+                "one starts %s",
+                worker, lasted, after(delay), LAST_RETRY_S, meanwhile,
+            )  # fmt: skip
+        else:
+            log.debug("%s, again; trying again %s", worker, after(delay))
+        process.close()
+
+    def back(self, slot: Slot) -> None:
+        assert slot.process is not None
+        slot.seen, slot.reported = True, False
+        serving, count = self.serving.capacity()
+        pid = slot.process.pid
+        log.info(
+            "worker %d (pid %s) accepts connections (%d of %d workers serve)", slot.index, pid, serving, count
+        )
+
+    def stop(self) -> None:
+        """SIGTERM to every worker (each closes its sockets with 1001 and stops); SIGKILL to those
+        still running ``STOP_GRACE_S`` later."""
+        workers = [slot.process for slot in self.slots if slot.process is not None]
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+        deadline = time.monotonic() + STOP_GRACE_S
+        for worker in workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
+
+
 def serve_workers(config: Config, count: int) -> int:
+    """Serves the configuration's port with ``count`` workers until SIGINT/SIGTERM: 0 then, 1 at
+    once if they do not all start listening."""
     settings = config.server
     sock = bind(settings.host, settings.port)  # holds the port (0: picks one) without listening
     port = sock.getsockname()[1]
-    context = multiprocessing.get_context("spawn")
     stopping = False
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -65,41 +242,27 @@ def serve_workers(config: Config, count: int) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-
-    def start(listening: EventType) -> BaseProcess:
-        process = context.Process(target=run_worker, args=(config, port, listening), daemon=False)
-        process.start()
-        return process
-
-    events = [context.Event() for _ in range(count)]
-    workers = [start(event) for event in events]
+    pool = Pool(config, port, count)
+    for slot in pool.slots:
+        pool.start(slot)
     deadline = time.monotonic() + START_TIMEOUT_S
-    while not stopping and not all(event.is_set() for event in events) and time.monotonic() < deadline:
-        if not all(worker.is_alive() for worker in workers):
-            break
+    while not stopping and not pool.listening() and not pool.dead() and time.monotonic() < deadline:
         time.sleep(0.05)
-    if all(event.is_set() for event in events):
+    status = 0
+    if pool.listening():
+        for slot in pool.slots:
+            slot.seen = True
         log.info("listening on http://%s:%d (%d workers)", sock.getsockname()[0], port, count)
-    else:
-        log.error("not every worker started listening on port %d; stopping", port)
-        stopping = True
+    elif not stopping:
+        dead = pool.dead()
+        if dead is not None and dead.process is not None:
+            worker = f"worker {dead.index} (pid {dead.process.pid}) {ended(dead.process.exitcode)}"
+            log.error("%s before it accepted connections (see its output above); stopping", worker)
+        else:
+            log.error("not every worker listened on port %d within %g s; stopping", port, START_TIMEOUT_S)
+        stopping, status = True, 1
     while not stopping:
-        time.sleep(0.2)
-        for index, worker in enumerate(workers):
-            if not worker.is_alive() and not stopping:
-                log.error(
-                    "worker %d (pid %s) exited with %s; starting another", index, worker.pid, worker.exitcode
-                )
-                time.sleep(RESTART_PAUSE_S)
-                workers[index] = start(context.Event())
-    for worker in workers:
-        if worker.is_alive() and worker.pid is not None:
-            worker.terminate()  # SIGTERM: the node closes its sockets with 1001 and stops
-    deadline = time.monotonic() + STOP_GRACE_S
-    for worker in workers:
-        worker.join(max(0.0, deadline - time.monotonic()))
-        if worker.is_alive():
-            worker.kill()
-            worker.join()
+        pool.watch(WATCH_S)
+    pool.stop()
     sock.close()
-    return 0
+    return status

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -26,6 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 WEB_DIR = ROOT / "web"
 STATIC_DIR = ROOT / "static"
 
+# (workers that accept connections, workers) of the port a ``--workers`` node shares
+Capacity = Callable[[], tuple[int, int]]
+
 
 async def dashboard(request: Request) -> Response:
     index = STATIC_DIR / "index.html"
@@ -42,7 +46,13 @@ async def healthz(request: Request) -> Response:
     hub: Hub = request.app.state.hub
     if not hub.ready:  # a cluster node loading its state, or cut off from Redis (PROTOCOL 10)
         return PlainTextResponse("unavailable", status_code=503)
-    return PlainTextResponse("ok")
+    capacity: Capacity | None = request.app.state.capacity
+    if capacity is None:
+        return PlainTextResponse("ok")
+    # A port that lost a worker still serves: 200 keeps it in a load balancer's rotation, and the
+    # count tells whoever watches that it runs short.
+    serving, workers = capacity()
+    return PlainTextResponse(f"ok: {serving} of {workers} workers")
 
 
 async def metrics(request: Request) -> Response:
@@ -105,7 +115,7 @@ def _route_path(scope: Scope) -> str:
     return path[len(root) :] if root and path.startswith(root) else path
 
 
-def create_app(hub: Hub) -> ASGIApp:
+def create_app(hub: Hub, capacity: Capacity | None = None) -> ASGIApp:
     app = Starlette(
         routes=[
             Route("/", dashboard),
@@ -122,6 +132,7 @@ def create_app(hub: Hub) -> ASGIApp:
     settings = hub.config.server
     names = ServerNames(settings.server_names, settings.host, settings.allowed_origins)
     app.state.hub = hub
+    app.state.capacity = capacity
     app.state.status = Status(hub)
     app.state.names = names
     return TransportMiddleware(WebSocketFirst(app, "/ws", names))

@@ -1,22 +1,35 @@
-"""``--workers N``: N cluster nodes of one machine behind one port."""
+"""``--workers N``: N cluster nodes of one machine behind one port, and what the port does when
+workers die: each is replaced, one that cannot start is reported once and tried ever less often,
+and ``/healthz`` says how many serve."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
+import time
+import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
+from server.workers import STEADY_S, Slot
+
 from ..integration.client import Client
-from ..integration.server_process import ROOT, write_config
+from ..integration.server_process import ROOT, ServerProcess, sow_records, write_config
 from .conftest import TOPICS, StartNode
 
 pytestmark = pytest.mark.slow
 
+T = TypeVar("T")
 NODE = re.compile(r'push_cluster_node\{node="([^"]+)"\} 1\.0')
+BACK = re.compile(r"worker \d \(pid (\d+)\) accepts connections \((\d) of 2 workers serve\)")
 
 
 def node_names(http: str, attempts: int = 200) -> set[str]:
@@ -30,10 +43,90 @@ def node_names(http: str, attempts: int = 200) -> set[str]:
     return seen
 
 
+def connections_on(http: str, pid: int, attempts: int = 200) -> int:
+    """``push_connections`` of the worker with process id ``pid`` (its node name holds it), asked
+    on new connections until that worker answers."""
+    for _ in range(attempts):
+        with urllib.request.urlopen(http + "/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+        if any(f"-{pid}-" in name for name in NODE.findall(text)):
+            found = re.search(r"^push_connections (\S+)$", text, re.MULTILINE)
+            assert found is not None
+            return int(float(found.group(1)))
+    raise AssertionError(f"worker {pid} never answered")
+
+
+def healthz(http: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(http + "/healthz", timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def worker_pids(node: ServerProcess) -> set[int]:
+    """The parent's live workers (its other child is multiprocessing's resource tracker)."""
+    pid = node.process.pid
+    workers = set()
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        try:
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                workers.add(int(child))
+        except OSError:  # gone meanwhile
+            pass
+    return workers
+
+
+def eventually(check: Callable[[], T | None], timeout: float = 30.0) -> T:
+    """The first true answer of ``check``, asked every 50 ms (a refused connection is no answer)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            answer = check()
+        except OSError:
+            answer = None
+        if answer:
+            return answer
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout} s")
+
+
+def when(check: Callable[[], object]) -> float:
+    """The moment ``check`` first answers true (within the time ``eventually`` allows)."""
+    eventually(check)
+    return time.monotonic()
+
+
+def workers_ready(node: ServerProcess, count: int = 2) -> ServerProcess:
+    """``node`` once ``count`` workers have loaded the cluster's state (``start_node`` waits for
+    one ``/healthz`` 200, and a worker still loading answers 503)."""
+    eventually(lambda: node.output().count(" records from Redis in ") >= count)
+    return node
+
+
+def new_workers(node: ServerProcess, known: set[int], count: int, timeout: float = 30.0) -> list[float]:
+    """When each of the next ``count`` workers the parent starts appears (``known``: the workers
+    before them, to which they are added)."""
+    seen: list[float] = []
+    deadline = time.monotonic() + timeout
+    while len(seen) < count:
+        assert time.monotonic() < deadline, f"{len(seen)} of {count} new workers in {timeout} s"
+        for pid in worker_pids(node) - known:
+            known.add(pid)
+            seen.append(time.monotonic())
+        time.sleep(0.02)
+    return seen
+
+
+def errors(node: ServerProcess) -> list[str]:
+    return [line for line in node.lines if " ERROR " in line]
+
+
 async def test_two_workers_share_one_port_and_serve_one_state(start_node: StartNode) -> None:
-    node = start_node(args=["--workers", "2"])
+    node = workers_ready(start_node(args=["--workers", "2"]))
     assert node.output().count("listening on") == 1
     assert len(node_names(node.http)) == 2
+    assert healthz(node.http) == (200, "ok: 2 of 2 workers")
     subscribers = [await Client.connect(node.url) for _ in range(8)]
     for client in subscribers:
         await client.request({"c": "subscribe", "t": "orders", "sub_id": "s", "cid": "q"})
@@ -45,6 +138,101 @@ async def test_two_workers_share_one_port_and_serve_one_state(start_node: StartN
         assert [m["data"]["id"] for m in got if m.get("c") == "p"] == list(range(5))
     assert node.stop() == 0
     assert " ERROR " not in node.output() and "Traceback" not in node.output()
+
+
+async def test_a_killed_worker_is_replaced_by_one_that_serves(start_node: StartNode) -> None:
+    node = workers_ready(start_node(args=["--workers", "2"]))
+    first = worker_pids(node)
+    assert len(first) == 2
+    os.kill(min(first), signal.SIGKILL)
+    back = eventually(lambda: BACK.search(node.output()))
+    assert back.group(2) == "2"
+    replacement = int(back.group(1))
+    workers_ready(node, 3)
+    assert worker_pids(node) == first - {min(first)} | {replacement}
+    assert healthz(node.http) == (200, "ok: 2 of 2 workers")
+    # Sixteen sockets spread over both workers' listening sockets: some reach the replacement.
+    clients = [await Client.connect(node.url) for _ in range(16)]
+    for client in clients:
+        await client.request({"c": "subscribe", "t": "orders", "sub_id": "s", "cid": "q"})
+    publisher = await Client.connect(node.url)
+    await publisher.request({"c": "publish", "t": "orders", "data": {"id": 7}, "cid": 1})
+    for client in clients:
+        await client.until(lambda m: m.get("c") == "p" and m["data"] == {"id": 7})
+    assert connections_on(node.http, replacement) >= 1
+    [error] = errors(node)
+    assert f"(pid {min(first)}) was killed by SIGKILL after running for" in error
+    assert "starting another in 1 s (1 of 2 workers serve meanwhile)" in error
+    assert "Traceback" not in node.output()
+
+
+async def test_the_port_comes_back_when_every_worker_is_killed(start_node: StartNode) -> None:
+    node = workers_ready(start_node(args=["--workers", "2"]))
+    publisher = await Client.connect(node.url)
+    await publisher.request({"c": "publish", "t": "orders", "data": {"id": 1}, "cid": 1})
+    first = worker_pids(node)
+    for pid in first:
+        os.kill(pid, signal.SIGKILL)
+    eventually(lambda: len(BACK.findall(node.output())) == 2)
+    assert BACK.findall(node.output())[-1][1] == "2"
+    workers_ready(node, 4)
+    assert len(worker_pids(node) - first) == 2
+    assert healthz(node.http) == (200, "ok: 2 of 2 workers")
+    assert sow_records(node.url, "orders") == [{"id": 1}]
+    assert len(errors(node)) == 2 and "Traceback" not in node.output()
+
+
+MISSING = "No module named 'module_the_release_forgot'"
+
+
+async def test_a_worker_that_cannot_start_is_reported_once_and_tried_less_often(
+    start_node: StartNode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server runs from a deployed copy of its code, which a broken release then replaces
+    # under it: the running workers go on, a new one cannot import the code.
+    deploy = tmp_path / "deploy"
+    shutil.copytree(ROOT / "server", deploy / "server", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setenv("PYTHONSAFEPATH", "1")  # python -m: not the current directory's code first
+    monkeypatch.setenv("PYTHONPATH", str(deploy))
+    node = workers_ready(start_node(args=["--workers", "2"]))
+    module = deploy / "server" / "node.py"
+    release = module.read_text()
+    module.write_text(release + "import module_the_release_forgot  # noqa: E402, F401\n")
+    known = worker_pids(node)
+    victim = min(known)
+    survivor = known - {victim}
+    killed_at = time.monotonic()
+    os.kill(victim, signal.SIGKILL)
+
+    started = new_workers(node, known, 2)
+    eventually(lambda: worker_pids(node) == survivor)  # the second try failed too
+    assert healthz(node.http) == (200, "ok: 1 of 2 workers")
+    killed, cannot_start = errors(node)
+    assert "was killed by SIGKILL" in killed
+    assert re.search(
+        r"worker \d \(pid \d+\) exited with status 1 before it accepted connections, [\d.]+ s after "
+        r"it was started: it cannot start \(see its output above\); trying again in 2 s, then less often "
+        r"\(up to every 30 s\) until one starts \(1 of 2 workers serve meanwhile\)$",
+        cannot_start,
+    )
+    assert node.output().count(MISSING) == 1  # the traceback of the first try; the second is quiet
+
+    module.write_text(release)  # the release is mended: the next try starts
+    started += new_workers(node, known, 1)
+    back = eventually(lambda: BACK.search(node.output()))
+    assert back.group(2) == "2"
+    assert healthz(workers_ready(node, 3).http) == (200, "ok: 2 of 2 workers")
+    # Each try began at least 1, 2 and 4 s after the death before it (the kill, then each try).
+    pauses = [b - a for a, b in zip([killed_at, *started], started, strict=False)]
+    assert pauses[0] >= 1.0 and pauses[1] >= 2.0 and pauses[2] >= 4.0, pauses
+    assert len(errors(node)) == 2 and node.output().count(MISSING) == 1
+
+
+def test_the_pause_before_a_restart_doubles_while_a_worker_keeps_dying_and_resets_once_it_ran() -> None:
+    slot = Slot(0)
+    assert [slot.pause(lived=0.5) for _ in range(7)] == [1, 2, 4, 8, 16, 30, 30]
+    assert slot.pause(lived=STEADY_S) == 0  # it ran steadily: started again at once
+    assert slot.pause(lived=0.5) == 1
 
 
 def test_workers_without_a_cluster_is_a_configuration_error(tmp_path: Path) -> None:
