@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import tomllib
 from dataclasses import replace
@@ -72,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         return serve_workers(config, args.workers)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # not fatal while recovering; the node reloads on it
     server = build_server(config)
     try:
         server.recover()

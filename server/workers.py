@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import time
@@ -41,6 +42,7 @@ def bind(host: str, port: int) -> socket.socket:
 def run_worker(config: Config, port: int, listening: EventType) -> None:
     """A worker process: one node listening on ``port`` beside its siblings (``listening`` is set
     once it accepts connections)."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the node listens and reloads [auth] on it
     sock = bind(config.server.host, port)
     from .node import build_server  # noqa: PLC0415 (the spawned child imports uvicorn itself)
 
@@ -73,6 +75,13 @@ def serve_workers(config: Config, count: int) -> int:
 
     events = [context.Event() for _ in range(count)]
     workers = [start(event) for event in events]
+
+    def reload(signum: int, frame: FrameType | None) -> None:
+        for worker in workers:  # each node reloads [auth] from the file itself (PROTOCOL 6.8)
+            if worker.is_alive() and worker.pid is not None:
+                os.kill(worker.pid, signal.SIGHUP)
+
+    signal.signal(signal.SIGHUP, reload)
     deadline = time.monotonic() + START_TIMEOUT_S
     while not stopping and not all(event.is_set() for event in events) and time.monotonic() < deadline:
         if not all(worker.is_alive() for worker in workers):

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from server.core import logons
 from server.core.config import parse_config
 from server.core.session import CLOSE_POLICY
+from server.core.shared_log import SharedLog
 
 from .harness import Harness, Peer, acks, of_type
 
@@ -313,7 +315,8 @@ def test_user_in_a_reloaded_filter_is_still_the_sockets_user(h: Harness, feed: P
     ]
 
 
-def test_auth_removed_lets_everyone_see_everything(h: Harness, feed: Peer) -> None:
+def test_the_engine_told_auth_is_gone_lets_everyone_see_everything(h: Harness, feed: Peer) -> None:
+    # (A SIGHUP never does this: turning [auth] off takes a restart, runtime/reload.py.)
     alice = logged_on(h, "alice")
     subscribed(alice, o="oof")
     reload(h, None)
@@ -329,3 +332,21 @@ def test_auth_added_closes_the_sockets_that_never_authenticated() -> None:
     assert done.closed == 1 and trusted.session.close_code == CLOSE_POLICY
     assert idle.session.close_code is None  # it has done nothing yet: it must log on first
     assert idle.send({"c": "subscribe", "t": "orders", "cid": "s"})[0]["reason"].startswith("logon required")
+
+
+@pytest.mark.parametrize("reloaded", [[FEED], None])
+def test_a_logon_the_cluster_answers_after_a_reload_is_decided_by_the_new_users(
+    h: Harness, reloaded: list[dict[str, Any]] | None
+) -> None:
+    h.engine.shared = shared = SharedLog("node")
+    alice = h.peer()
+    assert alice.send({"c": "logon", "cid": "l", "user_id": "alice", "pw": "pw", "client_name": "desk"}) == []
+    claim = shared.claims.popleft()  # on its way to Redis when [auth] changes
+    reload(h, *(reloaded or [None]))
+    logons.claimed(h.engine, claim, None)
+    if reloaded is None:  # (no [auth]: the engine alone, a SIGHUP never turns it off)
+        assert acks(alice.take()) == [("processed", "success")] and alice.session.user is None
+        return
+    assert alice.take()[0]["reason"].startswith("auth failure")
+    assert alice.session.close_code == CLOSE_POLICY and not alice.session.logged_on
+    assert shared.releases == [("desk", shared.holder(alice.session))]
