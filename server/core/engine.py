@@ -135,8 +135,8 @@ class Engine:
 
     def reload_auth(self, users: dict[str, UserConfig] | None) -> reentitle.Reentitled:
         """``[auth]`` was reloaded (PROTOCOL 6.8): every socket and subscription is re-decided now."""
-        self.config = replace(self.config, users=users)
-        done = reentitle.reentitle(self)
+        previous, self.config = self.config.users, replace(self.config, users=users)
+        done = reentitle.reentitle(self, previous)
         self.settle()
         return done
 

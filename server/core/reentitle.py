@@ -15,6 +15,10 @@ subscription is re-decided at once, as if each of its records had changed.
   without ``oof``), a record that entered is sent in full. Records whose place did not change get
   nothing. Subscription conflation and hidden views defer these like any change.
 
+- Resume points (PROTOCOL 11.1) end on every topic that some user now reads through another
+  gate: a bookmark from before the reload gets the whole snapshot (``resumed: false``), since the
+  topic's history of changes knows nothing of records that entered or left by the reload.
+
 Cost: a re-gated subscription reads every record of its topic once or twice (its view before and
 after); subscriptions whose entitlement did not change cost nothing. It all runs synchronously,
 inside one unit of work.
@@ -22,6 +26,7 @@ inside one unit of work.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,6 +36,7 @@ from .session import CLOSE_POLICY
 from .window_messages import in_position_order
 
 if TYPE_CHECKING:
+    from .config import UserConfig
     from .engine import Engine
     from .entitlement import Entitlement
     from .session import Session
@@ -47,10 +53,17 @@ class Reentitled:
     regated: int = 0  # subscriptions whose entitlement filter changed
 
 
-def reentitle(engine: Engine) -> Reentitled:
-    """Re-decide every socket against ``engine.config.users`` (the engine's own, just reloaded)."""
+def reentitle(engine: Engine, previous: Mapping[str, UserConfig] | None) -> Reentitled:
+    """Re-decide every socket against ``engine.config.users`` (the engine's own, just reloaded
+    from ``previous``)."""
     users = engine.config.users
     done = Reentitled()
+    for topic in _moved(engine, previous):
+        history = topic.sow.history
+        if history is not None:
+            # A view resumed from an earlier bookmark would be the net change under the new gates
+            # alone: records that entered or left by the reload would be missed (PROTOCOL 11.1).
+            history.reset(engine.applied_position(topic.name) + 1)
     for session in list(engine.sessions.values()):
         if session.close_code is not None:
             continue
@@ -84,6 +97,27 @@ def reentitle(engine: Engine) -> Reentitled:
         for topic, subscriptions in moved.items():
             _redecide(topic, session, subscriptions, session.entitlement(topic.name, engine.clock))
     return done
+
+
+def _moved(engine: Engine, previous: Mapping[str, UserConfig] | None) -> list[Topic]:
+    """The topics some user who was there (connected or not, with bookmarks of their views) now
+    reads through another gate, newly reads, or no longer reads. A user new to ``[auth]`` holds no
+    bookmark: one removed before had them all ended then."""
+    users = engine.config.users
+    if previous is None or users is None:
+        return [] if previous is users else list(engine.topics.values())
+    return [
+        topic
+        for name, topic in engine.topics.items()
+        if any(_rows(user, name) != _rows(users.get(user_id), name) for user_id, user in previous.items())
+    ]
+
+
+def _rows(user: UserConfig | None, topic: str) -> tuple[bool, str | None]:
+    """Which rows of ``topic`` ``user`` reads: whether any, and through which filter."""
+    if user is None or not user.may_read(topic):
+        return False, None
+    return True, user.filters.get(topic) or None
 
 
 def _gate(entitlement: Entitlement) -> str | None:

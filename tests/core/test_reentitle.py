@@ -350,3 +350,40 @@ def test_a_logon_the_cluster_answers_after_a_reload_is_decided_by_the_new_users(
     assert alice.take()[0]["reason"].startswith("auth failure")
     assert alice.session.close_code == CLOSE_POLICY and not alice.session.logged_on
     assert shared.releases == [("desk", shared.holder(alice.session))]
+
+
+# -- resuming a view (PROTOCOL 11.1) ------------------------------------------------------------
+
+
+def resumed(peer: Peer, bm: str) -> tuple[bool, list[int]]:
+    got = peer.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "r", "o": "resume", "bm": bm})
+    return of_type(got, "group_end")[0]["resumed"], sorted(m["data"]["order"] for m in of_type(got, "sow"))
+
+
+@pytest.mark.parametrize(
+    ("reloads", "view"),
+    [
+        ([[user("alice", BOB), FEED]], [2, 4, 5]),  # another filter
+        ([[FEED], [user("alice", ALICE), FEED]], [1, 3]),  # removed, then back as she was
+    ],
+)
+def test_a_bookmark_from_before_a_reload_that_moved_the_topic_gets_the_whole_snapshot(
+    h: Harness, feed: Peer, reloads: list[list[dict[str, Any]]], view: list[int]
+) -> None:
+    alice = logged_on(h, "alice")
+    got = alice.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "r", "o": "resume"})
+    bm = of_type(got, "group_end")[0]["bm"]
+    h.engine.close_session(alice.session)  # she is away when [auth] changes
+    for users in reloads:
+        reload(h, *users)
+    feed.send(order(5, "Bob"))
+    assert resumed(logged_on(h, "alice"), bm) == (False, view)
+
+
+def test_a_reload_that_moves_no_one_keeps_every_resume_point(h: Harness, feed: Peer) -> None:
+    alice = logged_on(h, "alice")
+    got = alice.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "r", "o": "resume"})
+    bm = of_type(got, "group_end")[0]["bm"]
+    reload(h, user("alice", ALICE, password="new", write=[]), user("bob", BOB), FEED, user("dave", BOB))
+    feed.send(order(5, "Alice"))
+    assert resumed(logged_on(h, "alice", "new"), bm) == (True, [5])
