@@ -22,6 +22,7 @@ from multiprocessing.synchronize import Event as EventType
 from types import FrameType
 
 from .core.config import Config
+from .runtime.reload import with_current_auth
 
 log = logging.getLogger("server")
 
@@ -48,7 +49,7 @@ def run_worker(config: Config, port: int, listening: EventType) -> None:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
-    server = build_server(config)
+    server = build_server(with_current_auth(config))
     server.announce = False
     server.on_listening = listening.set
     server.run(sockets=[sock])

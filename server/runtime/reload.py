@@ -28,19 +28,15 @@ OVERRIDABLE = ("host", "port", "data_dir", "recover_damaged_log")
 
 def reload_auth(engine: Engine) -> bool:
     """Reload ``[auth]`` from the file the engine's configuration was read from; whether it was."""
-    path = engine.config.source
+    current = engine.config
+    path = current.source
     if path is None:
         log.warning("SIGHUP: no configuration file to reload [auth] from (the built-in demo is in use)")
         return False
-    current = engine.config
     try:
-        new = load_config(path)
-        if new.users is None and current.users is not None:
-            # A truncated or half-written file must never open the server to anyone.
-            raise ConfigError("it has no [auth] section (turning [auth] off takes a restart)")
+        new = _read(current, path)
     except ConfigError as error:
-        reason = str(error).removeprefix(f"{path}: ")
-        log.error("SIGHUP: %s not reloaded, the [auth] settings in use stay: %s", path, reason)
+        _refused(path, error)
         return False
     done = engine.reload_auth(new.users)
     log.info(
@@ -59,6 +55,32 @@ def reload_auth(engine: Engine) -> bool:
             path,
         )
     return True
+
+
+def with_current_auth(config: Config) -> Config:
+    """``config`` with the ``[auth]`` its file holds now: a worker started again (``--workers``)
+    after SIGHUP reloaded the others must not serve the ``[auth]`` its parent read at start."""
+    path = config.source
+    if path is None:
+        return config
+    try:
+        return replace(config, users=_read(config, path).users)
+    except ConfigError as error:
+        _refused(path, error)
+        return config
+
+
+def _read(current: Config, path: str) -> Config:
+    new = load_config(path)
+    if new.users is None and current.users is not None:
+        # A truncated or half-written file must never open the server to anyone.
+        raise ConfigError("it has no [auth] section (turning [auth] off takes a restart)")
+    return new
+
+
+def _refused(path: str, error: ConfigError) -> None:
+    reason = str(error).removeprefix(f"{path}: ")
+    log.error("SIGHUP: %s not reloaded, the [auth] settings in use stay: %s", path, reason)
 
 
 def restart_needed(current: Config, new: Config) -> list[str]:

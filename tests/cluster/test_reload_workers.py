@@ -39,8 +39,7 @@ async def test_every_worker_reloads_auth(start_node: StartNode, tmp_path: Path) 
         await asyncio.sleep(0.025)
     assert node.output().count("SIGHUP: reloaded [auth]") == 2, node.output()
     carol = await Client.connect(node.url)
-    assert (await carol.request({"c": "logon", "cid": "l", "user_id": "carol", "pw": "pw"}))[-1][
-        "status"
-    ] == ("success")
+    replies = await carol.request({"c": "logon", "cid": "l", "user_id": "carol", "pw": "pw"})
+    assert replies[-1]["status"] == "success"
     await carol.close()
     assert node.stop() == 0
