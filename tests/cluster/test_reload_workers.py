@@ -13,6 +13,7 @@ import websockets
 from ..integration.client import Client
 from ..integration.server_process import auth_section
 from .conftest import StartNode
+from .test_workers import node_names
 
 pytestmark = pytest.mark.slow
 
@@ -21,6 +22,7 @@ USERS = [{"user_id": name, "password": "pw", "read": ["*"], "write": ["*"]} for 
 
 async def test_every_worker_reloads_auth(start_node: StartNode, tmp_path: Path) -> None:
     node = start_node(args=["--workers", "2"], extra=auth_section(*USERS))
+    assert len(node_names(node.http)) == 2  # both serve (a node still loading answers 503)
     sockets = []
     for _ in range(8):  # the kernel spreads them over both workers
         client = await Client.connect(node.url)
