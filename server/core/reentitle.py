@@ -14,7 +14,6 @@ subscription is re-decided at once, as if each of its records had changed.
   body the last state the user was allowed to see; ``match`` for one a window pushed out; nothing
   without ``oof``), a record that entered is sent in full. Records whose place did not change get
   nothing. Subscription conflation and hidden views defer these like any change.
-
 - Resume points (PROTOCOL 11.1) end on every topic that some user now reads through another
   gate: a bookmark from before the reload gets the whole snapshot (``resumed: false``), since the
   topic's history of changes knows nothing of records that entered or left by the reload.
@@ -56,47 +55,46 @@ class Reentitled:
 def reentitle(engine: Engine, previous: Mapping[str, UserConfig] | None) -> Reentitled:
     """Re-decide every socket against ``engine.config.users`` (the engine's own, just reloaded
     from ``previous``)."""
-    users = engine.config.users
-    done = Reentitled()
     for topic in _moved(engine, previous):
         history = topic.sow.history
         if history is not None:
             # A view resumed from an earlier bookmark would be the net change under the new gates
             # alone: records that entered or left by the reload would be missed (PROTOCOL 11.1).
             history.reset(engine.applied_position(topic.name) + 1)
+    done = Reentitled()
     for session in list(engine.sessions.values()):
-        if session.close_code is not None:
-            continue
-        if users is None:
-            user = None  # no [auth]: anyone may do anything
-        elif session.user is not None:
-            user = users.get(session.user.user_id)
-            if user is None:
-                _close(engine, session, "not entitled: the user no longer exists")
-                done.closed += 1
-                continue
-        elif session.logged_on or session.subscriptions:
-            _close(engine, session, "not entitled: logon required")
-            done.closed += 1
-            continue
-        else:
-            continue  # not logged on yet: its logon is checked against the new users
-        session.reauthorize(user)
-        moved: dict[Topic, list[Subscription]] = {}
-        for subscription in list(session.subscriptions.values()):
-            if subscription.closed or subscription.dropped:
-                continue
-            if user is not None and not user.may_read(subscription.topic):
-                _end(engine, session, subscription)
-                done.ended += 1
-            elif _gate(session.entitlement(subscription.topic, engine.clock)) != _gate(
-                subscription.entitlement
-            ):
-                moved.setdefault(subscription.topic_ref, []).append(subscription)
-                done.regated += 1
-        for topic, subscriptions in moved.items():
-            _redecide(topic, session, subscriptions, session.entitlement(topic.name, engine.clock))
+        if session.close_code is None:
+            _reauthorize(engine, session, done)
     return done
+
+
+def _reauthorize(engine: Engine, session: Session, done: Reentitled) -> None:
+    users = engine.config.users
+    if users is None:
+        user = None  # no [auth]: anyone may do anything
+    elif session.user is not None:
+        user = users.get(session.user.user_id)
+        if user is None:
+            _close(engine, session, "not entitled: the user no longer exists", done)
+            return
+    elif session.logged_on or session.subscriptions:
+        _close(engine, session, "not entitled: logon required", done)
+        return
+    else:
+        return  # not logged on yet: its logon is checked against the new users
+    session.reauthorize(user)
+    moved: dict[Topic, list[Subscription]] = {}
+    for subscription in list(session.subscriptions.values()):
+        if subscription.closed or subscription.dropped:
+            continue
+        if user is not None and not user.may_read(subscription.topic):
+            _end(engine, session, subscription)
+            done.ended += 1
+        elif _gate(session.entitlement(subscription.topic, engine.clock)) != _gate(subscription.entitlement):
+            moved.setdefault(subscription.topic_ref, []).append(subscription)
+            done.regated += 1
+    for topic, subscriptions in moved.items():
+        _redecide(topic, session, subscriptions, session.entitlement(topic.name, engine.clock))
 
 
 def _moved(engine: Engine, previous: Mapping[str, UserConfig] | None) -> list[Topic]:
@@ -125,9 +123,10 @@ def _gate(entitlement: Entitlement) -> str | None:
     return entitlement.filter.text if entitlement.filter is not None else None
 
 
-def _close(engine: Engine, session: Session, reason: str) -> None:
+def _close(engine: Engine, session: Session, reason: str, done: Reentitled) -> None:
     session.request_close(CLOSE_POLICY, reason)
     engine.close_session(session)
+    done.closed += 1
 
 
 def _end(engine: Engine, session: Session, subscription: Subscription) -> None:

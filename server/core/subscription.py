@@ -156,8 +156,8 @@ class Subscription(RecordReader):
 
     def entitle(self, entitlement: Entitlement) -> None:
         """Take the gate of the user's entitlement: what is in the view, whether anything is
-        filtered, and which term indexes it. Only a topic changes it on a subscription it holds
-        (``Topic.regate``): the lane and the index the subscription is in depend on it."""
+        filtered, and which term indexes it. Once the subscription is added, only its topic changes
+        it (``Topic.regate``): the topic's lanes and index depend on it."""
         filters = self.filters
         self.entitlement = entitlement
         self.matches = _matcher(filters, self.ctx, entitlement)
