@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import tomllib
 from dataclasses import replace
@@ -61,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.recover_damaged_log:
         config = replace(config, server=replace(config.server, recover_damaged_log=True))
+    # Not fatal before a node listens (recovering its log, starting workers): it then reloads [auth].
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     if args.workers != 1:
         if args.workers < 1:
             print(f"error: --workers: must be 1 or more, got {args.workers}", file=sys.stderr)

@@ -3,10 +3,13 @@ configuration, with recovery before it listens and a shutdown that loses nothing
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import secrets
+import signal
 import socket
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -20,6 +23,7 @@ from .core.config import Config
 from .runtime.hub import Hub
 from .runtime.logstore import LogStore
 from .runtime.redis_log import RedisLog
+from .runtime.reload import reload_auth
 
 log = logging.getLogger("server")
 
@@ -47,11 +51,22 @@ class PushServer(uvicorn.Server):
             self.store.start()
         self.hub.start()
         await super().startup(sockets)
+        if self.started and threading.current_thread() is threading.main_thread():
+            # uvicorn takes SIGINT and SIGTERM (handle_exit); SIGHUP reloads [auth] (PROTOCOL 6.8).
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.reload_auth)
         if self.started and self.servers:
             if self.announce:
                 host, port = self.servers[0].sockets[0].getsockname()[:2]
                 log.info("listening on http://%s:%d", host, port)
             self.on_listening()
+
+    def reload_auth(self) -> None:
+        if self.hub.shutting_down:
+            return
+        try:
+            reload_auth(self.hub.engine)
+        except Exception:
+            log.exception("SIGHUP: reloading [auth] failed")
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)

@@ -27,6 +27,7 @@ import ctypes
 import functools
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import sys
@@ -38,6 +39,7 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 
 from .core.config import Config
+from .runtime.reload import with_current_auth
 
 log = logging.getLogger("server")
 
@@ -85,13 +87,14 @@ def run_worker(config: Config, port: int, index: int, serving: Serving, quiet: b
     """Worker ``index``: one node listening on ``port`` beside its siblings. ``quiet``: a failed
     start of this worker was reported, its error printed; if this one fails to build its node too
     (broken code on disk, say), it exits 1 without printing the traceback again."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the node listens and reloads [auth] on it
     try:
         sock = bind(config.server.host, port)
         from .node import build_server  # noqa: PLC0415 (the spawned child imports uvicorn itself)
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
-        server = build_server(config, capacity=serving.capacity)
+        server = build_server(with_current_auth(config), capacity=serving.capacity)
     except Exception:
         if not quiet:
             raise
@@ -245,6 +248,13 @@ def serve_workers(config: Config, count: int) -> int:
     pool = Pool(config, port, count)
     for slot in pool.slots:
         pool.start(slot)
+
+    def reload(signum: int, frame: FrameType | None) -> None:
+        for slot in pool.slots:  # each node reloads [auth] from the file itself (PROTOCOL 6.8)
+            if slot.process is not None and slot.process.is_alive() and slot.process.pid is not None:
+                os.kill(slot.process.pid, signal.SIGHUP)
+
+    signal.signal(signal.SIGHUP, reload)
     deadline = time.monotonic() + START_TIMEOUT_S
     while not stopping and not pool.listening() and not pool.dead() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -108,6 +108,7 @@ class Config:
     topics: tuple[TopicConfig, ...] = ()
     users: dict[str, UserConfig] | None = None  # None: no [auth] section
     cluster: ClusterSettings | None = None  # None: a single server, no Redis
+    source: str | None = field(default=None, compare=False)  # the file read (SIGHUP reloads its [auth])
 
     def with_overrides(self, host: str | None, port: int | None, data_dir: str | None) -> Config:
         changes: dict[str, Any] = {}
@@ -129,7 +130,7 @@ def load_config(path: str | Path) -> Config:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
-    return parse_config(document)
+    return replace(parse_config(document), source=str(path))
 
 
 def parse_config(document: dict[str, Any]) -> Config:

@@ -11,11 +11,12 @@ import itertools
 import logging
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
-from . import inbound, logons, publishing, querying, transactions, visibility, wire
+from . import inbound, logons, publishing, querying, reentitle, transactions, visibility, wire
 from .access import LogonThrottle
 from .bookmarks import Lsns, ReplayRequest
 from .commands import (
@@ -34,13 +35,9 @@ from .commands import (
     plain_publish,
     valid_cid,
 )
-from .config import Config
+from .config import Config, UserConfig
 from .durability import Durability
-from .errors import (
-    BAD_MESSAGE,
-    LOGON_REQUIRED,
-    CommandError,
-)
+from .errors import BAD_MESSAGE, LOGON_REQUIRED, CommandError
 from .functions import load_function
 from .history import History
 from .local_log import LocalLog
@@ -135,6 +132,13 @@ class Engine:
             del self.client_names[session.client_name]
             if self.shared is not None:
                 self.shared.release(session.client_name, session)
+
+    def reload_auth(self, users: dict[str, UserConfig] | None) -> reentitle.Reentitled:
+        """``[auth]`` was reloaded (PROTOCOL 6.8): every socket and subscription is re-decided now."""
+        previous, self.config = self.config.users, replace(self.config, users=users)
+        done = reentitle.reentitle(self, previous)
+        self.settle()
+        return done
 
     def topic(self, name: str) -> Topic:
         """The topic of that name; an unconfigured name is a plain pub/sub topic, made on first use."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .access import TOO_MANY_ATTEMPTS, authenticate
+from .access import TOO_MANY_ATTEMPTS, WRONG_CREDENTIALS, authenticate
 from .commands import Header, Logon
-from .errors import BAD_MESSAGE, NAME_IN_USE, CommandError
+from .errors import AUTH_FAILURE, BAD_MESSAGE, NAME_IN_USE, CommandError
 from .options import parse_logon_options
 from .session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
 from .shared_log import NameClaim
@@ -61,11 +61,28 @@ def claimed(engine: Engine, claim: NameClaim, refusal: CommandError | None) -> N
         if refusal is None and engine.shared is not None and claim.body.client_name is not None:
             engine.shared.release(claim.body.client_name, session)
     elif session.close_code is None:
+        user = claim.user
+        if refusal is None:
+            user, refusal = _as_reloaded(engine, claim)
         if refusal is not None:
             _refuse_logon(engine, session, claim.header, claim.body, refusal)
         else:
-            complete(engine, session, claim.header, claim.body, claim.user)
+            complete(engine, session, claim.header, claim.body, user)
     engine.settle()
+
+
+def _as_reloaded(engine: Engine, claim: NameClaim) -> tuple[UserConfig | None, CommandError | None]:
+    """The claim's user as ``[auth]`` is now: it may have been reloaded while the cluster answered
+    (PROTOCOL 6.8). A user it no longer has is refused, and the name the cluster gave let go."""
+    users = engine.config.users
+    if users is None:
+        return None, None
+    user = users.get(claim.user.user_id) if claim.user is not None else None
+    if user is not None:
+        return user, None
+    if engine.shared is not None and claim.body.client_name is not None:
+        engine.shared.release(claim.body.client_name, claim.session)
+    return None, CommandError(AUTH_FAILURE, WRONG_CREDENTIALS)
 
 
 def taken_elsewhere(engine: Engine, name: str, holder: str) -> None:

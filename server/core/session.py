@@ -79,6 +79,13 @@ class Session:
             self._entitlements[topic] = found
         return found
 
+    def reauthorize(self, user: UserConfig | None) -> None:
+        """``[auth]`` was reloaded (PROTOCOL 6.8): the user's read and write lists and entitlement
+        filters are ``user``'s from now on (None: no ``[auth]``, anything goes). The socket keeps
+        its identity and its logon."""
+        self.user = user
+        self._entitlements.clear()
+
     def check_read(self, topic: str) -> None:
         if self.user is not None and not self.user.may_read(topic):
             raise CommandError(NOT_ENTITLED, f"user {self.user_id!r} may not read {topic!r}")

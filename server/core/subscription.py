@@ -112,7 +112,6 @@ class Subscription(RecordReader):
         self.sub_id = sub_id
         self.topic = topic
         self.filters = filters  # the subscription's own; the entitlement is a gate of its own
-        self.entitlement = entitlement
         self.options = options
         self.delta = delta and key_spec is not None  # plain topics have no records to diff against
         self.key_spec = key_spec
@@ -140,11 +139,7 @@ class Subscription(RecordReader):
         # A live window (PROTOCOL 6.6): what was asked, and the window the topic gave it.
         self.window_spec: WindowSpec | None = None
         self.window: Window | None = None
-        self.matches = _matcher(filters, ctx, entitlement)
-        self.unfiltered = not filters and not entitlement.restricted
-        gates = (*filters, entitlement.filter) if entitlement.filter is not None else filters
-        terms = [f.index_term for f in gates if f.index_term is not None]
-        self.index_term = min(terms, key=lambda term: len(term.keys)) if terms else None
+        self.entitle(entitlement)
         self.order = next(_ORDER)  # subscription order, for listing sids the same way every time
         # Sent the shared full body of every matching change, with nothing to remember: the
         # topic can deliver to it without asking on_change.
@@ -158,6 +153,18 @@ class Subscription(RecordReader):
         self._stateless_when_shown = self.stateless
         topic_json = orjson.dumps(topic)
         self.heads = {P: head(P, topic_json, [sub_id]), OOF: head(OOF, topic_json, [sub_id])}
+
+    def entitle(self, entitlement: Entitlement) -> None:
+        """Take the gate of the user's entitlement: what is in the view, whether anything is
+        filtered, and which term indexes it. Once the subscription is added, only its topic changes
+        it (``Topic.regate``): the topic's lanes and index depend on it."""
+        filters = self.filters
+        self.entitlement = entitlement
+        self.matches = _matcher(filters, self.ctx, entitlement)
+        self.unfiltered = not filters and not entitlement.restricted
+        gates = (*filters, entitlement.filter) if entitlement.filter is not None else filters
+        terms = [f.index_term for f in gates if f.index_term is not None]
+        self.index_term = min(terms, key=lambda term: len(term.keys)) if terms else None
 
     def hide(self, interval: float | None) -> None:
         """While its socket's page is hidden (PROTOCOL 11.2), changes wait as under subscription

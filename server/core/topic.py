@@ -29,6 +29,7 @@ from .windows import Window, WindowOrder
 from .wire import OOF, P, head, record_body
 
 if TYPE_CHECKING:
+    from .entitlement import Entitlement
     from .ports import Subscriber
 
 
@@ -136,6 +137,22 @@ class Topic:
         self._end_run()
         self._unsort(session)
         self._sort(session)
+
+    def regate(self, subscription: Subscription, entitlement: Entitlement) -> None:
+        """Give ``subscription`` its user's reloaded entitlement (reentitle.py): its lane, its
+        index entry and its window's order go with the gate."""
+        self._end_run()
+        self._unsort(subscription.session)
+        self._close_window(subscription)
+        subscription.entitle(entitlement)
+        self._open_window(subscription)
+        self._sort(subscription.session)
+
+    def recheck(self, session: Subscriber, subs: list[Subscription], key: str) -> None:
+        """Re-decide record ``key`` for ``subs`` (of ``session``, none a window) as if it had
+        changed to itself: their gates moved, the record did not (reentitle.py)."""
+        version = self.records[key]
+        self._deliver_changes(session, subs, key, version, version, {}, "deleted", timed=False)
 
     def order_share(self, subscription: Subscription) -> tuple[Any, ...] | None:
         """What a window subscription's window shares its order by (its gates and its order),
@@ -266,6 +283,7 @@ class Topic:
         memo: Memo,
         gone: str,
         windows: list[Subscription] | tuple[()] = (),
+        timed: bool = True,
     ) -> None:
         """One socket's messages about a change: the changed record's first, then those about
         the records the change pushed across a window's edge (queued together, so they go in
@@ -274,7 +292,7 @@ class Topic:
             sub = subs[0]
             change = sub.on_change(key, old, new, memo, gone)
             if change is not None:
-                self.deliver(session, (sub,), key, change)
+                self.deliver(session, (sub,), key, change, timed)
             return
         # One message for several subscriptions only when it is the same message about the same
         # record over the same base and view: what conflation later makes of it is then the
@@ -296,9 +314,9 @@ class Topic:
                 into = groups if record_key == key else edges
                 into.setdefault((record_key, kind, encoded, id(base), id(view)), ([], change))[0].append(sub)
         for (record_key, *_), (members, change) in (*groups.items(), *edges.items()):
-            self.deliver(session, tuple(members), record_key, change)
+            self.deliver(session, tuple(members), record_key, change, timed)
         for sub, record_key, change in own:
-            self.deliver(session, (sub,), record_key, change)
+            self.deliver(session, (sub,), record_key, change, timed)
 
     def deliver(
         self,

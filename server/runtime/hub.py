@@ -31,7 +31,6 @@ def _time_up(deadline: float) -> Callable[[], bool]:
 
 class Hub:
     def __init__(self, config: Config, clock: Clock = time.time) -> None:
-        self.config = config
         self.clock = clock
         self.engine = Engine(config, clock)
         self.connections: set[Connection] = set()
@@ -48,6 +47,11 @@ class Hub:
         self._crowded = asyncio.Event()
         self._background_task: asyncio.Task[None] | None = None
         self.engine.on_crowded = self._crowded.set
+
+    @property
+    def config(self) -> Config:
+        """The engine's configuration: its ``[auth]`` is reloaded on SIGHUP (reload.py)."""
+        return self.engine.config
 
     async def _run_timers(self) -> None:
         """Sleep until the engine's next interval ends (or an earlier one is scheduled), then advance."""

@@ -1,0 +1,47 @@
+"""SIGHUP to ``--workers N``: the parent passes it on, and each node reloads ``[auth]`` from the
+file itself (PROTOCOL 6.8)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import pytest
+import websockets
+
+from ..integration.client import Client
+from ..integration.server_process import auth_section
+from .conftest import StartNode
+from .test_workers import node_names
+
+pytestmark = pytest.mark.slow
+
+USERS = [{"user_id": name, "password": "pw", "read": ["*"], "write": ["*"]} for name in ("alice", "desk")]
+
+
+async def test_every_worker_reloads_auth(start_node: StartNode, tmp_path: Path) -> None:
+    node = start_node(args=["--workers", "2"], extra=auth_section(*USERS))
+    assert len(node_names(node.http)) == 2  # both serve (a node still loading answers 503)
+    sockets = []
+    for _ in range(8):  # the kernel spreads them over both workers
+        client = await Client.connect(node.url)
+        await client.request({"c": "logon", "cid": "l", "user_id": "alice", "pw": "pw"})
+        sockets.append(client)
+    config = tmp_path / "node0.toml"
+    config.write_text(config.read_text().replace('user_id = "alice"', 'user_id = "carol"'))
+    node.process.send_signal(signal.SIGHUP)
+    for client in sockets:
+        with pytest.raises(websockets.ConnectionClosed):
+            await client.recv(10)
+        assert client.ws.close_code == 1008
+    for _ in range(200):
+        if node.output().count("SIGHUP: reloaded [auth]") == 2:
+            break
+        await asyncio.sleep(0.025)
+    assert node.output().count("SIGHUP: reloaded [auth]") == 2, node.output()
+    carol = await Client.connect(node.url)
+    replies = await carol.request({"c": "logon", "cid": "l", "user_id": "carol", "pw": "pw"})
+    assert replies[-1]["status"] == "success"
+    await carol.close()
+    assert node.stop() == 0
