@@ -42,6 +42,12 @@ SOCKET_FILTER_BUDGET = 10_000
 SOCKET_ORDERS = 32
 SOCKET_ORDER_RECORDS = 500_000
 
+# The filter work one command may do in one pass over a topic (a snapshot, a delete by filter):
+# records x the filter's estimated cost (filters/cost.py, about 100-220 ns a unit; a regular
+# expression is 100 or more). It is one step that other sockets wait for: 400 ORed regular
+# expressions over 20,000 records held every socket for 100 s. About 1-2 s at the most.
+COMMAND_FILTER_WORK = 10_000_000
+
 # The records a transaction may examine while it is decided (quota.TransactionWork): it runs as
 # one step, about 0.1 s at a microsecond a record.
 TX_WORK_BUDGET = 100_000

@@ -18,6 +18,7 @@ from .errors import BAD_MESSAGE, INVALID_TOPIC, CommandError
 from .filters import compile_filter
 from .local_log import ack_duplicate
 from .merge import merge_record
+from .quota import admit_filter_pass
 from .records import check_encodable
 from .shared_log import ABSENT, PLAIN_STREAM, Proposal, stream_id
 from .txlog import DELETE, PUBLISH, Entry
@@ -143,6 +144,7 @@ def decide_delete(
     # names keys (no pass over the topic), by a pass where it has a filter.
     matched: dict[str, Any]
     if body.filter is not None:
+        admit_filter_pass(body.filter, len(topic.records) + len(pending))
         match = compile_filter(body.filter)
         ctx = entitlement.ctx  # USER() and CLIENT_NAME() are the deleting session's
         matched = {key: data for key, data in _records(topic, pending) if match.matches(data, ctx)}

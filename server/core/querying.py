@@ -24,7 +24,7 @@ from .filters.functions import EvalContext
 from .filters.orderby import OrderBy, sowkey_order
 from .limits import MAX_WINDOW_ROWS
 from .outbox import FRAME_BREAK
-from .quota import admit_subscription, admit_window
+from .quota import admit_filter_pass, admit_subscription, admit_window
 from .records import RecordVersion
 from .resuming import net_change, resume_point
 from .snapshots import SnapshotRecords, estimated_size, record_message
@@ -46,6 +46,8 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
     session.check_read(body.topic)
     admit_subscription(session, body, engine.config.server.max_subscriptions)
     known = engine.topics.get(body.topic)
+    if body.snapshot and known is not None:
+        admit_filter_pass(body.filter, len(known.records))
     if header.c == "sow" and (known is None or not known.is_sow):
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
     resuming = body.options.resume

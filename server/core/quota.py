@@ -4,6 +4,7 @@ command asks for are weighed against that socket's budget, before any of it is d
 - Subscriptions: ``max_subscriptions`` (PROTOCOL 2) and a budget for the filter work they put on
   every publish (below).
 - Window orders (``admit_order``): the sorted copies of a topic its live windows hold.
+- One pass of a filter over a topic (``admit_filter_pass``): a snapshot, a delete by filter.
 - Transactions (``TransactionWork``): the records a ``tx`` examines while it is decided.
 
 A subscription whose filter has an index term (``/id = 5``, ``/sym IN (...)``) is evaluated only
@@ -21,9 +22,10 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .commands import Publish, Query, SowDelete
-from .errors import BAD_MESSAGE, INVALID_OPTIONS, CommandError, FilterError
+from .errors import BAD_FILTER, BAD_MESSAGE, INVALID_OPTIONS, CommandError, FilterError
 from .filters import compile_filter
 from .limits import (
+    COMMAND_FILTER_WORK,
     SOCKET_FILTER_BUDGET,
     SOCKET_ORDER_RECORDS,
     SOCKET_ORDERS,
@@ -66,6 +68,25 @@ def subscription_cost(subscription: Subscription) -> int:
         return 0
     filters: tuple[Any, ...] = subscription.filters
     return sum(f.cost for f in filters)
+
+
+def admit_filter_pass(text: str | None, records: int) -> None:
+    """Refuse (``bad filter``) a filter that one command would evaluate over ``records`` records
+    (a snapshot, a delete by filter: one step, unsliced) when that is more work than
+    ``COMMAND_FILTER_WORK``: its estimated cost per record times the records."""
+    if text is None or not text.strip():
+        return
+    try:
+        cost = compile_filter(text).cost  # cached: the command compiles it again for nothing
+    except FilterError:
+        return  # the command refuses it with its column, as it always has
+    if cost * records > COMMAND_FILTER_WORK:
+        raise CommandError(
+            BAD_FILTER,
+            f"too costly over {records} records: {cost} units a record, at most "
+            f"{COMMAND_FILTER_WORK} units in one pass; make it cheaper (fewer regular expressions "
+            "or functions)",
+        )
 
 
 def _filter_cost(text: str | None) -> int:

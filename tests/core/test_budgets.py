@@ -134,3 +134,34 @@ def test_a_live_window_holds_at_most_ten_thousand_rows() -> None:
     # A one-off query is no window: its top_n is not bounded so.
     ack = processed(peer.send({"c": "sow", "t": "orders", "cid": "q", "top_n": 10**6}), "q")
     assert ack["status"] == "success"
+
+
+def test_a_pass_of_a_costly_filter_over_a_big_topic_is_refused_before_it_runs() -> None:
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 20_000)
+    costly = " OR ".join(["/s LIKE '(a|b)*c'"] * 400)  # held every socket for 100 s
+    cheap = "/qty = 3 AND /order > 10"
+    commands = [
+        {"c": "sow", "t": "orders", "cid": "sow", "filter": costly, "top_n": 1},
+        {"c": "sow_and_subscribe", "t": "orders", "cid": "sas", "filter": costly},
+        {"c": "sow_delete", "t": "orders", "cid": "del", "filter": costly},
+        {"c": "tx", "cid": "tx", "cmds": [{"c": "sow_delete", "t": "orders", "filter": costly}]},
+    ]
+    got = peer.send(*commands)
+    reasons = {command["cid"]: processed(got, command["cid"])["reason"] for command in commands}
+    too_costly = "too costly over 20000 records: 40801 units a record, at most 10000000 units"
+    assert reasons["sow"].startswith(f"bad filter: {too_costly}")
+    assert reasons["del"].startswith(f"bad filter: {too_costly}")
+    assert reasons["tx"].startswith(f"bad filter: cmds[0]: {too_costly}")
+    # A subscription's filter is refused by the socket's filter budget first (it runs per publish).
+    assert reasons["sas"].startswith("invalid options: filter budget"), reasons["sas"]
+    assert len(h.engine.topics["orders"].records) == 20_000
+    assert h.engine.topics["orders"].subscribers == {}  # the refused subscription was not added
+    # Cheap filters over the same topic, and the costly one over a small topic, pass.
+    assert (
+        processed(peer.send({"c": "sow", "t": "orders", "cid": 1, "filter": cheap}), 1)["status"] == "success"
+    )
+    peer.send({"c": "publish", "t": "fills", "data": {"id": 1, "s": "abc"}})
+    got = peer.send({"c": "sow", "t": "fills", "cid": 2, "filter": costly})
+    assert [m["data"]["id"] for m in got if m["c"] == "sow"] == [1]
