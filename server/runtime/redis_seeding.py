@@ -9,13 +9,14 @@ restarted to recover would load the empty Redis. Re-seeding keeps every change a
 holds, and no node serves (``/healthz`` 200) until it serves the re-seeded state.
 
 1. The first node to notice swaps the marker for ``seeding <token>``, only if it is still what
-   that node found, and in the same step deletes every stream, snapshot, version hash and trim
-   record (what is left is older than what the nodes hold) and sets a deadline ``GRACE_S`` ahead
-   by Redis's clock. Publisher sequences and client name owners stay: merging only raises them.
+   that node found, and in the same step deletes every stream, snapshot, version hash, trim
+   record and client name holder (what is left is older than what the nodes hold) and sets a
+   deadline ``GRACE_S`` ahead by Redis's clock. Publisher sequences and client name owners stay:
+   merging only raises them.
 2. Every node that is up adds its state under that marker, marked busy meanwhile: each topic's
    snapshot at the ID it applied up to, kept only where it is newer than another node's (nodes
    apply one order, so the newer is the one with more of it), with the record versions it
-   implies; its publisher sequences (the highest wins); its client names' owners.
+   implies; its publisher sequences (the highest wins); its client names' owners and holders.
 3. Once the deadline has passed and no node is busy (or ``BUSY_LIMIT_S`` after it), any node
    finishes: each stream starts again, empty, after its snapshot's ID, with a trim record saying
    the snapshot stands for everything up to it, and the marker becomes ``live <token>``.
@@ -248,7 +249,8 @@ class Seeding:
                 await asyncio.sleep(POLL_S)
 
     def _wiped_keys(self) -> list[str]:
-        keys = [self.snapshots.stream_key(PLAIN_STREAM)]
+        # Client name holders too: what is left names sockets that may be gone; the nodes add theirs.
+        keys = [self.snapshots.stream_key(PLAIN_STREAM), f"{self.prefix}:names"]
         for topic in self._topics():
             keys += [self.snapshots.stream_key(topic), f"{self.prefix}:versions:{topic}"]
             keys += self.snapshots.keys(topic)
@@ -279,6 +281,9 @@ class Seeding:
                 await self._fields(marker, hash_key, "v", at, pairs, snapshot_id)
         await self._fields(marker, f"{self.prefix}:seqs", "m", "", list(engine.sequences.items()))
         await self._fields(marker, f"{self.prefix}:owners", "n", "", list(engine.name_owners.items()))
+        # Who holds each client name now (one name, one connection): the sockets of the nodes.
+        holders = [(name, f"{shared.holder(s)} {s.user_id or ''}") for name, s in engine.client_names.items()]
+        await self._fields(marker, f"{self.prefix}:names", "n", "", holders)
         await self._fields(marker, self.hash_key, "s", "", [(shared.node, "done")])
         log.warning(
             "cluster node %s added its state to the re-seed of Redis: %s",

@@ -62,6 +62,15 @@ async def feed(node: ServerProcess, first: int, last: int) -> Client:
     return publisher
 
 
+async def close_code(client: Client) -> int | None:
+    """How the server closed ``client``'s socket (reading whatever came before)."""
+    try:
+        while True:
+            await client.recv(timeout=10)
+    except websockets.ConnectionClosed as closed:
+        return closed.rcvd.code if closed.rcvd is not None else None
+
+
 def lost_lines(nodes: list[ServerProcess]) -> list[str]:
     return [line for node in nodes for line in node.lines if LOST in line]
 
@@ -85,7 +94,7 @@ async def test_redis_that_loses_everything_does_not_split_the_cluster(
     start_node: StartNode, redis_server: RedisProcess, how: str
 ) -> None:
     nodes = [start_node() for _ in range(2)]
-    await feed(nodes[0], 1, 20)
+    publisher = await feed(nodes[0], 1, 20)
     await agreed(nodes, 20)
     if how == "flushed":
         redis_server.client().flushall()
@@ -95,7 +104,17 @@ async def test_redis_that_loses_everything_does_not_split_the_cluster(
     await agreed(nodes, 20)
     lines = lost_lines(nodes)
     assert lines and "re-seed" in lines[0], "\n".join(node.output() for node in nodes)
+    # The re-seed kept who holds the client name: another user may not take it while it is held
+    # (once every node's liveness key is back), its own user takes it over.
+    for _ in range(100):
+        if len(list(redis_server.client().scan_iter("{test}:node:*"))) == len(nodes):
+            break
+        await asyncio.sleep(0.1)
+    other = await Client.connect(nodes[-1].url)
+    refused = await other.request({"c": "logon", "client_name": "feed", "user_id": "mallory", "cid": "l"})
+    assert refused[-1]["reason"].startswith("name in use")
     await back_in_service(nodes, 20)
+    assert await close_code(publisher) == 4002
 
 
 async def test_redis_restored_from_an_old_dump_is_re_seeded_with_what_the_nodes_applied(
