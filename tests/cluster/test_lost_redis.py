@@ -16,7 +16,7 @@ from ..integration.client import Client
 from ..integration.server_process import ServerProcess
 from .conftest import StartNode, wait_ready
 from .redis_process import RedisProcess
-from .test_cluster import sow
+from .test_cluster import data_messages, sow
 from .test_failures import health
 
 pytestmark = pytest.mark.slow
@@ -94,6 +94,8 @@ async def test_redis_that_loses_everything_does_not_split_the_cluster(
     start_node: StartNode, redis_server: RedisProcess, how: str
 ) -> None:
     nodes = [start_node() for _ in range(2)]
+    watcher = await Client.connect(nodes[1].url)
+    await watcher.request({"c": "sow_and_subscribe", "t": "orders", "sub_id": "w", "cid": "q"})
     publisher = await feed(nodes[0], 1, 20)
     await agreed(nodes, 20)
     if how == "flushed":
@@ -115,6 +117,10 @@ async def test_redis_that_loses_everything_does_not_split_the_cluster(
     assert refused[-1]["reason"].startswith("name in use")
     await back_in_service(nodes, 20)
     assert await close_code(publisher) == 4002
+    # A subscription through it all: every record once, nothing from the re-seed (its node's
+    # state went into it unchanged).
+    seen = data_messages(await watcher.until(lambda m: m.get("data") == {"id": 21}))
+    assert [m["data"] for m in seen] == [{"id": i} for i in range(1, 22)]
 
 
 async def test_redis_restored_from_an_old_dump_is_re_seeded_with_what_the_nodes_applied(
