@@ -32,7 +32,8 @@ SEQ_BITS = 20  # entries one stream takes within one millisecond: far more than 
 PLAIN_STREAM = ""  # the one stream of every topic that is not configured (they have no SOW)
 
 # What the Redis script answers besides the appended IDs.
-OK, DUPLICATE, CONFLICT, GONE = "ok", "dup", "conflict", "gone"
+# LOST: Redis does not hold the marker the node loaded under (log_loss.py); nothing appended.
+OK, DUPLICATE, CONFLICT, GONE, LOST = "ok", "dup", "conflict", "gone", "lost"
 ABSENT = "-"  # an expectation: the record must not exist
 
 

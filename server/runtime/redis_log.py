@@ -35,28 +35,26 @@ from redis.exceptions import RedisError
 from ..core import replica
 from ..core.config import ClusterSettings
 from ..core.engine import Engine
+from ..core.log_loss import Loss, error_line
 from ..core.session import Session
 from ..core.shared_log import (
-    CONFLICT,
-    OK,
     PLAIN_STREAM,
-    NameClaim,
-    Proposal,
     SharedLog,
     lsn_of,
     stream_id,
 )
 from ..core.txlog import Entry
 from .redis_names import RedisNames
-from .redis_script import PROPOSE, propose_call
+from .redis_seeding import LogLost, Seeding
 from .redis_snapshots import Snapshots
+from .redis_writer import Writer
 
 log = logging.getLogger("server.cluster")
 
 READ_COUNT = 1000  # entries per XREAD or XRANGE round trip
 READ_BLOCK_MS = 1000
+MARKER_CHECK_S = 0.25  # how often the reader looks at the cluster's marker (redis_seeding.py)
 RETRY_S = 0.5  # between attempts to reach Redis again
-BATCH = 500  # proposals per script call: Redis runs one call at a time, so keep each short
 MAX_IN_FLIGHT = 1000  # changes of one socket on their way through the log
 SYNC_TIMEOUT_S = 5.0  # how long a bookmark subscription waits for this node to catch up
 CLOSE_WAIT_S = 2.0  # for the cluster's tasks to stop at shutdown
@@ -86,18 +84,22 @@ class RedisLog:
         # redis-py types every answer as ``bytes | str | None``: read through ``Any``, in the
         # shapes this module knows it asks for (bytes, no decode_responses).
         self.redis: Any = redis.from_url(settings.redis_url, socket_timeout=5.0, socket_connect_timeout=2.0)
-        self._script = self.redis.register_script(PROPOSE)
-        self._proposed = asyncio.Event()
-        self.shared.on_proposal = self._proposed.set
         self._applied = asyncio.Event()  # replaced after every batch applied: wakes catch_up waiters
         self._tasks: list[asyncio.Task[None]] = []
-        self._closing = False
         self._settled: dict[Session, asyncio.Event] = {}
         self.names = RedisNames(self.redis, engine, self.shared, self.prefix)
         self.shared.on_settled = self._on_settled
-        self.snapshots = Snapshots(self.redis, engine, self.shared, settings, self.prefix, self.stream_key)
-        # Sent when Redis went away, answer unknown: resolved from the streams when it is back.
-        self._in_doubt: list[Proposal] = []
+        self.snapshots = Snapshots(
+            self.redis,
+            engine,
+            self.shared,
+            settings,
+            self.prefix,
+            self.stream_key,
+            lambda: self.seeding.marker,
+        )
+        self.seeding = Seeding(self.redis, engine, self.shared, self.prefix, self.snapshots)
+        self.writer = Writer(self.redis, engine, self.names, self.seeding, self.stream_key, self.caught_up)
 
     # -- keys ---------------------------------------------------------------------------------
 
@@ -113,18 +115,18 @@ class RedisLog:
         if not self._tasks:
             self._tasks = [
                 asyncio.create_task(self._run(), name="cluster-reader"),
-                asyncio.create_task(self._write(), name="cluster-writer"),
+                asyncio.create_task(self.writer.run(), name="cluster-writer"),
                 asyncio.create_task(self._snapshot_periodically(), name="cluster-snapshots"),
                 asyncio.create_task(self.names.listen(), name="cluster-names"),
                 asyncio.create_task(self.names.keep_alive(), name="cluster-liveness"),
             ]
 
     async def close(self) -> None:
-        self._closing = True
-        for task in self._tasks:
+        tasks = [*self._tasks, *self.writer.retries]
+        for task in tasks:
             task.cancel()
         # redis-py may swallow a cancellation that lands mid-command: wait a little, not for ever.
-        _, stuck = await asyncio.wait(self._tasks, timeout=CLOSE_WAIT_S)
+        _, stuck = await asyncio.wait(tasks, timeout=CLOSE_WAIT_S) if tasks else (None, [])
         if stuck:
             log.warning("%d cluster task(s) did not stop within %.0f s", len(stuck), CLOSE_WAIT_S)
         await self.redis.aclose()
@@ -146,6 +148,8 @@ class RedisLog:
         while True:
             try:
                 await self._read_on()
+            except LogLost as lost:
+                await self._reseed(lost.loss)
             except (RedisError, OSError) as error:
                 if self.shared.available:
                     log.error("lost Redis (%s): refusing changes until it is back", error)
@@ -155,14 +159,10 @@ class RedisLog:
     async def _load(self) -> None:
         started = time.perf_counter()
         engine, shared = self.engine, self.shared
+        await self.seeding.settle(starting=True)
         for topic in engine.config.topics:
             await self._bring_up_to_date(topic.name)
-        # Plain topics keep nothing: live from the stream's end.
-        tail = await self.redis.xrevrange(self.stream_key(PLAIN_STREAM), count=1)
-        shared.positions[PLAIN_STREAM] = lsn_of(tail[0][0].decode()) if tail else 0
-        sequences = await self.redis.hgetall(f"{self.prefix}:seqs")
-        for name, seq in sequences.items():
-            engine.sequences[name.decode()] = max(engine.sequences.get(name.decode(), 0), int(seq))
+        await self._load_rest()
         self.ready = shared.available = True
         records = sum(len(topic.records) for topic in engine.topics.values())
         log.info(
@@ -170,6 +170,42 @@ class RedisLog:
             shared.node,
             records,
             time.perf_counter() - started,
+        )
+
+    async def _load_rest(self) -> None:
+        """The plain stream's position and the publisher sequences, after the topics."""
+        # Plain topics keep nothing: live from the stream's end.
+        tail = await self.redis.xrevrange(self.stream_key(PLAIN_STREAM), count=1)
+        self.shared.positions[PLAIN_STREAM] = lsn_of(tail[0][0].decode()) if tail else 0
+        sequences = await self.redis.hgetall(f"{self.prefix}:seqs")
+        # The cluster's, not this node's: after a re-seed that left this node's state out, a
+        # sequence only this node had seen is not the cluster's any more.
+        self.engine.sequences = {name.decode(): int(seq) for name, seq in sequences.items()}
+
+    async def _reseed(self, loss: Loss) -> None:
+        """Redis lost the shared log: say so once, take part in re-seeding it
+        (redis_seeding.py), then load from it as a restarting node does, telling subscribers
+        the difference. Refusing changes (and /healthz 503) all the while."""
+        self.shared.available = False
+        log.error("%s", error_line(self.shared.node, loss))
+        kept: bool | None = None
+        while True:
+            try:
+                if kept is None:
+                    kept = await self.seeding.settle(starting=False, stale=True)
+                for topic in self.engine.config.topics:
+                    position = await self.snapshots.resync(topic.name, reseeded=True)
+                    await self._catch_up(topic.name, position)
+                await self._load_rest()
+                break
+            except (RedisError, OSError) as error:
+                log.warning("could not finish re-seeding Redis (%s); trying again", error)
+                await asyncio.sleep(RETRY_S)
+        self._settle_doubtful()
+        log.warning(
+            "Redis re-seeded as incarnation %s; this node's state %s; accepting changes again",
+            self.seeding.marker,
+            "went into it" if kept else "was older than the other nodes' and is replaced",
         )
 
     async def _bring_up_to_date(self, topic: str) -> None:
@@ -188,10 +224,17 @@ class RedisLog:
         answer the outage lost. A script runs whole or not at all, so a change in doubt is in
         the stream entirely (this node has now applied it: acked) or not at all (sent again)."""
         await self.redis.connection_pool.disconnect(inuse_connections=False)  # died with the old Redis
+        loss = await self.seeding.check()  # a Redis back without its data (log_loss.py)
+        if loss is not None:
+            raise LogLost(loss)
         for topic in self.engine.config.topics:
             await self._bring_up_to_date(topic.name)
         await self._catch_up(PLAIN_STREAM, self.shared.position(PLAIN_STREAM))
-        doubtful, self._in_doubt = self._in_doubt, []
+        doubtful = self._settle_doubtful()
+        log.warning("Redis is back: accepting changes again (%d in doubt settled)", doubtful)
+
+    def _settle_doubtful(self) -> int:
+        doubtful, self.writer.in_doubt = self.writer.in_doubt, []
         for proposal in doubtful:
             count = len(proposal.entries)
             if count and proposal.waiting == -count:  # every entry came back
@@ -202,8 +245,8 @@ class RedisLog:
         self.engine.settle()
         self.shared.available = True
         if self.shared.outgoing:
-            self._proposed.set()
-        log.warning("Redis is back: accepting changes again (%d in doubt settled)", len(doubtful))
+            self.writer.proposed.set()
+        return len(doubtful)
 
     async def _catch_up(self, topic: str, after: int) -> None:
         """Apply the stream of ``topic`` after ``after`` up to its end."""
@@ -225,18 +268,29 @@ class RedisLog:
         shared = self.shared
         streams = {self.stream_key(s): s for s in self._streams()}
         check_at = time.monotonic() + self.settings.snapshot_interval_s
+        marker_at = 0.0
         while True:
             if time.monotonic() > check_at:
                 # Here, between reads, so that no entry is applied twice: a node that fell behind
                 # by more than the retention resynchronises (redis_snapshots.py).
                 check_at = time.monotonic() + self.settings.snapshot_interval_s
+                if (loss := await self.seeding.check()) is not None:
+                    raise LogLost(loss)
                 for topic in self.engine.config.topics:
                     await self._bring_up_to_date(topic.name)
             positions: dict[Any, Any] = {key: stream_id(shared.position(s)) for key, s in streams.items()}
-            answer = await self.redis.xread(positions, count=READ_COUNT, block=READ_BLOCK_MS)
             if not shared.available:
                 await self._recover()
                 continue
+            if time.monotonic() > marker_at:
+                # A Redis flushed or replaced under a running node: noticed within a read or two
+                # (a re-seed waits longer for the nodes that are up). Not pipelined with the
+                # XREAD: redis-py notices a dead Redis later in a pipeline, and a change sent
+                # meanwhile would wait for Redis instead of being refused.
+                marker_at = time.monotonic() + MARKER_CHECK_S
+                if (loss := self.seeding.check_marker(await self.redis.get(self.seeding.key))) is not None:
+                    raise LogLost(loss)
+            answer = await self.redis.xread(positions, count=READ_COUNT, block=READ_BLOCK_MS)
             for key, batch in answer:
                 self._apply(streams[key.decode()], batch)
 
@@ -317,58 +371,6 @@ class RedisLog:
         event = self._settled.pop(session, None)
         if event is not None:
             event.set()
-
-    # -- writing ------------------------------------------------------------------------------
-
-    async def _write(self) -> None:
-        shared = self.shared
-        while not self._closing:
-            await self._proposed.wait()
-            self._proposed.clear()
-            while shared.outgoing or shared.claims or shared.releases:
-                await self._send(shared.take())
-
-    async def _send(self, proposals: list[Proposal]) -> None:
-        """One round trip: the proposals, then the client name claims and releases."""
-        engine = self.engine
-        claims: list[NameClaim] = []
-        try:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for start in range(0, len(proposals), BATCH):
-                    batch = proposals[start : start + BATCH]
-                    keys, args = propose_call(self.prefix, self.stream_key, self.shared.origin, batch)
-                    await self._script(keys=keys, args=args, client=pipe)
-                claims = await self.names.queue(pipe)
-                results: list[Any] = await pipe.execute(raise_on_error=False)
-        except (RedisError, OSError) as error:
-            self.shared.available = False
-            log.error("lost Redis (%s): %d change(s) wait for it to answer again", error, len(proposals))
-            self._in_doubt += proposals  # appended or not: the streams will tell
-            self.names.refuse(claims, error)
-            return
-        batches = -(-len(proposals) // BATCH)
-        self.names.answer(claims, results[batches:])
-        answers: list[Any] = []
-        for start, result in zip(range(0, len(proposals), BATCH), results[:batches], strict=True):
-            count = min(BATCH, len(proposals) - start)
-            answers += [result] * count if isinstance(result, Exception) else result
-        for proposal, answer in zip(proposals, answers, strict=True):
-            if isinstance(answer, Exception):
-                log.error("the shared log refused a change to %r: %s", proposal.topic, answer)
-                replica.refused(engine, proposal, "the shared log refused the change")
-                continue
-            outcome = answer[0].decode()
-            detail = answer[1].decode() if len(answer) > 1 else ""
-            appended = len(answer) - 1 if outcome == OK else 0
-            replica.answered(engine, proposal, outcome, detail, appended)
-            if outcome == CONFLICT:
-                task = asyncio.create_task(self._retry(proposal, lsn_of(detail)), name="cluster-retry")
-                self._tasks.append(task)
-                task.add_done_callback(self._tasks.remove)
-
-    async def _retry(self, proposal: Proposal, lsn: int) -> None:
-        await self.caught_up(proposal.topic, lsn)
-        replica.retry(self.engine, proposal)
 
     # -- snapshots ----------------------------------------------------------------------------
 

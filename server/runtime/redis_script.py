@@ -10,12 +10,14 @@ already gone appends nothing (``gone``), and a command's entries are appended al
 ``PROPOSE`` takes a node's whole batch of proposals in one call (one command for Redis to parse
 and one for redis-py to build, however many publishes), deciding them one after the other.
 KEYS: the sequences hash, then per topic of the batch its stream and its versions hash (record
-key -> the ID of the entry that wrote the record).
-ARGV: per proposal: its topic's place among the KEYS pairs (1-based), client name, sequence,
-origin, versioned (``1``: a configured topic), entry count, then four per entry: op, record key,
-expected version (empty: none; ``-``: absent), payload. A transaction (op ``t``, PROTOCOL 11.3)
-is one entry whose record key is the lines ``p<key>`` or ``d<key>`` (the records it writes or
-deletes) and whose expected version is the lines ``<key>=<version>``.
+key -> the ID of the entry that wrote the record), then the cluster's marker key.
+ARGV: the marker the node loaded under (``core/log_loss.py``: when Redis holds another, or none,
+it lost the log or is being re-seeded, and every proposal is answered ``{"lost", marker}`` with
+nothing appended), then per proposal: its topic's place among the KEYS pairs (1-based), client
+name, sequence, origin, versioned (``1``: a configured topic), entry count, then four per entry:
+op, record key, expected version (empty: none; ``-``: absent), payload. A transaction (op ``t``,
+PROTOCOL 11.3) is one entry whose record key is the lines ``p<key>`` or ``d<key>`` (the records it
+writes or deletes) and whose expected version is the lines ``<key>=<version>``.
 Answer: per proposal ``{"ok", id...}`` or ``{outcome, detail}``.
 """
 
@@ -49,7 +51,9 @@ local function lines(text)
   return string.gmatch(text, '[^\\n]+')
 end
 local answers = {}
-local i = 1
+local marker = redis.call('GET', KEYS[#KEYS]) or ''
+local lost = marker ~= ARGV[1]
+local i = 2
 while i <= #ARGV do
   local pair = tonumber(ARGV[i]) * 2
   local stream, versions = KEYS[pair], KEYS[pair + 1]
@@ -57,7 +61,8 @@ while i <= #ARGV do
   local first, last = i + 6, i + 5 + tonumber(ARGV[i + 5]) * 4
   i = last + 1
   local answer = nil
-  if name ~= '' and seq ~= '' then
+  if lost then answer = {'lost', marker} end
+  if not answer and name ~= '' and seq ~= '' then
     local highest = redis.call('HGET', KEYS[1], name)
     if highest and not_above(seq, highest) then answer = {'dup', highest} end
   end
@@ -112,12 +117,16 @@ return answers
 
 
 def propose_call(
-    prefix: str, stream_key: Callable[[str], str], origin: Callable[[int], str], proposals: list[Proposal]
+    prefix: str,
+    stream_key: Callable[[str], str],
+    origin: Callable[[int], str],
+    proposals: list[Proposal],
+    marker: str,
 ) -> tuple[list[str], list[Any]]:
     """The KEYS and ARGV of one ``PROPOSE`` call deciding ``proposals``, in the layout above."""
     keys = [f"{prefix}:seqs"]
     pairs: dict[str, int] = {}
-    args: list[Any] = []
+    args: list[Any] = [marker]
     for proposal in proposals:
         topic = proposal.topic
         pair = pairs.get(topic)
@@ -135,7 +144,7 @@ def propose_call(
         ]
         for entry, expect in zip(proposal.entries, proposal.expect, strict=True):
             args += [entry.op, entry.key, expect or "", entry.encode()]
-    return keys, args
+    return [*keys, f"{prefix}:incarnation"], args
 
 
 # A client name's claim (PROTOCOL 10: one name, one connection in the cluster; 6.4: refused for
@@ -174,10 +183,12 @@ return 1
 """
 
 # A topic's snapshot, written only when it is newer than the one Redis holds: a node that lags
-# must not put back an older snapshot whose stream tail another node's trim has removed.
-# KEYS: the snapshot, its stream ID. ARGV: the stream ID it is as of (``<ms>-<n>``), the document.
-# Answer: 1 written, 0 not newer.
+# must not put back an older snapshot whose stream tail another node's trim has removed; and only
+# under the marker the node loaded under (a Redis that lost the log is re-seeded, not written to).
+# KEYS: the snapshot, its stream ID, the marker key. ARGV: the stream ID it is as of
+# (``<ms>-<n>``), the document, the marker. Answer: 1 written, 0 not newer or not the marker.
 WRITE_SNAPSHOT = """
+if redis.call('GET', KEYS[3]) ~= ARGV[3] then return 0 end
 local function parts(id)
   local ms, n = string.match(id, '^(%d+)-(%d+)$')
   return tonumber(ms), tonumber(n)
@@ -189,6 +200,17 @@ if current then
   if ms < cms or (ms == cms and n <= cn) then return 0 end
 end
 redis.call('SET', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[2], ARGV[1])
+return 1
+"""
+
+# Trim a topic's stream and record the cut in one step: a node that finds the entry it applied
+# last gone from the stream tells a trim (the recorded cut is above it) from a Redis that lost
+# it (core/log_loss.py), so the two must never be seen apart. Only under the node's marker.
+# KEYS: the stream, its trim record, the marker key. ARGV: the cut (a stream ID), the marker.
+TRIM = """
+if redis.call('GET', KEYS[3]) ~= ARGV[2] then return 0 end
+redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1])
 redis.call('SET', KEYS[2], ARGV[1])
 return 1
 """

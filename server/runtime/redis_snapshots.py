@@ -28,7 +28,7 @@ from ..core.engine import Engine
 from ..core.records import RecordVersion
 from ..core.shared_log import PLAIN_STREAM, SEQ_BITS, SharedLog, lsn_of, stream_id
 from ..core.txlog import DELETE, PUBLISH, Entry
-from .redis_script import WRITE_SNAPSHOT
+from .redis_script import TRIM, WRITE_SNAPSHOT
 
 log = logging.getLogger("server.cluster")
 
@@ -45,6 +45,7 @@ class Snapshots:
         settings: ClusterSettings,
         prefix: str,
         stream_key: Callable[[str], str],
+        marker: Callable[[], str],
     ) -> None:
         self.redis = redis
         self.engine = engine
@@ -52,32 +53,39 @@ class Snapshots:
         self.settings = settings
         self.prefix = prefix
         self.stream_key = stream_key
+        self.marker = marker  # the marker this node loaded under: it writes only under that one
+        self.marker_key = f"{prefix}:incarnation"
         self._write = redis.register_script(WRITE_SNAPSHOT)
+        self._trim = redis.register_script(TRIM)
         self.written = 0
         self.resyncs = 0
 
-    def _keys(self, topic: str) -> tuple[str, str, str]:
+    def keys(self, topic: str) -> tuple[str, str, str]:
+        """The keys of ``topic``'s snapshot, its stream ID and its trim record."""
         p = self.prefix
         return f"{p}:snapshot:{topic}", f"{p}:snapshot-id:{topic}", f"{p}:trimmed:{topic}"
 
     async def missed(self, topic: str, position: int) -> bool:
         """Whether entries after ``position`` may have been trimmed away."""
-        cut = await self.redis.get(self._keys(topic)[2])
+        cut = await self.redis.get(self.keys(topic)[2])
         return cut is not None and lsn_of(cut.decode()) > position + 1
 
-    async def resync(self, topic: str) -> int:
+    async def resync(self, topic: str, reseeded: bool = False) -> int:
         """Bring ``topic``'s SOW to its snapshot, telling subscribers what changed; the LSN the
-        snapshot is as of (0: there is none, read the stream from its start)."""
-        raw = await self.redis.get(self._keys(topic)[0])
-        if raw is None:
+        snapshot is as of (0: there is none, read the stream from its start). ``reseeded``:
+        Redis was re-seeded after it lost the log (redis_seeding.py), and a topic without a
+        snapshot is empty now."""
+        raw = await self.redis.get(self.keys(topic)[0])
+        if raw is None and not reseeded:
             return 0
-        document = orjson.loads(raw)
+        empty = b'{"format":%d,"lsn":0,"records":[]}' % SNAPSHOT_FORMAT  # a re-seed left the topic empty
+        document = orjson.loads(raw if raw is not None else empty)
         if document.get("format") != SNAPSHOT_FORMAT:
             raise ValueError(f"the snapshot of {topic!r} has an unknown format")
         lsn = int(document["lsn"])
         target = self.engine.topics[topic]
         timers = self.engine.timers
-        if not target.records:  # a node starting: nothing to tell anyone
+        if not target.records and not reseeded:  # a node starting: nothing to tell anyone
             for key, data, seq, timestamp, expires_at in document["records"]:
                 version = RecordVersion(key, data, seq, timestamp, expires_at)
                 version.compact()  # stored records keep only their encoding (records.py)
@@ -86,12 +94,13 @@ class Snapshots:
                     timers.expire_at(topic, key, expires_at)
         else:
             self.resyncs += 1
-            log.error(
-                "cluster node %s missed changes of %r that the stream no longer holds (it was behind by "
-                "more than the retention): resynchronising from the snapshot",
-                self.shared.node,
-                topic,
-            )
+            if not reseeded:  # after a re-seed the node has said why already (redis_log.py)
+                log.error(
+                    "cluster node %s missed changes of %r that the stream no longer holds (it was behind "
+                    "by more than the retention): resynchronising from the snapshot",
+                    self.shared.node,
+                    topic,
+                )
             kept: set[str] = set()
             for key, data, seq, timestamp, expires_at in document["records"]:
                 kept.add(key)
@@ -119,12 +128,13 @@ class Snapshots:
             # Versions are immutable: the list is the SOW as of ``lsn``, however long encoding takes.
             versions = list(self.engine.topics[topic.name].records.values())
             document = await encode(lsn, versions)
-            snapshot, snapshot_id, trimmed = self._keys(topic.name)
-            if not await self._write(keys=[snapshot, snapshot_id], args=[stream_id(lsn), document]):
+            snapshot, snapshot_id, trimmed = self.keys(topic.name)
+            marker = self.marker()
+            keys = [snapshot, snapshot_id, self.marker_key]
+            if not await self._write(keys=keys, args=[stream_id(lsn), document, marker]):
                 continue  # another node's is newer (this one lags): its trim stands
             cut = stream_id(min(lsn, max(keep_after_ms, 0) << SEQ_BITS))
-            await self.redis.xtrim(self.stream_key(topic.name), minid=cut, approximate=False)
-            await self.redis.set(trimmed, cut)
+            await self._trim(keys=[self.stream_key(topic.name), trimmed, self.marker_key], args=[cut, marker])
         plain_cut = f"{max(keep_after_ms, 0)}-0"
         await self.redis.xtrim(self.stream_key(PLAIN_STREAM), minid=plain_cut, approximate=False)
         self.written += 1

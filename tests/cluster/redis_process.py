@@ -67,5 +67,21 @@ class RedisProcess:
             self.process.terminate()
             self.process.wait(10)
 
+    def files(self) -> Path:
+        """A copy of Redis's files as they are now (an old dump, for ``restore``); kill it first."""
+        saved = self.directory.with_name(self.directory.name + "-saved")
+        shutil.rmtree(saved, ignore_errors=True)
+        shutil.copytree(self.directory, saved)
+        return saved
+
+    def restore(self, saved: Path | None = None) -> None:
+        """Start again on the same port from ``saved`` files, or from none: Redis comes back
+        empty, as one without ``appendonly`` does after a restart."""
+        self.kill()
+        shutil.rmtree(self.directory, ignore_errors=True)
+        if saved is not None:
+            shutil.copytree(saved, self.directory)
+        self.start()
+
     def client(self) -> redis.Redis:
         return redis.Redis(port=self.port)
