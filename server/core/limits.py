@@ -48,9 +48,13 @@ SOCKET_ORDER_RECORDS = 500_000
 # expressions over 20,000 records held every socket for 100 s. About 1-2 s at the most.
 COMMAND_FILTER_WORK = 10_000_000
 
-# The records a transaction may examine while it is decided (quota.TransactionWork): it runs as
-# one step, about 0.1 s at a microsecond a record.
-TX_WORK_BUDGET = 100_000
+# The work one transaction may do in its one step (quota.TransactionWork), in the filter budget's
+# units (about 100-220 ns each): about 0.2-0.4 s. Reading a record costs RECORD_UNITS, deciding and
+# applying a publish PUBLISH_UNITS (10-20 us measured), each change a unit per subscription of its
+# topic plus that subscription's filter cost.
+TX_WORK_BUDGET = 2_000_000
+RECORD_UNITS = 10
+PUBLISH_UNITS = 50
 
 
 def text_field(raw: dict[str, Any], name: str, limit: int) -> None:

@@ -26,6 +26,8 @@ from .errors import BAD_FILTER, BAD_MESSAGE, INVALID_OPTIONS, CommandError, Filt
 from .filters import compile_filter
 from .limits import (
     COMMAND_FILTER_WORK,
+    PUBLISH_UNITS,
+    RECORD_UNITS,
     SOCKET_FILTER_BUDGET,
     SOCKET_ORDER_RECORDS,
     SOCKET_ORDERS,
@@ -153,33 +155,60 @@ def _data(records: Iterable[RecordVersion]) -> Iterator[Any]:
 
 
 class TransactionWork:
-    """The records a transaction examines while it is decided, counted before each command is.
+    """The work a transaction does in its one step, counted before it is done.
 
-    A ``tx`` is decided in one step that other sockets cannot interleave with (it must see the
-    records as its earlier commands left them), so its cost, not its count, is bounded: 600
-    deletes by filter over a topic of 20,000 records held every other socket for 6 s, while
-    the same deletes outside a transaction ran in slices. A delete by filter examines every
-    record of its topic; any other command, the records it names."""
+    A ``tx`` is decided and applied in one step that other sockets cannot interleave with (each
+    command sees the records as the earlier ones left them, and no subscriber may see part of it),
+    so its cost, not its count, is bounded: 600 deletes by filter over a topic of 20,000 records
+    held every other socket for 6 s, and 10,000 publishes to a topic whose subscriptions carry
+    costly filters held them 12 s, while the same commands outside a transaction ran in slices.
+    Units are the filter budget's (filters/cost.py, about 100-220 ns each): deciding a command
+    reads the records it names (``RECORD_UNITS`` each; a delete by filter reads every record of
+    its topic and evaluates its filter on each), and each change it makes then goes to every
+    subscription of its topic (a unit each, plus the cost of its filter where no index skips it)."""
 
-    __slots__ = ("spent",)
+    __slots__ = ("_fan_out", "spent")
 
     def __init__(self) -> None:
         self.spent = 0
+        self._fan_out: dict[str, int] = {}  # per topic: the units one change costs its subscriptions
 
     def charge(self, command: Publish | SowDelete, topic: Topic | None, pending: int) -> None:
-        """Count ``command``'s work (``pending``: the changes the transaction holds so far),
-        or refuse (``bad message``) the transaction when it would pass ``TX_WORK_BUDGET``."""
+        """Count the work of deciding ``command`` (``pending``: the changes the transaction holds
+        so far), or refuse (``bad message``) the transaction when it passes ``TX_WORK_BUDGET``."""
         if isinstance(command, SowDelete) and command.filter is not None:
-            work = (len(topic.records) if topic is not None else 0) + pending
+            examined = (len(topic.records) if topic is not None else 0) + pending
+            self._spend(examined * (RECORD_UNITS + _pass_cost(command.filter)))
         elif isinstance(command, SowDelete) and command.sow_keys is not None:
-            work = len(command.sow_keys)
+            self._spend(len(command.sow_keys) * RECORD_UNITS)
         else:
-            work = 1
-        self.spent += work
+            self._spend(PUBLISH_UNITS)
+
+    def changed(self, topic: Topic | None, changes: int) -> None:
+        """Count the delivery of ``changes`` changes to ``topic``'s subscriptions."""
+        if topic is None or not changes:
+            return
+        per_change = self._fan_out.get(topic.name)
+        if per_change is None:
+            per_change = self._fan_out[topic.name] = sum(
+                1 + subscription_cost(sub) for subs in topic.subscribers.values() for sub in subs
+            )
+        self._spend(changes * per_change)
+
+    def _spend(self, units: int) -> None:
+        self.spent += units
         if self.spent > TX_WORK_BUDGET:
             raise CommandError(
                 BAD_MESSAGE,
-                f"this transaction examines more than {TX_WORK_BUDGET} records while it is "
-                "decided (a delete by filter examines every record of its topic): split it, "
-                "or delete by sow_keys",
+                f"this transaction would do more than {TX_WORK_BUDGET} units of work in one step "
+                "(records read, filters evaluated, deliveries to its topics' subscriptions): "
+                "split it into smaller transactions",
             )
+
+
+def _pass_cost(text: str) -> int:
+    """A filter's cost per record in a pass over a topic (an index does not help a pass)."""
+    try:
+        return compile_filter(text).cost
+    except FilterError:
+        return 0  # refused by the command itself, with its column

@@ -49,6 +49,7 @@ def transact(engine: Engine, session: Session, header: Header, body: Transaction
                 decided, expected = [entry], [expect]
             else:
                 decided, expected = decide_delete(engine, session, command, pending)
+            work.changed(engine.topics.get(command.topic), len(decided))
         except CommandError as error:
             raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
         for entry, expect in zip(decided, expected, strict=True):

@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 
 from server.core import quota
+from server.core.filters import compile_filter
 from server.core.limits import (
     MAX_ORDERBY_LENGTH,
     MAX_ORDERBY_TERMS,
     MAX_WINDOW_ROWS,
+    RECORD_UNITS,
     SOCKET_ORDER_RECORDS,
     SOCKET_ORDERS,
     TX_WORK_BUDGET,
@@ -99,7 +101,7 @@ def test_the_records_a_sockets_orders_hold_are_bounded_besides_the_largest(
     assert SOCKET_ORDER_RECORDS > 0  # the real bound is the one documented
 
 
-def test_a_transaction_is_bounded_by_the_records_it_examines_not_its_count() -> None:
+def test_a_transaction_is_bounded_by_the_work_of_its_one_step_not_its_count() -> None:
     h = Harness(topics=TOPICS)
     peer, watcher = h.peer(), h.peer()
     records = 20_000
@@ -108,12 +110,13 @@ def test_a_transaction_is_bounded_by_the_records_it_examines_not_its_count() -> 
     deletes = [{"c": "sow_delete", "t": "orders", "filter": f"/qty = {n % 97}"} for n in range(600)]
     got = peer.send({"c": "tx", "cid": "t", "cmds": deletes})
     ack = processed(got, "t")
-    # Each delete by filter examines the whole topic (and what the earlier ones deleted): refused
-    # at the command that passes the budget, before it is decided.
+    # Each delete by filter reads the whole topic and evaluates its filter on every record:
+    # refused at the command that passes the budget, before anything is applied.
     match = re.fullmatch(r"bad message: cmds\[(\d+)\]: (.*)", ack["reason"])
     assert match is not None, ack
-    assert TX_WORK_BUDGET // records - 1 <= int(match[1]) <= TX_WORK_BUDGET // records
-    assert match[2].startswith(f"this transaction examines more than {TX_WORK_BUDGET} records")
+    per_delete = records * (RECORD_UNITS + compile_filter("/qty = 1").cost)
+    assert 0 < int(match[1]) <= TX_WORK_BUDGET // per_delete
+    assert match[2].startswith(f"this transaction would do more than {TX_WORK_BUDGET} units of work")
     assert len(h.engine.topics["orders"].records) == records  # nothing applied
     assert watcher.take() == []
     # What the budget allows still runs: deletes by key, many publishes, a few deletes by filter.
@@ -122,6 +125,25 @@ def test_a_transaction_is_bounded_by_the_records_it_examines_not_its_count() -> 
     allowed += [{"c": "sow_delete", "t": "orders", "filter": "/qty = 96"}] * 3
     ack = processed(peer.send({"c": "tx", "cid": "ok", "cmds": allowed}), "ok")
     assert ack["status"] == "success", ack["reason"]
+
+
+def test_a_transaction_counts_the_deliveries_its_changes_make() -> None:
+    # 10,000 publishes in one transaction to a topic whose subscriptions carry costly filters held
+    # every other socket for 12 s: each change is evaluated for every subscription in that step.
+    h = Harness(topics=TOPICS)
+    publisher = h.peer()
+    batch = {
+        "c": "tx",
+        "cid": "tx",
+        "cmds": [{"c": "publish", "t": "fills", "data": {"id": n}} for n in range(10_000)],
+    }
+    assert processed(publisher.send(batch), "tx")["status"] == "success"  # nobody listens: cheap
+    costly = " OR ".join(["/s LIKE '(a|b)*c'"] * 20)
+    for n in range(5):
+        h.peer().send({"c": "subscribe", "t": "fills", "sub_id": n, "filter": costly})
+    ack = processed(publisher.send({**batch, "cid": "again"}), "again")
+    assert ack["reason"].startswith("bad message: cmds["), ack
+    assert "units of work in one step" in ack["reason"]
 
 
 def test_a_live_window_holds_at_most_ten_thousand_rows() -> None:
@@ -153,7 +175,8 @@ def test_a_pass_of_a_costly_filter_over_a_big_topic_is_refused_before_it_runs() 
     too_costly = "too costly over 20000 records: 40801 units a record, at most 10000000 units"
     assert reasons["sow"].startswith(f"bad filter: {too_costly}")
     assert reasons["del"].startswith(f"bad filter: {too_costly}")
-    assert reasons["tx"].startswith(f"bad filter: cmds[0]: {too_costly}")
+    # In a transaction, the transaction's own budget refuses it first (it counts the same pass).
+    assert reasons["tx"].startswith("bad message: cmds[0]: this transaction would do more than")
     # A subscription's filter is refused by the socket's filter budget first (it runs per publish).
     assert reasons["sas"].startswith("invalid options: filter budget"), reasons["sas"]
     assert len(h.engine.topics["orders"].records) == 20_000
