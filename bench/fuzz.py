@@ -4,12 +4,16 @@
     .venv/bin/python bench/fuzz.py --minutes 20 --target frames --target filters
     .venv/bin/python bench/fuzz.py --examples 500       # a fixed number of examples per target
     .venv/bin/python bench/fuzz.py --atheris 0.25       # a quarter of the time: atheris on raw bytes
+    .venv/bin/python bench/fuzz.py --minutes 10 --target hostile   # the hostile model, for longer
 
 Targets (strategies and properties live in tests/fuzzing/, shared with tests/core/test_fuzz.py):
 frames (Engine.receive with hostile frames, floods, raw bytes and clock ticks), commands
 (decode_header / decode_body), filters (compile_filter and evaluation), orderby, options, select.
 With ``--atheris`` (when the ``atheris`` package is installed) part of the time goes to a
-coverage-guided byte-level run of the frame decoder in a child process.
+coverage-guided byte-level run of the frame decoder in a child process. The target ``hostile`` is
+the hostile model against a real server (tests/integration/hostile_model.py: every command with
+its fields at their extremes, a victim socket's round trip and the server's memory watched),
+round after round with a new seed each, where the suite runs one round of one seed.
 
 Hypothesis shrinks every failure to a minimal example; the script prints each distinct failure
 once (its property, the falsifying example) and keeps fuzzing for others: a failure already
@@ -218,6 +222,33 @@ def atheris_child(seconds: int, corpus: str) -> None:
     atheris.Fuzz()
 
 
+# -- the hostile model: a real server, rounds of extreme commands ---------------------------------
+
+
+def run_hostile(budget_s: float, tally: Tally, seed: int | None) -> None:
+    from tests.integration.hostile_arena import GROWTH_MB, LATENCY_S  # noqa: PLC0415
+    from tests.integration.hostile_model import run_model, seeded_server  # noqa: PLC0415
+
+    started = time.monotonic()
+    first = seed if seed is not None else int(time.time())
+    rounds = 0
+    while time.monotonic() - started < budget_s:
+        with tempfile.TemporaryDirectory(prefix="hostile-") as directory:
+            server = seeded_server(Path(directory))  # a new server a round: findings stay apart
+            try:
+                report = run_model(server, first + rounds, 1, LATENCY_S, GROWTH_MB)
+            finally:
+                server.stop()
+        print(f"  seed {first + rounds}: {report.summary()}", flush=True)
+        tally.examples += report.volleys
+        for finding in report.findings:
+            failure = Failure("hostile", finding.what, finding.volley.label, f"seed {first + rounds}")
+            tally.failures.append(failure)
+            print_failure(failure)
+        rounds += 1
+    tally.seconds += time.monotonic() - started
+
+
 # -- main ----------------------------------------------------------------------------------------
 
 WEIGHTS = {
@@ -228,6 +259,7 @@ WEIGHTS = {
     "orderby": 1,
     "options": 1,
     "select": 1,
+    "hostile": 4,
 }
 
 
@@ -261,6 +293,9 @@ def main() -> int:
         label = f"{args.examples} examples" if budget is None else f"{budget:.0f} s"
         print(f"fuzzing {name} for {label} ...", flush=True)
         tallies[name] = Tally()
+        if name == "hostile":
+            run_hostile(budget if budget is not None else 60.0, tallies[name], args.seed)
+            continue
         run_target(name, budget, args.examples, tallies[name], known, args.seed)
     if atheris_s > 0:
         print(f"atheris on raw frames for {atheris_s:.0f} s ...", flush=True)
