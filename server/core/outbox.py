@@ -24,14 +24,14 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from . import queue_figures
-from .conflation import Net, RecordEntry, conflate_with
+from .conflation import RecordEntry
 from .delivery import Delivery, RunBatch, TxBlock
+from .keyed import fold
 from .queue_index import QueuedRecords
 from .snapshots import SnapshotStream
 
 if TYPE_CHECKING:
     from .ports import Reader
-    from .records import RecordVersion
 
 # A stream may yield this to end the current frame early (the ``bs`` batch size of a query).
 FRAME_BREAK = b""
@@ -142,69 +142,14 @@ class Outbox:
         return self.conflation and (policy == "always" or (self.keyed and policy == "conflate"))
 
     def _keyed(self, delivery: Delivery, check_room: bool) -> int:
-        """Queue ``delivery`` into the record's entries (conflation.py). For each subscription it
-        conflates with one of that subscription's queued messages about the record (the newest;
-        the topic's ``conflation_match`` may pick another, or none), as the topic's
-        ``conflation_merge`` decides (the merge, the older, the newer, or both kept); the
-        messages it conflates with and the new ones go into the record's newest entry when that
-        may take them (mode ``replace``, no subscription new to the record), else into a new
-        entry at the end. 0 (and nothing changed) when a new message does not fit."""
-        record = delivery.record
-        assert record is not None
-        policy = delivery.policy
-        index = self._queued.nets
-        plans: list[tuple[Reader, Net | None, RecordVersion | None]] = []
-        adds = fresh = False
-        for sub in delivery.subs:
-            queued = index.get((record, sub))
-            fresh = fresh or not queued  # its first message about the record: after its ack
-            picked, version = conflate_with(queued, delivery, sub)
-            adds = adds or picked is None
-            plans.append((sub, picked, version))
-        if adds and check_room and not self._fits(delivery.size):
+        """Queue ``delivery`` into its record's entries (keyed.py); 0 (and nothing changed) when
+        a new message does not fit."""
+        folded = fold(self._entries, self._queued, delivery, self._fits if check_room else None)
+        if folded is None:
             return 0
-        latest = self._queued.latest
-        target = latest.get(record)  # None: none queued, or a snapshot or transaction of it since
-        if target is None or (target is not self._entries[-1] and (fresh or policy.mode == "append")):
-            target = latest[record] = RecordEntry(policy, record)
-            self._entries.append(target)
-        touched = {target}
-        for _, picked, _ in plans:
-            if picked is not None:
-                touched.add(picked.entry)
-        before_bytes = sum(entry.size for entry in touched)
-        before_messages = sum(entry.count for entry in touched)
-        conflated = False
-        for sub, picked, version in plans:
-            queued = index.setdefault((record, sub), [])
-            if picked is not None and picked is queued[-1]:
-                if version is not picked.version:  # the older kept stays where it is: moved
-                    picked.entry.remove(picked)  # behind a newer state it would go back in time
-                    target.append(picked)  # nets stay in the order of their last change
-                picked.fold(delivery, version)
-                conflated = True
-                continue
-            if picked is not None:
-                # An older message of this subscription: it leaves the queue, the next one
-                # starts from what the client held before it, and the conflation of the two
-                # goes after everything else queued for the subscription.
-                following = queued[queued.index(picked) + 1]
-                following.absorb(picked)
-                picked.entry.remove(picked)
-                queued.remove(picked)
-                conflated = True
-            net = Net(delivery, sub, target, version)
-            if queued:
-                net.follow(queued[-1])
-            target.append(net)
-            queued.append(net)
-        if conflated:
-            policy.counters["conflated"] += 1
-            self.conflated += 1
-        for entry in touched:
-            entry.recount()
-        self.queued_bytes += sum(entry.size for entry in touched) - before_bytes
-        self.queued_messages += sum(entry.count for entry in touched) - before_messages
+        self.conflated += folded.conflated
+        self.queued_bytes += folded.size
+        self.queued_messages += folded.messages
         return self.queued_messages
 
     # -- relief ---------------------------------------------------------------------------
