@@ -1,8 +1,9 @@
 """The bounded outbound queue of one socket, and its conflation (PROTOCOL 6.3).
 
 Entries, in order: plain messages (acks and the like, never conflated), ``RunBatch``es (a run of
-whole records for a stateless subscription), ``Delivery``s (one message about one record) and
-lazy snapshot streams (encoded as the writer drains them). The queue is bounded in bytes and in
+whole records for a stateless subscription), ``Delivery``s (one message about one record), lazy
+snapshot streams (encoded as the writer drains them) and transactions (a ``TxBlock`` each, or a
+``TxMerge`` of several once relieved: tx_merge.py). The queue is bounded in bytes and in
 messages, and everything in it counts: a snapshot counts its records as messages and an estimate
 of their encoded size as bytes from the moment it is queued, each record's share coming off as it
 is written. (What one snapshot counts is capped at half of each bound: it holds only a pointer a
@@ -25,10 +26,12 @@ from typing import TYPE_CHECKING
 
 from . import queue_figures
 from .conflation import RecordEntry
-from .delivery import Delivery, RunBatch, TxBlock
+from .delivery import CONFLATED_POLICIES, Delivery, RunBatch, TxBlock
 from .keyed import fold
 from .queue_index import QueuedRecords
 from .snapshots import SnapshotStream
+from .tx_merge import TxMerge, records_of
+from .unsubscribing import dropped_by_relief
 
 if TYPE_CHECKING:
     from .ports import Reader
@@ -36,10 +39,8 @@ if TYPE_CHECKING:
 # A stream may yield this to end the current frame early (the ``bs`` batch size of a query).
 FRAME_BREAK = b""
 
-CONFLATED_POLICIES = ("conflate", "always")
-
-
-Entry = bytes | RunBatch | Delivery | RecordEntry | SnapshotStream | TxBlock
+Entry = bytes | RunBatch | Delivery | RecordEntry | SnapshotStream | TxBlock | TxMerge
+Joinable = TxBlock | TxMerge | Delivery | RunBatch | RecordEntry  # what a merged block takes in
 
 
 class Outbox:
@@ -95,23 +96,61 @@ class Outbox:
         return self._add(batch, batch.size, count)
 
     def push_delivery(self, delivery: Delivery) -> int:
+        merge = self._open_merge()
+        if merge is not None:  # it joins the merged transactions queued last (tx_merge.py)
+            return self._into(merge, delivery, check_room=True)
         if delivery.record is not None and self._merging(delivery):
             return self._keyed(delivery, check_room=True)
         if not self._fits(delivery.size):
             return 0
         return self._add(delivery, delivery.size, 1)
 
-    def push_tx(self, block: TxBlock) -> int:
+    def push_tx(self, block: TxBlock, squeeze: bool = False) -> int:
         """Queue a transaction's messages as one entry; 0 when it does not fit. Like a snapshot
         it counts at most half of each bound: a transaction bigger than the whole queue, which
-        cannot be conflated or split, must still be possible."""
+        cannot be split, must still be possible.
+
+        Once the queue is keyed it merges with the transactions queued last (tx_merge.py) when
+        nothing else was queued since. ``squeeze`` (the last try before a 4001 close, after a
+        relief): it merges even when it would not fit as a block of its own, and fits when the
+        merge does."""
         if self.max_messages <= 0:
             return 0  # closed
         self._count_block(block)
-        if not self._fits(block.counted_size, block.counted):
+        fits = self._fits(block.counted_size, block.counted)
+        if not (self.keyed and self.conflation):
+            if not fits:
+                return 0
+            self._queued.passed(block.records)
+            return self._add(block, block.counted_size, block.counted)
+        if not (fits or squeeze):
             return 0
-        self._queued.passed(block.records)
-        return self._add(block, block.counted_size, block.counted)
+        merge = self._open_merge()
+        if merge is None:
+            merge = TxMerge()
+            self._entries.append(merge)
+        queued = self._into(merge, block)
+        fits = self.queued_messages <= self.max_messages and self.queued_bytes <= self.max_bytes
+        return queued if fits else 0
+
+    def _open_merge(self) -> TxMerge | None:
+        """The merged transactions queued last, that what comes next may join."""
+        entries = self._entries
+        last = entries[-1] if entries else None
+        return last if isinstance(last, TxMerge) else None
+
+    def _into(self, merge: TxMerge, entry: Joinable, check_room: bool = False) -> int:
+        """``entry`` joins ``merge``; 0 (and nothing changed) when it needs room that is not there."""
+        counted, counted_size = merge.counted, merge.counted_size
+        conflated = merge.take(entry, self._fits if check_room else None)
+        if conflated is None:
+            return 0
+        # Later changes of its records go after the block, never into a message queued before it.
+        self._queued.passed(records_of(entry))
+        self.conflated += conflated
+        self.queued_messages += merge.counted - counted
+        self.queued_bytes += merge.counted_size - counted_size
+        return self.queued_messages
 
     def _count_block(self, block: TxBlock) -> None:
         block.counted = min(block.count, max(1, self.max_messages // 2))
@@ -171,43 +210,46 @@ class Outbox:
         ``unsubscribe`` topics: their queued deliveries are dropped; the subscriptions are
         returned so the session can drop them and say so (whether or not this session turned
         conflation off: dropping a subscription is not conflating). ``off``: left as they are.
-        ``drop`` False (conflating early, the queue not full): nothing is dropped.
+        Transactions: consecutive ones, and what is queued between and after them, merge into
+        one block (tx_merge.py). ``drop`` False (conflating early, the queue not full): nothing
+        is dropped.
         """
         old = self._entries
         self._entries = deque()
         self._queued = QueuedRecords()
         self.queued_bytes = self.queued_messages = 0
         self.keyed = True
-        # The subscriptions dropped, first: a transaction queued anywhere keeps none of their
-        # messages (its delta about a record may follow their dropped insert of it).
-        # A transaction's block is never conflated, but its messages for a subscription of an
-        # ``unsubscribe`` topic are that subscription's queued updates like any others.
-        dropped: dict[Reader, None] = {}
-        if drop:
-            for entry in old:
-                in_block = isinstance(entry, TxBlock)
-                for item in entry.held if isinstance(entry, TxBlock) else (entry,):
-                    if isinstance(item, Delivery | RunBatch) and item.policy.conflation == "unsubscribe":
-                        dropped.update(dict.fromkeys(item.subs))
-                        if in_block:  # (the others are counted as they are dropped, below)
-                            messages = 1 if isinstance(item, Delivery) else len(item.bodies)
-                            item.policy.counters["dropped"] += messages
+        dropped = dropped_by_relief(old) if drop else {}
+        merging = self.conflation  # (a session without conflation keeps its blocks apart)
         for entry in old:
+            merge = self._open_merge() if merging else None
             if isinstance(entry, RunBatch):
                 for delivery in entry.deliveries():
-                    self._relieve_one(delivery, drop)
+                    self._relieve_one(delivery, drop, merge)
             elif isinstance(entry, Delivery):
-                self._relieve_one(entry, drop)
+                self._relieve_one(entry, drop, merge)
             elif isinstance(entry, RecordEntry):
-                if not entry.dead:
+                if entry.dead:
+                    continue
+                if merge is not None:
+                    self._into(merge, entry)
+                else:
                     self._queued.keep(entry)
                     self._add(entry, entry.size, entry.count)
             elif isinstance(entry, bytes):
                 self._add(entry, len(entry) + 1, 1)
-            elif isinstance(entry, TxBlock):  # never conflated: a transaction goes whole
+            elif isinstance(entry, TxBlock | TxMerge):
                 kept = entry.without(dropped) if dropped else entry
-                if kept is not None:
+                if kept is None:
+                    continue
+                if isinstance(kept, TxBlock):
                     self._count_block(kept)
+                if merging and not (merge is None and isinstance(kept, TxMerge)):
+                    if merge is None:
+                        merge = TxMerge()
+                        self._entries.append(merge)
+                    self._into(merge, kept)
+                else:  # a transaction (or transactions merged before) goes as it came
                     self._queued.passed(kept.records)
                     self._add(kept, kept.counted_size, kept.counted)
             else:
@@ -215,10 +257,13 @@ class Outbox:
                 self._add(entry, entry.size, entry.messages)
         return list(dropped)
 
-    def _relieve_one(self, delivery: Delivery, drop: bool) -> None:
+    def _relieve_one(self, delivery: Delivery, drop: bool, merge: TxMerge | None) -> None:
         policy = delivery.policy
         if policy.conflation == "unsubscribe" and drop:
             policy.counters["dropped"] += 1  # its subscriptions are dropped (relieve)
+            return
+        if merge is not None:
+            self._into(merge, delivery)
             return
         if delivery.record is not None and self.conflation and policy.conflation in CONFLATED_POLICIES:
             self._keyed(delivery, check_room=False)
@@ -288,15 +333,16 @@ class Outbox:
                 self._queued.taken(entry)
                 if now is not None:
                     queue_figures.observe_written(entry, now)
-            elif isinstance(entry, TxBlock):
+            elif isinstance(entry, TxBlock | TxMerge):
                 if parts and size + entry.size > max_frame_bytes:
                     break  # a transaction is one frame, of its own when it must be
                 entries.popleft()
-                parts.extend(entry.parts)
-                size += entry.size
+                rendered = entry.render()  # (nothing, when nothing is left for anyone)
+                parts.extend(rendered)
+                size += sum(len(part) + 1 for part in rendered)
                 self.queued_bytes -= entry.counted_size
                 self.queued_messages -= entry.counted
-                self.sent += entry.count
+                self.sent += len(rendered) // 2 + 1 if rendered else 0
                 if now is not None:
                     queue_figures.observe_written(entry, now)
             elif isinstance(entry, RunBatch):

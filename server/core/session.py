@@ -113,14 +113,16 @@ class Session:
         if queued == block.counted:
             self._wake()  # the block is all there is: the writer may be asleep
 
-        def retry() -> int:
+        def retry(last: bool = False) -> int:
             # Relief may have dropped subscriptions the block has messages for: not theirs.
             left = block.without()
             if left is None:
                 return outbox.queued_messages or 1  # nothing of it is left to queue: it "fits"
-            return outbox.push_tx(left)
+            # The last try merges it with the transactions queued before, as a plain publish
+            # folds into its record's queued message, before the socket is closed for want of room.
+            return outbox.push_tx(left, squeeze=last)
 
-        self._settle(queued, retry, None)
+        self._settle(queued, retry, None, last=lambda: retry(last=True))
 
     def _deliver(self, delivery: Delivery) -> None:
         outbox = self.outbox
@@ -170,7 +172,9 @@ class Session:
         retry: Callable[[], int],
         policy: QueuePolicy | None,
         subs: tuple[Reader, ...] = (),
+        last: Callable[[], int] | None = None,
     ) -> None:
+        """``retry`` pushes again after a write; ``last`` (default: ``retry``) after a relief."""
         if queued > 1:
             if queued > self._crowded_at or self.outbox.queued_bytes * 4 > self.outbox.max_bytes:
                 self.on_crowded(self)
@@ -189,7 +193,7 @@ class Session:
                 self._drop(cast("list[Subscription]", dropped))
             if subs and subs[0].dropped:
                 return  # the message was for a subscription just dropped for back pressure
-            queued = retry()
+            queued = (last or retry)()
         if queued:
             self._wake()
             return

@@ -1,0 +1,192 @@
+"""Transactions under socket-queue conflation (PROTOCOL 11.3 and 6.3), as a property.
+
+The same changes go to two engines, once as transactions and once as plain publishes, each with a
+socket that never reads. The socket receiving transactions must survive at least as long (in
+changes applied) as the one receiving plain publishes: a transaction may be merged with later
+changes, so it never needs more room than the same changes conflated. And when it survives, what
+it was sent, applied in order by a client, goes only through states the view really had (each
+block takes it to the state after some transaction: never part of one) and ends equal to the
+view of the SOW.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonpatch
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from .conflation_hub import TOPICS
+from .harness import Harness, Peer
+
+View = dict[str, Any]
+
+record_id = st.integers(0, 4)
+x = st.integers(0, 5)
+change = st.one_of(
+    st.builds(lambda i, v: {"c": "publish", "data": {"id": i, "x": v}}, record_id, x),
+    st.builds(lambda i, v: {"c": "delta_publish", "data": {"id": i, "x": v}}, record_id, x),
+    st.builds(lambda i, v: {"c": "delta_publish", "data": {"id": i, "y": v}}, record_id, x),
+    st.builds(lambda i: {"c": "sow_delete", "filter": f"/id = {i}"}, record_id),
+)
+SUBSCRIPTIONS = [
+    {"c": "sow_and_subscribe", "o": "oof", "filter": "/x > 2"},
+    {"c": "sow_and_delta_subscribe", "o": "oof", "filter": "/x > 2"},
+    {"c": "sow_and_delta_subscribe", "o": "oof"},
+    {"c": "sow_and_subscribe", "o": "oof"},
+]
+
+
+class Run:
+    """One engine, a publisher and one stalled subscriber."""
+
+    def __init__(self, topic: str, subscription: dict[str, Any], max_messages: int) -> None:
+        self.h = Harness(topics=TOPICS, server={"queue_max_messages": max_messages})
+        self.topic = topic
+        self.filter = subscription.get("filter")
+        self.publisher = self.h.peer()
+        self.stalled = self.h.peer()
+        self.view: View = {}
+        for m in self.stalled.send({**subscription, "t": topic, "sub_id": "s"}):
+            if m["c"] == "sow":
+                self.view[m["k"]] = m["data"]
+        self.applied = 0
+        self.closed_at: int | None = None  # changes applied when the socket was closed
+
+    def send(self, command: dict[str, Any], changes: int) -> None:
+        self.h.engine.receive(self.publisher.session, orjson.dumps(command))
+        self.publisher.session.outbox.take_frame(1 << 30)  # the publisher reads its acks
+        self.applied += changes
+        if self.closed_at is None and self.stalled.session.close_code is not None:
+            assert self.stalled.session.close_code == 4001
+            self.closed_at = self.applied
+
+    def sow(self) -> View:
+        query: dict[str, Any] = {"c": "sow", "t": self.topic, "query_id": "q"}
+        if self.filter is not None:
+            query["filter"] = self.filter
+        return {m["k"]: m["data"] for m in self.h.peer().send(query) if m["c"] == "sow"}
+
+
+def with_topic(command: dict[str, Any], topic: str) -> dict[str, Any]:
+    return {**command, "t": topic}
+
+
+def apply(view: View, message: dict[str, Any]) -> None:
+    assert message["c"] in ("p", "oof"), message
+    key = message["k"]
+    if message["c"] == "oof":
+        # (An OOF is never silenced, even for a record that came and went while queued.)
+        view.pop(key, None)
+    elif "data" in message:
+        view[key] = message["data"]
+    else:
+        view[key] = jsonpatch.apply_patch(view[key], message["patch"])
+
+
+def received(peer: Peer) -> list[list[dict[str, Any]]]:
+    frames = []
+    while (frame := peer.session.outbox.take_frame(1 << 30)) is not None:
+        frames.append(orjson.loads(frame))
+    return frames
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    topic=st.sampled_from(["c", "ca", "a", "aa", "o"]),
+    subscription=st.sampled_from(SUBSCRIPTIONS),
+    max_messages=st.sampled_from([4, 6, 10, 16]),
+    transactions=st.lists(st.lists(change, min_size=1, max_size=4), min_size=1, max_size=40),
+)
+def test_transactions_are_closed_no_sooner_than_plain_publishes_and_never_seen_in_part(
+    topic: str, subscription: dict[str, Any], max_messages: int, transactions: list[list[dict[str, Any]]]
+) -> None:
+    as_tx = Run(topic, subscription, max_messages)
+    plain = Run(topic, subscription, max_messages)
+    states = [orjson.dumps(as_tx.sow(), option=orjson.OPT_SORT_KEYS)]  # the view after each transaction
+    for changes in transactions:
+        commands = [with_topic(command, topic) for command in changes]
+        as_tx.send({"c": "tx", "cmds": commands}, len(commands))
+        states.append(orjson.dumps(as_tx.sow(), option=orjson.OPT_SORT_KEYS))
+        for command in commands:
+            plain.send(command, 1)
+    if as_tx.closed_at is not None:
+        assert plain.closed_at is not None and as_tx.closed_at >= plain.closed_at, (
+            f"closed after {as_tx.closed_at} changes as transactions, {plain.closed_at} as plain publishes"
+        )
+        return
+    view = as_tx.view
+    for frame in received(as_tx.stalled):
+        block = None
+        for message in frame:
+            if message["c"] == "tx_begin":
+                assert block is None, "a block inside a block"
+                block = message["tx"]
+            elif message["c"] == "tx_end":
+                assert message["tx"] == block
+                block = None
+                assert orjson.dumps(view, option=orjson.OPT_SORT_KEYS) in states, "a state the view never had"
+            else:
+                assert block is not None, "a message outside a block: the feed sends only transactions"
+                apply(view, message)
+        assert block is None, "a block split across frames"
+    assert view == as_tx.sow()
+
+
+step = st.one_of(
+    st.tuples(st.just("tx"), st.lists(change, min_size=1, max_size=4)),
+    st.tuples(st.just("plain"), st.lists(change, min_size=1, max_size=3)),
+    st.tuples(st.just("read"), st.just([])),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    topic=st.sampled_from(["c", "ca", "a", "aa", "o", "u"]),
+    subscription=st.sampled_from(SUBSCRIPTIONS),
+    max_messages=st.sampled_from([4, 6, 10, 16]),
+    steps=st.lists(step, min_size=1, max_size=40),
+)
+def test_transactions_mixed_with_plain_publishes_reach_a_slow_client_whole(
+    topic: str, subscription: dict[str, Any], max_messages: int, steps: list[tuple[str, list[dict[str, Any]]]]
+) -> None:
+    """Transactions and plain publishes, and a client that reads now and then: every block it
+    gets is whole, and its view ends equal to the SOW's (unless it was closed, or dropped by
+    the ``unsubscribe`` policy)."""
+    run = Run(topic, subscription, max_messages)
+    view = run.view
+    dropped = False
+
+    def read() -> None:
+        nonlocal dropped
+        for frame in received(run.stalled):
+            inside = False
+            for message in frame:
+                if message["c"] in ("tx_begin", "tx_end"):
+                    assert inside == (message["c"] == "tx_end"), "blocks open and close in turn"
+                    inside = not inside
+                elif message["c"] == "unsubscribed":
+                    assert not inside and topic == "u"
+                    dropped = True
+                else:
+                    assert not dropped, "a message after unsubscribed"
+                    apply(view, message)
+            assert not inside, "a block split across frames"
+
+    for kind, changes in steps:
+        commands = [with_topic(command, topic) for command in changes]
+        if kind == "tx":
+            run.send({"c": "tx", "cmds": commands}, len(commands))
+        elif kind == "plain":
+            for command in commands:
+                run.send(command, 1)
+        else:
+            read()
+    if run.closed_at is not None:
+        assert topic != "u", "the unsubscribe policy drops the subscription, not the socket"
+        return
+    read()
+    if not dropped:
+        assert view == run.sow()
