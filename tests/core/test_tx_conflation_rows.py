@@ -1,5 +1,5 @@
-"""Transactions under socket-queue conflation (PROTOCOL 11.3 and 6.3): the table of
-docs/protocol.md ("Transactions in a conflated queue"), row by row.
+"""Transactions under socket-queue conflation (PROTOCOL 11.3 and 6.3): the table in the
+Transactions section of docs/protocol.md, row by row, and the paragraph above it.
 
 A stalled peer never reads until the test does; ``relieve`` is what a full queue (or background
 conflation, ``drop=False``) does to it.
@@ -64,7 +64,7 @@ def shape(peer: Peer) -> list[Any]:
     return out
 
 
-# -- row 1: consecutive blocks merge, per record, into one block with the latest ID ----------
+# -- row 1: blocks A then B merge, per record, into one block with B's ID --------------------------
 
 
 @pytest.mark.parametrize(("name", "order"), [("c", [1, 2]), ("ca", [2, 1])])
@@ -92,7 +92,7 @@ def test_the_merged_block_carries_the_latest_transactions_id() -> None:
     assert frame[0] == {"c": "tx_begin", "tx": ids[-1]} and frame[-1] == {"c": "tx_end", "tx": ids[-1]}
 
 
-# -- rows 2 and 3: plain messages between and after blocks join them -------------------------
+# -- rows 2 to 4: changes between and after blocks join them, changes before stay before -----------
 
 
 def test_plain_messages_between_two_blocks_join_them() -> None:
@@ -127,7 +127,7 @@ def test_plain_messages_before_the_first_block_stay_before_it() -> None:
     assert shape(peer) == [("p", 1, 1), [("p", 1, 2), ("p", 2, 0)]]
 
 
-# -- row 4: anything else in the queue ends a merged block -----------------------------------
+# -- row 5: anything else in the queue keeps two blocks apart --------------------------------------
 
 
 def test_an_ack_between_two_blocks_keeps_them_apart() -> None:
@@ -147,7 +147,7 @@ def test_an_ack_between_two_blocks_keeps_them_apart() -> None:
     ], "the new subscription's first message comes after its ack, and the block after it whole"
 
 
-# -- rows 5 to 7: what a record's messages come to in the merged block -----------------------
+# -- row 1 again: what a record's messages come to in the merged block -----------------------------
 
 
 def oof_peer(h: Harness) -> Peer:
@@ -197,7 +197,7 @@ def test_out_then_in_again_is_the_final_state_in_full() -> None:
     assert message["c"] == "p" and message["data"] == {"id": 1, "v": 3}
 
 
-# -- rows 8 and 9: off and unsubscribe topics inside the blocks ------------------------------
+# -- rows 6 and 7: off and unsubscribe topics inside the blocks ------------------------------------
 
 
 def test_an_off_topics_messages_all_stay_in_order_in_the_merged_block() -> None:
@@ -232,7 +232,7 @@ def test_an_unsubscribe_topics_messages_go_with_its_subscription_the_rest_merges
     assert shape(peer) == [[("p", 1, 1)]]
 
 
-# -- row 10: a session with conflation=off keeps its blocks as they came ----------------------
+# -- row 8: a session with conflation=off keeps its blocks as they came ----------------------------
 
 
 def test_a_session_without_conflation_keeps_its_blocks() -> None:
@@ -243,7 +243,7 @@ def test_a_session_without_conflation_keeps_its_blocks() -> None:
     assert shape(peer) == [[("p", 1, 0)], [("p", 1, 1)]]
 
 
-# -- row 11: once merged, what comes next joins at once --------------------------------------
+# -- once merged, what comes next joins at once (background conflation too) ------------------------
 
 
 def test_after_a_relief_new_transactions_and_changes_join_the_merged_block() -> None:
@@ -257,7 +257,18 @@ def test_after_a_relief_new_transactions_and_changes_join_the_merged_block() -> 
     assert shape(peer) == [[("p", 1, 99), ("p", 2, 29), ("p", 0, 27)]]
 
 
-# -- row 12: what a merged block counts --------------------------------------------------------
+def test_background_conflation_merges_transactions_before_the_queue_fills() -> None:
+    h = hub(max_messages=40)
+    peer = stalled(h, {"c": "subscribe", "t": "c", "sub_id": "s"})
+    feed(h, *[tx(publish("c", 1, u=u), publish("c", 2, u=u)) for u in range(4)])
+    outbox = peer.session.outbox
+    assert outbox.queued_messages == 16 and peer.session in h.engine.crowded  # past a quarter
+    assert not h.engine.conflate_crowded(lambda: False)
+    assert outbox.queued_messages == 2 and h.engine.background_conflations == 1
+    assert shape(peer) == [[("p", 1, 3), ("p", 2, 3)]]
+
+
+# -- row 9: what a merged block counts, and the report this fixes ----------------------------------
 
 
 def test_a_stalled_socket_receiving_transactions_is_conflated_not_closed() -> None:
@@ -284,14 +295,3 @@ def test_a_merged_block_never_counts_more_than_its_parts() -> None:
     outbox.relieve()
     assert outbox.queued_messages == 4, "an off topic's messages stay; the marks are framing"
     assert shape(peer) == [[("p", n, n) for n in range(4)]]
-
-
-def test_background_conflation_merges_transactions_before_the_queue_fills() -> None:
-    h = hub(max_messages=40)
-    peer = stalled(h, {"c": "subscribe", "t": "c", "sub_id": "s"})
-    feed(h, *[tx(publish("c", 1, u=u), publish("c", 2, u=u)) for u in range(4)])
-    outbox = peer.session.outbox
-    assert outbox.queued_messages == 16 and peer.session in h.engine.crowded  # past a quarter
-    assert not h.engine.conflate_crowded(lambda: False)
-    assert outbox.queued_messages == 2 and h.engine.background_conflations == 1
-    assert shape(peer) == [[("p", 1, 3), ("p", 2, 3)]]
