@@ -59,6 +59,7 @@ class TxMerge:
         "allowance",
         "allowance_size",
         "begin",
+        "compact_at",
         "count",
         "end",
         "entries",
@@ -76,6 +77,7 @@ class TxMerge:
         # (conflation.py); and what its parts counted when they were queued.
         self.count = self.size = 0
         self.allowance = self.allowance_size = 0
+        self.compact_at = 16  # entries: past this many, the emptied ones are let go
 
     @property
     def counted(self) -> int:
@@ -127,6 +129,11 @@ class TxMerge:
             self.count += folded.messages
             self.size += folded.size
             conflated = int(folded.conflated)
+            if len(self.entries) > self.compact_at:
+                # In mode append every change of a record empties its entry for a new one at
+                # the end: a stalled socket would keep them all. Half live, amortised O(1).
+                self.entries = [e for e in self.entries if not (isinstance(e, RecordEntry) and e.dead)]
+                self.compact_at = 2 * len(self.entries) + 16
         elif room is not None and not room(delivery.size):
             return None
         else:

@@ -12,6 +12,8 @@ from typing import Any
 import orjson
 import pytest
 
+from server.core.tx_merge import TxMerge
+
 from .conflation_hub import hub, publish, rebuild
 from .harness import Harness, Peer
 
@@ -266,6 +268,19 @@ def test_background_conflation_merges_transactions_before_the_queue_fills() -> N
     assert not h.engine.conflate_crowded(lambda: False)
     assert outbox.queued_messages == 2 and h.engine.background_conflations == 1
     assert shape(peer) == [[("p", 1, 3), ("p", 2, 3)]]
+
+
+def test_a_merged_block_of_an_append_topic_lets_go_of_emptied_entries() -> None:
+    """In mode append each change of a record moves its message to a new entry at the end; a
+    stalled socket's merged block must not keep every emptied one."""
+    h = hub(max_messages=20)
+    peer = stalled(h, {"c": "subscribe", "t": "ca", "sub_id": "s"})
+    outbox = peer.session.outbox
+    outbox.relieve(drop=False)
+    feed(h, *[tx(publish("ca", u % 2, u=u)) for u in range(3000)])
+    [merged] = outbox._entries  # white box: what the queue holds
+    assert isinstance(merged, TxMerge) and len(merged.entries) <= 2 * 2 + 16
+    assert shape(peer) == [[("p", 0, 2998), ("p", 1, 2999)]]
 
 
 # -- row 9: what a merged block counts, and the report this fixes ----------------------------------
