@@ -119,6 +119,24 @@ def test_plain_messages_after_the_last_block_join_it() -> None:
     assert shape(peer) == [[("p", 1, 1), ("p", 2, 0)]]
 
 
+def test_changes_already_conflated_between_blocks_join_them_by_the_topics_merge() -> None:
+    """An ``always`` topic conflates at once, so what comes between two blocks is already one
+    message (summed by the topic's ``conflation_merge``): it joins the merged block like the
+    changes it stands for, and the block sends the sum of all four."""
+    h = hub(max_messages=1000)
+    peer = stalled(h, {"c": "subscribe", "t": "s", "sub_id": "s"})
+    feed(
+        h,
+        tx(publish("s", 1, count=1)),
+        publish("s", 1, count=2),
+        publish("s", 1, count=3),
+        tx(publish("s", 1, count=4)),
+    )
+    peer.session.outbox.relieve()
+    [[begin, message, end]] = frames(peer)
+    assert (begin["c"], message["data"], end["c"]) == ("tx_begin", {"id": 1, "count": 10}, "tx_end")
+
+
 def test_plain_messages_before_the_first_block_stay_before_it() -> None:
     h = hub(max_messages=1000)
     peer = stalled(h, {"c": "subscribe", "t": "c", "sub_id": "s"})
