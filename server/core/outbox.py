@@ -96,8 +96,8 @@ class Outbox:
         return self._add(batch, batch.size, count)
 
     def push_delivery(self, delivery: Delivery) -> int:
-        merge = self._open_merge()
-        if merge is not None:  # it joins the merged transactions queued last (tx_merge.py)
+        # It joins the merged transactions queued last (tx_merge.py; only ever in a keyed queue).
+        if self.keyed and (merge := self._open_merge()) is not None:
             return self._into(merge, delivery, check_room=True)
         if delivery.record is not None and self._merging(delivery):
             return self._keyed(delivery, check_room=True)

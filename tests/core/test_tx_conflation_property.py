@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonpatch
 import orjson
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from .conflation_hub import TOPICS
@@ -112,6 +112,8 @@ def test_transactions_are_closed_no_sooner_than_plain_publishes_and_never_seen_i
         states.append(orjson.dumps(as_tx.sow(), option=orjson.OPT_SORT_KEYS))
         for command in commands:
             plain.send(command, 1)
+    event("closed as transactions" if as_tx.closed_at is not None else "open as transactions")
+    event("closed as plain publishes" if plain.closed_at is not None else "open as plain publishes")
     if as_tx.closed_at is not None:
         assert plain.closed_at is not None and as_tx.closed_at >= plain.closed_at, (
             f"closed after {as_tx.closed_at} changes as transactions, {plain.closed_at} as plain publishes"
