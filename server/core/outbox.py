@@ -112,8 +112,8 @@ class Outbox:
 
         Once the queue is keyed it merges with the transactions queued last (tx_merge.py) when
         nothing else was queued since. ``squeeze`` (the last try before a 4001 close, after a
-        relief): it merges even when it would not fit as a block of its own, and fits when the
-        merge does."""
+        relief): it merges even when it would not fit as a block of its own, and fits when each
+        of its messages would as a plain publish."""
         if self.max_messages <= 0:
             return 0  # closed
         self._count_block(block)
@@ -129,9 +129,9 @@ class Outbox:
         if merge is None:
             merge = TxMerge()
             self._entries.append(merge)
-        queued = self._into(merge, block)
-        fits = self.queued_messages <= self.max_messages and self.queued_bytes <= self.max_bytes
-        return queued if fits else 0
+        # It fits whole, so it fits merged; squeezed, each of its messages that needs room asks,
+        # as it would as a plain publish (0: one found none, and the socket is closed).
+        return self._into(merge, block, check_room=squeeze)
 
     def _open_merge(self) -> TxMerge | None:
         """The merged transactions queued last, that what comes next may join."""
@@ -140,9 +140,14 @@ class Outbox:
         return last if isinstance(last, TxMerge) else None
 
     def _into(self, merge: TxMerge, entry: Joinable, check_room: bool = False) -> int:
-        """``entry`` joins ``merge``; 0 (and nothing changed) when it needs room that is not there."""
+        """``entry`` joins ``merge``; 0 when it needs room that is not there (TxMerge.take)."""
         counted, counted_size = merge.counted, merge.counted_size
-        conflated = merge.take(entry, self._fits if check_room else None)
+
+        def room(size: int) -> bool:  # for one message more, with what joined so far
+            grown, grown_size = merge.counted - counted, merge.counted_size - counted_size
+            return self._fits(grown_size + size, grown + 1)
+
+        conflated = merge.take(entry, room if check_room else None)
         if conflated is None:
             return 0
         # Later changes of its records go after the block, never into a message queued before it.

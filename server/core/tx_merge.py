@@ -88,27 +88,34 @@ class TxMerge:
         return min(self.size, self.allowance_size)
 
     def take(self, entry: Joining | TxMerge, room: Callable[[int], bool] | None = None) -> int | None:
-        """``entry`` joins the block: the number of its messages conflated with queued ones, or
-        None (and nothing changed) when ``entry`` is one delivery that needs a message more and
-        ``room`` says no."""
-        if isinstance(entry, Delivery):
-            conflated = self._one(entry, room)
-            if conflated is None:
-                return None
-            self.allowance += 1
-            self.allowance_size += entry.size
-            return conflated
+        """``entry`` joins the block: the number of its messages conflated with queued ones. With
+        ``room``, each message that needs a message more (a new one, not one folded into a queued
+        one) first asks it, as a plain publish would, and None says one found none: nothing
+        changed for a delivery, but a block or entry is left part-merged (only the last try
+        before a 4001 close, which drops everything, asks for those)."""
         if isinstance(entry, TxBlock | TxMerge):
             self._mark(entry.begin, entry.end)
-            self.allowance += entry.counted
-            self.allowance_size += entry.counted_size
+            weight, weight_size = entry.counted, entry.counted_size
         elif isinstance(entry, RecordEntry):
-            self.allowance += entry.count
-            self.allowance_size += entry.size
+            weight, weight_size = entry.count, entry.size
+        elif isinstance(entry, RunBatch):
+            weight, weight_size = len(entry.bodies), entry.size
         else:
-            self.allowance += len(entry.bodies)
-            self.allowance_size += entry.size
-        return sum(self._one(message) or 0 for message in _messages(entry))
+            weight, weight_size = 1, entry.size
+        # What it counted outside is allowed first: a message that joins never needs more room
+        # in the block than it had on its own.
+        self.allowance += weight
+        self.allowance_size += weight_size
+        conflated = 0
+        for message in _messages(entry):
+            one = self._one(message, room)
+            if one is None:
+                if isinstance(entry, Delivery):  # nothing changed
+                    self.allowance -= weight
+                    self.allowance_size -= weight_size
+                return None
+            conflated += one
+        return conflated
 
     def _mark(self, begin: bytes, end: bytes) -> None:
         """The block now ends with a later transaction: its marks carry that one's ID. (They

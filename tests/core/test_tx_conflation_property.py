@@ -15,13 +15,14 @@ from typing import Any
 
 import jsonpatch
 import orjson
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from .conflation_hub import TOPICS
 from .harness import Harness, Peer
 
 View = dict[str, Any]
+Views = dict[str, View]  # by sub_id
 
 record_id = st.integers(0, 4)
 x = st.integers(0, 5)
@@ -40,18 +41,22 @@ SUBSCRIPTIONS = [
 
 
 class Run:
-    """One engine, a publisher and one stalled subscriber."""
+    """One engine, a publisher and a stalled socket with one or more subscriptions (s0, s1...)."""
 
-    def __init__(self, topic: str, subscription: dict[str, Any], max_messages: int) -> None:
+    def __init__(self, topic: str, subscriptions: list[dict[str, Any]], max_messages: int) -> None:
         self.h = Harness(topics=TOPICS, server={"queue_max_messages": max_messages})
         self.topic = topic
-        self.filter = subscription.get("filter")
+        self.filters = {f"s{n}": subscription.get("filter") for n, subscription in enumerate(subscriptions)}
         self.publisher = self.h.peer()
         self.stalled = self.h.peer()
-        self.view: View = {}
-        for m in self.stalled.send({**subscription, "t": topic, "sub_id": "s"}):
+        self.views: Views = {sid: {} for sid in self.filters}
+        commands = [
+            {**subscription, "t": topic, "sub_id": sid}
+            for sid, subscription in zip(self.filters, subscriptions, strict=True)
+        ]
+        for m in self.stalled.send(*commands):
             if m["c"] == "sow":
-                self.view[m["k"]] = m["data"]
+                self.views[m["query_id"]][m["k"]] = m["data"]
         self.applied = 0
         self.closed_at: int | None = None  # changes applied when the socket was closed
 
@@ -63,53 +68,82 @@ class Run:
             assert self.stalled.session.close_code == 4001
             self.closed_at = self.applied
 
-    def sow(self) -> View:
-        query: dict[str, Any] = {"c": "sow", "t": self.topic, "query_id": "q"}
-        if self.filter is not None:
-            query["filter"] = self.filter
-        return {m["k"]: m["data"] for m in self.h.peer().send(query) if m["c"] == "sow"}
+    def sow(self) -> Views:
+        """Each subscription's view as the SOW has it now."""
+        views = {}
+        for sid, text in self.filters.items():
+            query: dict[str, Any] = {"c": "sow", "t": self.topic, "query_id": "q"}
+            if text is not None:
+                query["filter"] = text
+            views[sid] = {m["k"]: m["data"] for m in self.h.peer().send(query) if m["c"] == "sow"}
+        return views
 
 
 def with_topic(command: dict[str, Any], topic: str) -> dict[str, Any]:
     return {**command, "t": topic}
 
 
-def apply(view: View, message: dict[str, Any]) -> None:
+def apply(views: Views, message: dict[str, Any]) -> None:
     assert message["c"] in ("p", "oof"), message
     key = message["k"]
-    if message["c"] == "oof":
-        # (An OOF is never silenced, even for a record that came and went while queued.)
-        view.pop(key, None)
-    elif "data" in message:
-        view[key] = message["data"]
-    else:
-        view[key] = jsonpatch.apply_patch(view[key], message["patch"])
+    for sid in message["sids"]:
+        view = views[sid]
+        if message["c"] == "oof":
+            # (An OOF is never silenced, even for a record that came and went while queued.)
+            view.pop(key, None)
+        elif "data" in message:
+            view[key] = message["data"]
+        else:
+            view[key] = jsonpatch.apply_patch(view[key], message["patch"])
+
+
+def state(views: Views) -> bytes:
+    return orjson.dumps(views, option=orjson.OPT_SORT_KEYS)
 
 
 def received(peer: Peer) -> list[list[dict[str, Any]]]:
+    outbox = peer.session.outbox
     frames = []
-    while (frame := peer.session.outbox.take_frame(1 << 30)) is not None:
+    while (frame := outbox.take_frame(1 << 30)) is not None:
         frames.append(orjson.loads(frame))
+    # What the queue counted came off with what it wrote, merged or not.
+    assert (outbox.queued_messages, outbox.queued_bytes) == (0, 0)
     return frames
 
 
+subscriptions = st.lists(st.sampled_from(SUBSCRIPTIONS), min_size=1, max_size=2)
+
+
 @settings(max_examples=300, deadline=None)
+@example(  # a fold that grows a queued entry needs no room as a plain publish: none merged either
+    topic="c",
+    subscriptions=[SUBSCRIPTIONS[2], SUBSCRIPTIONS[3]],
+    max_messages=4,
+    transactions=[
+        [{"c": "publish", "data": {"id": 0, "x": 0}}],
+        [{"c": "publish", "data": {"id": 0, "x": 0}}, {"c": "publish", "data": {"id": 1, "x": 0}}],
+        [{"c": "publish", "data": {"id": 2, "x": 0}}, {"c": "publish", "data": {"id": 1, "x": 0}}],
+    ],
+)
 @given(
     topic=st.sampled_from(["c", "ca", "a", "aa", "o"]),
-    subscription=st.sampled_from(SUBSCRIPTIONS),
+    subscriptions=subscriptions,
     max_messages=st.sampled_from([4, 6, 10, 16]),
     transactions=st.lists(st.lists(change, min_size=1, max_size=4), min_size=1, max_size=40),
 )
 def test_transactions_are_closed_no_sooner_than_plain_publishes_and_never_seen_in_part(
-    topic: str, subscription: dict[str, Any], max_messages: int, transactions: list[list[dict[str, Any]]]
+    topic: str,
+    subscriptions: list[dict[str, Any]],
+    max_messages: int,
+    transactions: list[list[dict[str, Any]]],
 ) -> None:
-    as_tx = Run(topic, subscription, max_messages)
-    plain = Run(topic, subscription, max_messages)
-    states = [orjson.dumps(as_tx.sow(), option=orjson.OPT_SORT_KEYS)]  # the view after each transaction
+    as_tx = Run(topic, subscriptions, max_messages)
+    plain = Run(topic, subscriptions, max_messages)
+    states = [state(as_tx.sow())]  # the views after each transaction
     for changes in transactions:
         commands = [with_topic(command, topic) for command in changes]
         as_tx.send({"c": "tx", "cmds": commands}, len(commands))
-        states.append(orjson.dumps(as_tx.sow(), option=orjson.OPT_SORT_KEYS))
+        states.append(state(as_tx.sow()))
         for command in commands:
             plain.send(command, 1)
     event("closed as transactions" if as_tx.closed_at is not None else "open as transactions")
@@ -119,7 +153,7 @@ def test_transactions_are_closed_no_sooner_than_plain_publishes_and_never_seen_i
             f"closed after {as_tx.closed_at} changes as transactions, {plain.closed_at} as plain publishes"
         )
         return
-    view = as_tx.view
+    views = as_tx.views
     for frame in received(as_tx.stalled):
         block = None
         for message in frame:
@@ -129,12 +163,12 @@ def test_transactions_are_closed_no_sooner_than_plain_publishes_and_never_seen_i
             elif message["c"] == "tx_end":
                 assert message["tx"] == block
                 block = None
-                assert orjson.dumps(view, option=orjson.OPT_SORT_KEYS) in states, "a state the view never had"
+                assert state(views) in states, "a state the views never had: part of a transaction"
             else:
                 assert block is not None, "a message outside a block: the feed sends only transactions"
-                apply(view, message)
+                apply(views, message)
         assert block is None, "a block split across frames"
-    assert view == as_tx.sow()
+    assert views == as_tx.sow()
 
 
 step = st.one_of(
@@ -147,22 +181,24 @@ step = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(
     topic=st.sampled_from(["c", "ca", "a", "aa", "o", "u"]),
-    subscription=st.sampled_from(SUBSCRIPTIONS),
+    subscriptions=subscriptions,
     max_messages=st.sampled_from([4, 6, 10, 16]),
     steps=st.lists(step, min_size=1, max_size=40),
 )
 def test_transactions_mixed_with_plain_publishes_reach_a_slow_client_whole(
-    topic: str, subscription: dict[str, Any], max_messages: int, steps: list[tuple[str, list[dict[str, Any]]]]
+    topic: str,
+    subscriptions: list[dict[str, Any]],
+    max_messages: int,
+    steps: list[tuple[str, list[dict[str, Any]]]],
 ) -> None:
     """Transactions and plain publishes, and a client that reads now and then: every block it
-    gets is whole, and its view ends equal to the SOW's (unless it was closed, or dropped by
-    the ``unsubscribe`` policy)."""
-    run = Run(topic, subscription, max_messages)
-    view = run.view
-    dropped = False
+    gets is whole, and its views end equal to the SOW's (unless it was closed, or a subscription
+    was dropped by the ``unsubscribe`` policy)."""
+    run = Run(topic, subscriptions, max_messages)
+    views = run.views
+    dropped: set[str] = set()
 
     def read() -> None:
-        nonlocal dropped
         for frame in received(run.stalled):
             inside = False
             for message in frame:
@@ -171,10 +207,10 @@ def test_transactions_mixed_with_plain_publishes_reach_a_slow_client_whole(
                     inside = not inside
                 elif message["c"] == "unsubscribed":
                     assert not inside and topic == "u"
-                    dropped = True
+                    dropped.add(message["sub_id"])
                 else:
-                    assert not dropped, "a message after unsubscribed"
-                    apply(view, message)
+                    assert not dropped & set(message["sids"]), "a message after unsubscribed"
+                    apply(views, message)
             assert not inside, "a block split across frames"
 
     for kind, changes in steps:
@@ -190,5 +226,7 @@ def test_transactions_mixed_with_plain_publishes_reach_a_slow_client_whole(
         assert topic != "u", "the unsubscribe policy drops the subscription, not the socket"
         return
     read()
-    if not dropped:
-        assert view == run.sow()
+    expected = run.sow()
+    assert {sid: views[sid] for sid in views if sid not in dropped} == {
+        sid: expected[sid] for sid in expected if sid not in dropped
+    }
