@@ -43,8 +43,11 @@ SUBSCRIPTIONS = [
 class Run:
     """One engine, a publisher and a stalled socket with one or more subscriptions (s0, s1...)."""
 
-    def __init__(self, topic: str, subscriptions: list[dict[str, Any]], max_messages: int) -> None:
-        self.h = Harness(topics=TOPICS, server={"queue_max_messages": max_messages})
+    def __init__(self, topic: str, subscriptions: list[dict[str, Any]], bounds: tuple[int, int]) -> None:
+        max_messages, max_bytes = bounds
+        self.h = Harness(
+            topics=TOPICS, server={"queue_max_messages": max_messages, "queue_max_bytes": max_bytes}
+        )
         self.topic = topic
         self.filters = {f"s{n}": subscription.get("filter") for n, subscription in enumerate(subscriptions)}
         self.publisher = self.h.peer()
@@ -112,13 +115,15 @@ def received(peer: Peer) -> list[list[dict[str, Any]]]:
 
 
 subscriptions = st.lists(st.sampled_from(SUBSCRIPTIONS), min_size=1, max_size=2)
+# (queue_max_messages, queue_max_bytes): a message is some 60 to 110 bytes
+bounds = st.tuples(st.sampled_from([4, 6, 10, 16, 1000]), st.sampled_from([300, 600, 1500, 1 << 20]))
 
 
 @settings(max_examples=300, deadline=None)
 @example(  # a fold that grows a queued entry needs no room as a plain publish: none merged either
     topic="c",
     subscriptions=[SUBSCRIPTIONS[2], SUBSCRIPTIONS[3]],
-    max_messages=4,
+    bounds=(4, 1 << 20),
     transactions=[
         [{"c": "publish", "data": {"id": 0, "x": 0}}],
         [{"c": "publish", "data": {"id": 0, "x": 0}}, {"c": "publish", "data": {"id": 1, "x": 0}}],
@@ -128,17 +133,17 @@ subscriptions = st.lists(st.sampled_from(SUBSCRIPTIONS), min_size=1, max_size=2)
 @given(
     topic=st.sampled_from(["c", "ca", "a", "aa", "o"]),
     subscriptions=subscriptions,
-    max_messages=st.sampled_from([4, 6, 10, 16]),
+    bounds=bounds,
     transactions=st.lists(st.lists(change, min_size=1, max_size=4), min_size=1, max_size=40),
 )
 def test_transactions_are_closed_no_sooner_than_plain_publishes_and_never_seen_in_part(
     topic: str,
     subscriptions: list[dict[str, Any]],
-    max_messages: int,
+    bounds: tuple[int, int],
     transactions: list[list[dict[str, Any]]],
 ) -> None:
-    as_tx = Run(topic, subscriptions, max_messages)
-    plain = Run(topic, subscriptions, max_messages)
+    as_tx = Run(topic, subscriptions, bounds)
+    plain = Run(topic, subscriptions, bounds)
     states = [state(as_tx.sow())]  # the views after each transaction
     for changes in transactions:
         commands = [with_topic(command, topic) for command in changes]
@@ -182,19 +187,19 @@ step = st.one_of(
 @given(
     topic=st.sampled_from(["c", "ca", "a", "aa", "o", "u"]),
     subscriptions=subscriptions,
-    max_messages=st.sampled_from([4, 6, 10, 16]),
+    bounds=bounds,
     steps=st.lists(step, min_size=1, max_size=40),
 )
 def test_transactions_mixed_with_plain_publishes_reach_a_slow_client_whole(
     topic: str,
     subscriptions: list[dict[str, Any]],
-    max_messages: int,
+    bounds: tuple[int, int],
     steps: list[tuple[str, list[dict[str, Any]]]],
 ) -> None:
     """Transactions and plain publishes, and a client that reads now and then: every block it
     gets is whole, and its views end equal to the SOW's (unless it was closed, or a subscription
     was dropped by the ``unsubscribe`` policy)."""
-    run = Run(topic, subscriptions, max_messages)
+    run = Run(topic, subscriptions, bounds)
     views = run.views
     dropped: set[str] = set()
 
