@@ -37,7 +37,9 @@ SUBSCRIPTIONS = [
     {"c": "sow_and_delta_subscribe", "o": "oof", "filter": "/x > 2"},
     {"c": "sow_and_delta_subscribe", "o": "oof"},
     {"c": "sow_and_subscribe", "o": "oof"},
+    {"c": "sow_and_delta_subscribe", "o": "oof,positions", "top_n": 2, "orderby": "/x"},  # a window
 ]
+QUERY = ("filter", "top_n", "orderby")  # what a subscription's view is, as a sow query
 
 
 class Run:
@@ -49,13 +51,16 @@ class Run:
             topics=TOPICS, server={"queue_max_messages": max_messages, "queue_max_bytes": max_bytes}
         )
         self.topic = topic
-        self.filters = {f"s{n}": subscription.get("filter") for n, subscription in enumerate(subscriptions)}
+        self.queries = {
+            f"s{n}": {name: subscription[name] for name in QUERY if name in subscription}
+            for n, subscription in enumerate(subscriptions)
+        }
         self.publisher = self.h.peer()
         self.stalled = self.h.peer()
-        self.views: Views = {sid: {} for sid in self.filters}
+        self.views: Views = {sid: {} for sid in self.queries}
         commands = [
             {**subscription, "t": topic, "sub_id": sid}
-            for sid, subscription in zip(self.filters, subscriptions, strict=True)
+            for sid, subscription in zip(self.queries, subscriptions, strict=True)
         ]
         for m in self.stalled.send(*commands):
             if m["c"] == "sow":
@@ -74,10 +79,8 @@ class Run:
     def sow(self) -> Views:
         """Each subscription's view as the SOW has it now."""
         views = {}
-        for sid, text in self.filters.items():
-            query: dict[str, Any] = {"c": "sow", "t": self.topic, "query_id": "q"}
-            if text is not None:
-                query["filter"] = text
+        for sid, fields in self.queries.items():
+            query = {"c": "sow", "t": self.topic, "query_id": "q", **fields}
             views[sid] = {m["k"]: m["data"] for m in self.h.peer().send(query) if m["c"] == "sow"}
         return views
 
