@@ -222,5 +222,5 @@ def kept_for(item: Delivery | RunBatch, gone: Container[Reader]) -> Delivery | R
     command = OOF_COMMAND if item.kind == OOF else P_COMMAND
     sids = head(command, item.policy.name_json, [sub.sub_id for sub in subs])
     kept = Delivery(item.policy, item.record, item.kind, sids, item.body, subs)
-    kept.base, kept.view, kept.version = item.base, item.view, item.version
+    kept.base, kept.view, kept.version, kept.timed = item.base, item.view, item.version, item.timed
     return kept

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from . import wire
+from .delivery import Delivery, kept_for
 from .entitlement import Entitlement
 from .errors import NOT_ENTITLED, CommandError
 from .filters import compile_filter
@@ -21,8 +22,7 @@ from .run import FanOutRun
 
 if TYPE_CHECKING:
     from .config import UserConfig
-    from .delivery import Delivery, QueuePolicy, RunBatch, TxBlock
-    from .ports import Reader
+    from .delivery import QueuePolicy, RunBatch, TxBlock
     from .subscription import Subscription
     from .tx_frames import TxFrames
 
@@ -122,12 +122,20 @@ class Session:
             # folds into its record's queued message, before the socket is closed for want of room.
             return outbox.push_tx(left, squeeze=last)
 
-        self._settle(queued, retry, None, last=lambda: retry(last=True))
+        self._settle(queued, retry, None, lambda: retry(last=True))
 
     def _deliver(self, delivery: Delivery) -> None:
         outbox = self.outbox
-        retry = lambda: outbox.push_delivery(delivery)  # noqa: E731
-        self._settle(outbox.push_delivery(delivery), retry, delivery.policy, delivery.subs)
+
+        def retry() -> int:
+            # Relief may have dropped some of the subscriptions it is for: it is not for them
+            # any more (whichever of them come first in its sids).
+            left = kept_for(delivery, ())
+            if not isinstance(left, Delivery):
+                return outbox.queued_messages or 1  # nothing of it is left to queue: it "fits"
+            return outbox.push_delivery(left)
+
+        self._settle(outbox.push_delivery(delivery), retry, delivery.policy)
 
     def deliver_run(self, batch: RunBatch) -> None:
         """Queue a run (called by the topic while it flushes its run: no run to end)."""
@@ -171,7 +179,6 @@ class Session:
         queued: int,
         retry: Callable[[], int],
         policy: QueuePolicy | None,
-        subs: tuple[Reader, ...] = (),
         last: Callable[[], int] | None = None,
     ) -> None:
         """``retry`` pushes again after a write; ``last`` (default: ``retry``) after a relief."""
@@ -191,8 +198,6 @@ class Session:
             if dropped:
                 # The outbox holds this session's own subscriptions (as Readers).
                 self._drop(cast("list[Subscription]", dropped))
-            if subs and subs[0].dropped:
-                return  # the message was for a subscription just dropped for back pressure
             queued = (last or retry)()
         if queued:
             self._wake()

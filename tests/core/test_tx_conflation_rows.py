@@ -252,6 +252,21 @@ def test_an_unsubscribe_topics_messages_go_with_its_subscription_the_rest_merges
     assert shape(peer) == [[("p", 1, 1)]]
 
 
+def test_a_message_for_two_subscriptions_goes_on_only_to_the_one_not_dropped() -> None:
+    """Found by the property test (it predates transactions in conflation): a relief dropped one
+    of a message's two subscriptions (the only one with messages queued, in transactions), and
+    the message was queued for both, after that one's ``unsubscribed``; had the dropped one come
+    first in its sids, the other would have lost it."""
+    kept = {"c": "sow_and_subscribe", "t": "u", "sub_id": "kept", "o": "oof", "filter": "/x > 2"}
+    goes = {"c": "sow_and_delta_subscribe", "t": "u", "sub_id": "goes", "o": "oof"}
+    for subscriptions in ((kept, goes), (goes, kept)):
+        h = hub(max_messages=4)
+        peer = stalled(h, *subscriptions)
+        feed(h, tx(publish("u", 0, x=0)), tx(publish("u", 0, x=0)), publish("u", 1, x=3))
+        got = [(m["c"], m.get("sids") or m.get("sub_id")) for frame in frames(peer) for m in frame]
+        assert got == [("unsubscribed", "goes"), ("p", ["kept"])]
+
+
 # -- row 8: a session with conflation=off keeps its blocks as they came ----------------------------
 
 
