@@ -18,6 +18,8 @@ import orjson
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
+from server.core.merge import merge_record
+
 from .conflation_hub import TOPICS
 from .harness import Harness, Peer
 
@@ -38,8 +40,15 @@ SUBSCRIPTIONS = [
     {"c": "sow_and_delta_subscribe", "o": "oof"},
     {"c": "sow_and_subscribe", "o": "oof"},
     {"c": "sow_and_delta_subscribe", "o": "oof,positions", "top_n": 2, "orderby": "/x"},  # a window
+    {"c": "sow_and_delta_subscribe", "o": "oof,delta=merge,select=[-/y]", "filter": "/x < 4"},
 ]
 QUERY = ("filter", "top_n", "orderby")  # what a subscription's view is, as a sow query
+
+
+def query_of(subscription: dict[str, Any]) -> dict[str, Any]:
+    query = {name: subscription[name] for name in QUERY if name in subscription}
+    selects = [item for item in subscription.get("o", "").split(",") if item.startswith("select=")]
+    return {**query, "o": selects[0]} if selects else query
 
 
 class Run:
@@ -51,10 +60,7 @@ class Run:
             topics=TOPICS, server={"queue_max_messages": max_messages, "queue_max_bytes": max_bytes}
         )
         self.topic = topic
-        self.queries = {
-            f"s{n}": {name: subscription[name] for name in QUERY if name in subscription}
-            for n, subscription in enumerate(subscriptions)
-        }
+        self.queries = {f"s{n}": query_of(subscription) for n, subscription in enumerate(subscriptions)}
         self.publisher = self.h.peer()
         self.stalled = self.h.peer()
         self.views: Views = {sid: {} for sid in self.queries}
@@ -99,6 +105,8 @@ def apply(views: Views, message: dict[str, Any]) -> None:
             view.pop(key, None)
         elif "data" in message:
             view[key] = message["data"]
+        elif "delta" in message:
+            view[key] = merge_record(view[key], message["delta"])
         else:
             view[key] = jsonpatch.apply_patch(view[key], message["patch"])
 
