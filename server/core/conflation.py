@@ -61,10 +61,10 @@ class Net:
         self.version = version  # what to send: the newest, the older kept, or a merge
         self.merged = version is not delivery.version
 
-    def fold(self, delivery: Delivery, version: RecordVersion | None) -> None:
+    def fold(self, delivery: Delivery, version: RecordVersion | None, fresh: bool = False) -> None:
         """``delivery`` joins this message; ``version`` is what conflation_merge decided (or the
-        delivery's own)."""
-        if delivery.kind in (INSERT, OOF):
+        delivery's own). ``fresh``: what joins is a net that already had an insert or an OOF."""
+        if fresh or delivery.kind in (INSERT, OOF):
             self.fresh = True
         self.version = version
         self.last = delivery
@@ -166,16 +166,16 @@ class RecordEntry:
 
 
 def conflate_with(
-    queued: list[Net] | None, delivery: Delivery, sub: Reader
+    queued: list[Net] | None, delivery: Delivery, sub: Reader, version: RecordVersion | None
 ) -> tuple[Net | None, RecordVersion | None]:
     """Which of ``sub``'s queued messages about the record ``delivery`` conflates with (the
     newest; the topic's matcher may pick another, or none: None) and the version it then sends,
-    as the topic's merger decides (a merge, the older, the newer; keeping both is None)."""
-    version = delivery.version
+    as the topic's merger decides (a merge, the older, the newer; keeping both is None).
+    ``version`` is the state ``delivery`` sends: its own, or that of the net it ends."""
     if not queued:
         return None, version
     policy = delivery.policy
-    picked = queued[-1] if policy.match is None else match(policy.match, queued, delivery)
+    picked = queued[-1] if policy.match is None else match(policy.match, queued, version)
     if picked is None or policy.merge is None or OOF in (delivery.kind, picked.last.kind):
         return picked, version
     assert picked.version is not None and version is not None
@@ -206,15 +206,17 @@ def merge_outcome(function: Any, older: RecordVersion, newer: RecordVersion) -> 
     return RecordVersion(newer.key, merged, newer.seq, newer.timestamp, newer.expires_at)
 
 
-def match(matcher: Any, queued: list[Net], delivery: Delivery) -> Net | None:
-    """Which of a subscription's queued messages about a record (oldest first) the new one
-    conflates with, as a ``conflation_match`` function picks it (None: neither, queue it)."""
+def match(matcher: Any, queued: list[Net], version: RecordVersion | None) -> Net | None:
+    """Which of a subscription's queued messages about a record (oldest first) the new one, which
+    sends ``version``, conflates with, as a ``conflation_match`` function picks it (None:
+    neither, queue it)."""
     records = [net.version.data if net.version is not None else None for net in queued]
-    new = delivery.version.data if delivery.version is not None else None
+    new = version.data if version is not None else None
+    topic = queued[0].last.policy.name
     try:
         chosen = matcher(records, new)
     except Exception:
-        log.exception("conflation_match of topic %s failed; conflating with the newest", delivery.policy.name)
+        log.exception("conflation_match of topic %s failed; conflating with the newest", topic)
         return queued[-1]
     if chosen is None:
         return None
@@ -222,7 +224,7 @@ def match(matcher: Any, queued: list[Net], delivery: Delivery) -> Net | None:
         log.error(
             "conflation_match of topic %s returned %r, not an index of the queued messages or None; "
             "conflating with the newest",
-            delivery.policy.name,
+            topic,
             chosen,
         )
         return queued[-1]

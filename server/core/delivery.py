@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 INSERT, UPDATE, OOF, FULL = "insert", "update", "oof", "full"
 
+CONFLATED_POLICIES = ("conflate", "always")  # the topic policies whose messages are merged
+
 
 class QueuePolicy:
     """What a socket queue needs to know of a topic, as one small value every delivery carries:
@@ -170,8 +172,9 @@ class RunBatch:
 
 class TxBlock:
     """Everything a transaction (PROTOCOL 11.3) sent one socket, between ``tx_begin`` and
-    ``tx_end``: queued as one entry, written in one frame, never conflated or split. Its records
-    (topic, key) are passed like a snapshot's: a later change of one goes after the block."""
+    ``tx_end``: queued as one entry, written in one frame, never split (a relief may merge it
+    with later ones and what is queued between them, tx_merge.py). Its records (topic, key) are
+    passed like a snapshot's: a later change of one goes after the block, or joins it merged."""
 
     __slots__ = ("begin", "count", "counted", "counted_size", "end", "held", "parts", "records", "size")
 
@@ -198,21 +201,26 @@ class TxBlock:
         # What it counts against a queue's bounds (set by the queue: at most half of each).
         self.counted, self.counted_size = self.count, self.size
 
+    def render(self) -> list[bytes]:
+        return self.parts
+
     def without(self, gone: Container[Reader] = ()) -> TxBlock | None:
         """The block without the messages of subscriptions dropped for back pressure since it was
         made, or being dropped (``gone``): a dropped subscription gets nothing after its
         ``unsubscribed``, nor a delta whose base was dropped. None: nothing left."""
-        held: list[Delivery | RunBatch] = []
-        for item in self.held:
-            subs = tuple(sub for sub in item.subs if not sub.dropped and sub not in gone)
-            if not subs:
-                continue
-            if isinstance(item, Delivery) and len(subs) < len(item.subs):
-                command = OOF_COMMAND if item.kind == OOF else P_COMMAND
-                sids = head(command, item.policy.name_json, [sub.sub_id for sub in subs])
-                kept = Delivery(item.policy, item.record, item.kind, sids, item.body, subs)
-                kept.base, kept.view, kept.version = item.base, item.view, item.version
-                held.append(kept)
-            else:
-                held.append(item)
+        held = [kept for item in self.held if (kept := kept_for(item, gone)) is not None]
         return TxBlock(self.begin, held, self.end) if held else None
+
+
+def kept_for(item: Delivery | RunBatch, gone: Container[Reader]) -> Delivery | RunBatch | None:
+    """``item`` for those of its subscriptions neither dropped nor in ``gone`` (None: for none)."""
+    subs = tuple(sub for sub in item.subs if not sub.dropped and sub not in gone)
+    if not subs:
+        return None
+    if isinstance(item, RunBatch) or len(subs) == len(item.subs):
+        return item
+    command = OOF_COMMAND if item.kind == OOF else P_COMMAND
+    sids = head(command, item.policy.name_json, [sub.sub_id for sub in subs])
+    kept = Delivery(item.policy, item.record, item.kind, sids, item.body, subs)
+    kept.base, kept.view, kept.version, kept.timed = item.base, item.view, item.version, item.timed
+    return kept

@@ -1,8 +1,9 @@
 """The bounded outbound queue of one socket, and its conflation (PROTOCOL 6.3).
 
 Entries, in order: plain messages (acks and the like, never conflated), ``RunBatch``es (a run of
-whole records for a stateless subscription), ``Delivery``s (one message about one record) and
-lazy snapshot streams (encoded as the writer drains them). The queue is bounded in bytes and in
+whole records for a stateless subscription), ``Delivery``s (one message about one record), lazy
+snapshot streams (encoded as the writer drains them) and transactions (a ``TxBlock`` each, or a
+``TxMerge`` of several once relieved: tx_merge.py). The queue is bounded in bytes and in
 messages, and everything in it counts: a snapshot counts its records as messages and an estimate
 of their encoded size as bytes from the moment it is queued, each record's share coming off as it
 is written. (What one snapshot counts is capped at half of each bound: it holds only a pointer a
@@ -24,22 +25,22 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from . import queue_figures
-from .conflation import Net, RecordEntry, conflate_with
-from .delivery import Delivery, RunBatch, TxBlock
+from .conflation import RecordEntry
+from .delivery import CONFLATED_POLICIES, Delivery, RunBatch, TxBlock
+from .keyed import fold
 from .queue_index import QueuedRecords
 from .snapshots import SnapshotStream
+from .tx_merge import TxMerge, records_of
+from .unsubscribing import dropped_by_relief
 
 if TYPE_CHECKING:
     from .ports import Reader
-    from .records import RecordVersion
 
 # A stream may yield this to end the current frame early (the ``bs`` batch size of a query).
 FRAME_BREAK = b""
 
-CONFLATED_POLICIES = ("conflate", "always")
-
-
-Entry = bytes | RunBatch | Delivery | RecordEntry | SnapshotStream | TxBlock
+Entry = bytes | RunBatch | Delivery | RecordEntry | SnapshotStream | TxBlock | TxMerge
+Joinable = TxBlock | TxMerge | Delivery | RunBatch | RecordEntry  # what a merged block takes in
 
 
 class Outbox:
@@ -95,23 +96,66 @@ class Outbox:
         return self._add(batch, batch.size, count)
 
     def push_delivery(self, delivery: Delivery) -> int:
+        # It joins the merged transactions queued last (tx_merge.py; only ever in a keyed queue).
+        if self.keyed and (merge := self._open_merge()) is not None:
+            return self._into(merge, delivery, check_room=True)
         if delivery.record is not None and self._merging(delivery):
             return self._keyed(delivery, check_room=True)
         if not self._fits(delivery.size):
             return 0
         return self._add(delivery, delivery.size, 1)
 
-    def push_tx(self, block: TxBlock) -> int:
+    def push_tx(self, block: TxBlock, squeeze: bool = False) -> int:
         """Queue a transaction's messages as one entry; 0 when it does not fit. Like a snapshot
         it counts at most half of each bound: a transaction bigger than the whole queue, which
-        cannot be conflated or split, must still be possible."""
+        cannot be split, must still be possible.
+
+        Once the queue is keyed it merges with the transactions queued last (tx_merge.py) when
+        nothing else was queued since. ``squeeze`` (the last try before a 4001 close, after a
+        relief): it merges even when it would not fit as a block of its own, and fits when each
+        of its messages would as a plain publish."""
         if self.max_messages <= 0:
             return 0  # closed
         self._count_block(block)
-        if not self._fits(block.counted_size, block.counted):
+        fits = self._fits(block.counted_size, block.counted)
+        if not (self.keyed and self.conflation):
+            if not fits:
+                return 0
+            self._queued.passed(block.records)
+            return self._add(block, block.counted_size, block.counted)
+        if not (fits or squeeze):
             return 0
-        self._queued.passed(block.records)
-        return self._add(block, block.counted_size, block.counted)
+        merge = self._open_merge()
+        if merge is None:
+            merge = TxMerge()
+            self._entries.append(merge)
+        # It fits whole, so it fits merged; squeezed, each of its messages that needs room asks,
+        # as it would as a plain publish (0: one found none, and the socket is closed).
+        return self._into(merge, block, check_room=squeeze)
+
+    def _open_merge(self) -> TxMerge | None:
+        """The merged transactions queued last, that what comes next may join."""
+        entries = self._entries
+        last = entries[-1] if entries else None
+        return last if isinstance(last, TxMerge) else None
+
+    def _into(self, merge: TxMerge, entry: Joinable, check_room: bool = False) -> int:
+        """``entry`` joins ``merge``; 0 when it needs room that is not there (TxMerge.take)."""
+        counted, counted_size = merge.counted, merge.counted_size
+
+        def room(size: int) -> bool:  # for one message more, with what joined so far
+            grown, grown_size = merge.counted - counted, merge.counted_size - counted_size
+            return self._fits(grown_size + size, grown + 1)
+
+        conflated = merge.take(entry, room if check_room else None)
+        if conflated is None:
+            return 0
+        # Later changes of its records go after the block, never into a message queued before it.
+        self._queued.passed(records_of(entry))
+        self.conflated += conflated
+        self.queued_messages += merge.counted - counted
+        self.queued_bytes += merge.counted_size - counted_size
+        return self.queued_messages
 
     def _count_block(self, block: TxBlock) -> None:
         block.counted = min(block.count, max(1, self.max_messages // 2))
@@ -142,69 +186,14 @@ class Outbox:
         return self.conflation and (policy == "always" or (self.keyed and policy == "conflate"))
 
     def _keyed(self, delivery: Delivery, check_room: bool) -> int:
-        """Queue ``delivery`` into the record's entries (conflation.py). For each subscription it
-        conflates with one of that subscription's queued messages about the record (the newest;
-        the topic's ``conflation_match`` may pick another, or none), as the topic's
-        ``conflation_merge`` decides (the merge, the older, the newer, or both kept); the
-        messages it conflates with and the new ones go into the record's newest entry when that
-        may take them (mode ``replace``, no subscription new to the record), else into a new
-        entry at the end. 0 (and nothing changed) when a new message does not fit."""
-        record = delivery.record
-        assert record is not None
-        policy = delivery.policy
-        index = self._queued.nets
-        plans: list[tuple[Reader, Net | None, RecordVersion | None]] = []
-        adds = fresh = False
-        for sub in delivery.subs:
-            queued = index.get((record, sub))
-            fresh = fresh or not queued  # its first message about the record: after its ack
-            picked, version = conflate_with(queued, delivery, sub)
-            adds = adds or picked is None
-            plans.append((sub, picked, version))
-        if adds and check_room and not self._fits(delivery.size):
+        """Queue ``delivery`` into its record's entries (keyed.py); 0 (and nothing changed) when
+        a new message does not fit."""
+        folded = fold(self._entries, self._queued, delivery, self._fits if check_room else None)
+        if folded is None:
             return 0
-        latest = self._queued.latest
-        target = latest.get(record)  # None: none queued, or a snapshot or transaction of it since
-        if target is None or (target is not self._entries[-1] and (fresh or policy.mode == "append")):
-            target = latest[record] = RecordEntry(policy, record)
-            self._entries.append(target)
-        touched = {target}
-        for _, picked, _ in plans:
-            if picked is not None:
-                touched.add(picked.entry)
-        before_bytes = sum(entry.size for entry in touched)
-        before_messages = sum(entry.count for entry in touched)
-        conflated = False
-        for sub, picked, version in plans:
-            queued = index.setdefault((record, sub), [])
-            if picked is not None and picked is queued[-1]:
-                if version is not picked.version:  # the older kept stays where it is: moved
-                    picked.entry.remove(picked)  # behind a newer state it would go back in time
-                    target.append(picked)  # nets stay in the order of their last change
-                picked.fold(delivery, version)
-                conflated = True
-                continue
-            if picked is not None:
-                # An older message of this subscription: it leaves the queue, the next one
-                # starts from what the client held before it, and the conflation of the two
-                # goes after everything else queued for the subscription.
-                following = queued[queued.index(picked) + 1]
-                following.absorb(picked)
-                picked.entry.remove(picked)
-                queued.remove(picked)
-                conflated = True
-            net = Net(delivery, sub, target, version)
-            if queued:
-                net.follow(queued[-1])
-            target.append(net)
-            queued.append(net)
-        if conflated:
-            policy.counters["conflated"] += 1
-            self.conflated += 1
-        for entry in touched:
-            entry.recount()
-        self.queued_bytes += sum(entry.size for entry in touched) - before_bytes
-        self.queued_messages += sum(entry.count for entry in touched) - before_messages
+        self.conflated += folded.conflated
+        self.queued_bytes += folded.size
+        self.queued_messages += folded.messages
         return self.queued_messages
 
     # -- relief ---------------------------------------------------------------------------
@@ -226,43 +215,46 @@ class Outbox:
         ``unsubscribe`` topics: their queued deliveries are dropped; the subscriptions are
         returned so the session can drop them and say so (whether or not this session turned
         conflation off: dropping a subscription is not conflating). ``off``: left as they are.
-        ``drop`` False (conflating early, the queue not full): nothing is dropped.
+        Transactions: consecutive ones, and what is queued between and after them, merge into
+        one block (tx_merge.py). ``drop`` False (conflating early, the queue not full): nothing
+        is dropped.
         """
         old = self._entries
         self._entries = deque()
         self._queued = QueuedRecords()
         self.queued_bytes = self.queued_messages = 0
         self.keyed = True
-        # The subscriptions dropped, first: a transaction queued anywhere keeps none of their
-        # messages (its delta about a record may follow their dropped insert of it).
-        # A transaction's block is never conflated, but its messages for a subscription of an
-        # ``unsubscribe`` topic are that subscription's queued updates like any others.
-        dropped: dict[Reader, None] = {}
-        if drop:
-            for entry in old:
-                in_block = isinstance(entry, TxBlock)
-                for item in entry.held if isinstance(entry, TxBlock) else (entry,):
-                    if isinstance(item, Delivery | RunBatch) and item.policy.conflation == "unsubscribe":
-                        dropped.update(dict.fromkeys(item.subs))
-                        if in_block:  # (the others are counted as they are dropped, below)
-                            messages = 1 if isinstance(item, Delivery) else len(item.bodies)
-                            item.policy.counters["dropped"] += messages
+        dropped = dropped_by_relief(old) if drop else {}
+        merging = self.conflation  # (a session without conflation keeps its blocks apart)
         for entry in old:
+            merge = self._open_merge() if merging else None
             if isinstance(entry, RunBatch):
                 for delivery in entry.deliveries():
-                    self._relieve_one(delivery, drop)
+                    self._relieve_one(delivery, drop, merge)
             elif isinstance(entry, Delivery):
-                self._relieve_one(entry, drop)
+                self._relieve_one(entry, drop, merge)
             elif isinstance(entry, RecordEntry):
-                if not entry.dead:
+                if entry.dead:
+                    continue
+                if merge is not None:
+                    self._into(merge, entry)
+                else:
                     self._queued.keep(entry)
                     self._add(entry, entry.size, entry.count)
             elif isinstance(entry, bytes):
                 self._add(entry, len(entry) + 1, 1)
-            elif isinstance(entry, TxBlock):  # never conflated: a transaction goes whole
+            elif isinstance(entry, TxBlock | TxMerge):
                 kept = entry.without(dropped) if dropped else entry
-                if kept is not None:
+                if kept is None:
+                    continue
+                if isinstance(kept, TxBlock):
                     self._count_block(kept)
+                if merging and not (merge is None and isinstance(kept, TxMerge)):
+                    if merge is None:
+                        merge = TxMerge()
+                        self._entries.append(merge)
+                    self._into(merge, kept)
+                else:  # a transaction (or transactions merged before) goes as it came
                     self._queued.passed(kept.records)
                     self._add(kept, kept.counted_size, kept.counted)
             else:
@@ -270,10 +262,13 @@ class Outbox:
                 self._add(entry, entry.size, entry.messages)
         return list(dropped)
 
-    def _relieve_one(self, delivery: Delivery, drop: bool) -> None:
+    def _relieve_one(self, delivery: Delivery, drop: bool, merge: TxMerge | None) -> None:
         policy = delivery.policy
         if policy.conflation == "unsubscribe" and drop:
             policy.counters["dropped"] += 1  # its subscriptions are dropped (relieve)
+            return
+        if merge is not None:
+            self._into(merge, delivery)
             return
         if delivery.record is not None and self.conflation and policy.conflation in CONFLATED_POLICIES:
             self._keyed(delivery, check_room=False)
@@ -343,15 +338,16 @@ class Outbox:
                 self._queued.taken(entry)
                 if now is not None:
                     queue_figures.observe_written(entry, now)
-            elif isinstance(entry, TxBlock):
+            elif isinstance(entry, TxBlock | TxMerge):
                 if parts and size + entry.size > max_frame_bytes:
                     break  # a transaction is one frame, of its own when it must be
                 entries.popleft()
-                parts.extend(entry.parts)
-                size += entry.size
+                rendered = entry.render()  # (nothing, when nothing is left for anyone)
+                parts.extend(rendered)
+                size += sum(len(part) + 1 for part in rendered)
                 self.queued_bytes -= entry.counted_size
                 self.queued_messages -= entry.counted
-                self.sent += entry.count
+                self.sent += len(rendered) // 2 + 1 if rendered else 0
                 if now is not None:
                     queue_figures.observe_written(entry, now)
             elif isinstance(entry, RunBatch):

@@ -7,9 +7,10 @@ from collections.abc import Iterable
 
 from .conflation import RecordEntry
 from .delivery import Delivery, RunBatch, TxBlock
+from .tx_merge import TxMerge, held
 
 
-def observe_written(entry: Delivery | RunBatch | RecordEntry | TxBlock, now: float) -> None:
+def observe_written(entry: Delivery | RunBatch | RecordEntry | TxBlock | TxMerge, now: float) -> None:
     """``entry`` is being written at ``now``: observe, in its topic's ``written`` latency, the
     time since each change it sends was made (its ``ts``).
 
@@ -27,7 +28,7 @@ def observe_written(entry: Delivery | RunBatch | RecordEntry | TxBlock, now: flo
         for delivery in lasts.values():
             observe_written(delivery, now)
     else:
-        for item in entry.held:
+        for item in held(entry):
             observe_written(item, now)
 
 
@@ -36,8 +37,8 @@ def depth_by_topic(entries: Iterable[object]) -> dict[str, int]:
     not counted)."""
     depth: dict[str, int] = {}
     for entry in entries:
-        if isinstance(entry, TxBlock):
-            for item in entry.held:
+        if isinstance(entry, TxBlock | TxMerge):
+            for item in held(entry):
                 _count(depth, item)
         elif isinstance(entry, Delivery | RunBatch | RecordEntry):
             _count(depth, entry)

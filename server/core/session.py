@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from . import wire
+from .delivery import Delivery, kept_for
 from .entitlement import Entitlement
 from .errors import NOT_ENTITLED, CommandError
 from .filters import compile_filter
@@ -21,8 +22,7 @@ from .run import FanOutRun
 
 if TYPE_CHECKING:
     from .config import UserConfig
-    from .delivery import Delivery, QueuePolicy, RunBatch, TxBlock
-    from .ports import Reader
+    from .delivery import QueuePolicy, RunBatch, TxBlock
     from .subscription import Subscription
     from .tx_frames import TxFrames
 
@@ -120,19 +120,29 @@ class Session:
         if queued == block.counted:
             self._wake()  # the block is all there is: the writer may be asleep
 
-        def retry() -> int:
+        def retry(last: bool = False) -> int:
             # Relief may have dropped subscriptions the block has messages for: not theirs.
             left = block.without()
             if left is None:
                 return outbox.queued_messages or 1  # nothing of it is left to queue: it "fits"
-            return outbox.push_tx(left)
+            # The last try merges it with the transactions queued before, as a plain publish
+            # folds into its record's queued message, before the socket is closed for want of room.
+            return outbox.push_tx(left, squeeze=last)
 
-        self._settle(queued, retry, None)
+        self._settle(queued, retry, None, lambda: retry(last=True))
 
     def _deliver(self, delivery: Delivery) -> None:
         outbox = self.outbox
-        retry = lambda: outbox.push_delivery(delivery)  # noqa: E731
-        self._settle(outbox.push_delivery(delivery), retry, delivery.policy, delivery.subs)
+
+        def retry() -> int:
+            # Relief may have dropped some of the subscriptions it is for: it is not for them
+            # any more (whichever of them come first in its sids).
+            left = kept_for(delivery, ())
+            if not isinstance(left, Delivery):
+                return outbox.queued_messages or 1  # nothing of it is left to queue: it "fits"
+            return outbox.push_delivery(left)
+
+        self._settle(outbox.push_delivery(delivery), retry, delivery.policy)
 
     def deliver_run(self, batch: RunBatch) -> None:
         """Queue a run (called by the topic while it flushes its run: no run to end)."""
@@ -176,8 +186,9 @@ class Session:
         queued: int,
         retry: Callable[[], int],
         policy: QueuePolicy | None,
-        subs: tuple[Reader, ...] = (),
+        last: Callable[[], int] | None = None,
     ) -> None:
+        """``retry`` pushes again after a write; ``last`` (default: ``retry``) after a relief."""
         if queued > 1:
             if queued > self._crowded_at or self.outbox.queued_bytes * 4 > self.outbox.max_bytes:
                 self.on_crowded(self)
@@ -194,9 +205,7 @@ class Session:
             if dropped:
                 # The outbox holds this session's own subscriptions (as Readers).
                 self._drop(cast("list[Subscription]", dropped))
-            if subs and subs[0].dropped:
-                return  # the message was for a subscription just dropped for back pressure
-            queued = retry()
+            queued = (last or retry)()
         if queued:
             self._wake()
             return

@@ -1,7 +1,7 @@
 """Delivering a transaction whole (PROTOCOL 11.3): while one is applied, every message its
 changes cause for a socket is held, and when it ends each socket that got any is queued one
 ``TxBlock``: ``tx_begin``, the messages in the order of the transaction's commands, ``tx_end``,
-written in one frame and never conflated.
+written in one frame and never split (merged with later ones only whole: tx_merge.py).
 
 One instance is shared by the engine and its sessions, as the fan-out run is (run.py): a
 session's ``deliver`` and ``deliver_run`` hand it their messages while a transaction is open.

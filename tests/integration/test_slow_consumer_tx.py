@@ -1,0 +1,67 @@
+"""A socket that stops reading while it receives transactions (PROTOCOL 11.3, 6.3): conflated as
+one receiving the same changes as plain publishes is, not closed with 4001."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import websockets
+
+from .client import Client, Message
+from .conftest import StartServer
+
+RECORDS, ROUNDS, PER_TX = 100, 60, 20
+TOPICS = [
+    {"name": "transactions", "key": ["/id"], "conflation": "conflate"},
+    {"name": "publishes", "key": ["/id"], "conflation": "conflate"},
+]
+
+
+async def drain(client: Client) -> list[Message]:
+    """Everything the client was sent once it reads again; a closed socket fails the test."""
+    try:
+        got = await client.silence(1.5)
+        [*_, ack] = await client.request({"c": "heartbeat", "cid": "alive"})
+    except websockets.ConnectionClosed:
+        pytest.fail(f"closed with {client.ws.close_code} ({client.ws.close_reason})")
+    assert ack["status"] == "success"
+    return got
+
+
+@pytest.mark.slow
+async def test_a_stalled_reader_of_transactions_is_conflated_not_closed(start_server: StartServer) -> None:
+    server = start_server({"queue_max_bytes": 300_000, "queue_max_messages": 2000}, TOPICS)
+    publisher = await Client.connect(server.url)
+    # max_queue=1: the client library stops reading the TCP socket once one frame is waiting.
+    stalled = {t["name"]: await Client.connect(server.url, max_queue=1) for t in TOPICS}
+    for name, client in stalled.items():
+        await client.request({"c": "subscribe", "t": name, "cid": "s"})
+    pad = "x" * 1000
+    # 6,000 changes of 1 KB to each: past what the kernel's buffers hold and twenty times the
+    # queue's bytes, while the net state (100 records) fits in it a third of the way.
+    for update in range(ROUNDS):
+        for first in range(0, RECORDS, PER_TX):
+            records: list[dict[str, Any]] = [
+                {"id": n, "u": update, "pad": pad} for n in range(first, first + PER_TX)
+            ]
+            await publisher.send(
+                {"c": "tx", "cmds": [{"c": "publish", "t": "transactions", "data": r} for r in records]}
+            )
+            await publisher.send(*[{"c": "publish", "t": "publishes", "data": r} for r in records])
+    await publisher.request({"c": "flush", "cid": "f"})
+
+    for name, client in stalled.items():
+        latest: dict[object, object] = {}
+        received = 0
+        open_block = False
+        for message in await drain(client):
+            if message["c"] in ("tx_begin", "tx_end"):
+                assert name == "transactions" and open_block == (message["c"] == "tx_end")
+                open_block = not open_block
+            elif message["c"] == "p":
+                assert open_block == (name == "transactions"), "every change of a transaction in a block"
+                received += 1
+                latest[message["data"]["id"]] = message["data"]["u"]
+        assert latest == dict.fromkeys(range(RECORDS), ROUNDS - 1), name
+        assert received < RECORDS * ROUNDS, f"{name}: conflation sent fewer messages than were published"
