@@ -47,7 +47,11 @@ def _replay_one(request: ReplayRequest, entry: Entry) -> None:
     if entry.op == PUBLISH:
         new = RecordVersion(key, entry.data, entry.lsn, entry.timestamp, entry.expires_at)
         old = request.state.get(key)
-        request.state[key] = new
+        if subscription.held is not None or subscription.interval is not None:
+            # Only these can be sent anything about a replayed delete (an OOF of a record held,
+            # or a change folded over its interval): for the others the last version of every
+            # record replayed would be a copy of the topic kept for nothing while the replay runs.
+            request.state[key] = new
         change = subscription.replayed(key, old, new, {})
     elif entry.op in (DELETE, EXPIRE):
         last = request.state.pop(key, None)
