@@ -28,6 +28,7 @@ from functools import partial
 from ..core import replaying
 from ..core.bookmarks import ReplayRequest
 from ..core.engine import Engine
+from ..core.outbox import Outbox
 from ..core.session import Session
 from ..core.txlog import Entry
 
@@ -116,15 +117,20 @@ class Replays:
             replaying.abort(engine, request, "replay_failed")
 
     async def _send(self, request: ReplayRequest, chunk: list[Entry]) -> None:
-        """Replay ``chunk`` a step at a time, each once the socket has taken what came before."""
+        """Replay ``chunk`` in steps, each once the socket has taken what came before: a step ends
+        after ``STEP`` entries, or as soon as the socket's queue is past half its bounds."""
         subscription = request.subscription
-        outbox = subscription.session.outbox
-        for start in range(0, len(chunk), STEP):
-            while not subscription.closed and (
-                outbox.queued_messages * 2 > outbox.max_messages or outbox.queued_bytes * 2 > outbox.max_bytes
-            ):
+        outbox: Outbox = subscription.session.outbox
+
+        def crowded() -> bool:
+            messages, size = outbox.queued_messages, outbox.queued_bytes
+            return messages * 2 > outbox.max_messages or size * 2 > outbox.max_bytes
+
+        done = 0
+        while done < len(chunk):
+            while crowded() and not subscription.closed:
                 await asyncio.sleep(PACE_S)
             if subscription.closed:
                 return
-            replaying.replay(self.engine, request, chunk[start : start + STEP])
+            done += replaying.replay(self.engine, request, chunk[done : done + STEP], crowded)
             await asyncio.sleep(0)  # everything else that is ready runs between steps
