@@ -10,7 +10,7 @@ from typing import Any
 
 from server.core.bookmarks import ReplayRequest
 from server.core.txlog import Entry
-from server.runtime import replays
+from server.runtime import logreader, redis_log, replays
 from server.runtime.replays import Replays
 from tests.core.harness import Harness, Peer, entries_of
 
@@ -83,3 +83,28 @@ async def test_a_sockets_replays_run_a_few_at_a_time_in_order_then_go_live() -> 
             mine = [m for m in got if m.get("sids", [m.get("sub_id")])[0] == n or m.get("cid") == n]
             kinds = [(m["c"], m.get("data", {}).get("id")) for m in mine]
             assert kinds == [*[("p", k) for k in range(5)], ("ack", None), ("p", 99)], kinds
+
+
+def test_the_bounds_are_those_the_docs_state() -> None:
+    """docs/protocol.md (Durability, Limits) and the README name these numbers."""
+    assert (replays.PER_SOCKET, replays.READS_IN_FLIGHT) == (4, 2)
+    assert (logreader.CHUNK_BYTES, logreader.CHUNK_ENTRIES) == (256 * 1024, 1000)
+    assert (redis_log.REPLAY_BYTES, redis_log.REPLAY_COUNT) == (256 * 1024, 256)
+
+
+async def test_a_replay_unsubscribed_while_it_waits_never_starts() -> None:
+    h = Harness(topics=TOPICS)
+    h.peer().send(*[{"c": "publish", "t": "orders", "data": {"id": n}} for n in range(3)])
+    source = RecordingLog(durable(h))
+    runner = Replays(h.engine, source)
+    watcher = h.peer()
+    for n in range(6):
+        watcher.send({"c": "subscribe", "t": "orders", "sub_id": n, "bm": "0"})
+    while h.engine.replays:
+        runner.add(h.engine.replays.popleft())
+    watcher.send({"c": "unsubscribe", "sub_id": 5})
+    for _ in range(2000):
+        if not runner._tasks:
+            break
+        await asyncio.sleep(0.002)
+    assert [n for _, n in source.started] == [0, 1, 2, 3, 4] and not runner._lanes
