@@ -8,6 +8,7 @@ than let it go live with a gap.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from . import wire
@@ -19,13 +20,21 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 
-def replay(engine: Engine, request: ReplayRequest, entries: list[Entry]) -> None:
-    """Deliver log entries read back for a bookmark subscription (in log order)."""
+def replay(
+    engine: Engine, request: ReplayRequest, entries: list[Entry], full: Callable[[], bool] = lambda: False
+) -> int:
+    """Deliver log entries read back for a bookmark subscription (in log order), stopping early
+    once ``full()`` says its socket has enough queued; how many were delivered (the runtime
+    hands the rest again once the socket has taken some)."""
     subscription = request.subscription
     topic = subscription.topic_ref
     if subscription.closed or topic is None:
-        return
+        return len(entries)
+    done = 0
     for entry in entries:
+        if full():
+            break
+        done += 1
         if entry.op == TX:  # replayed whole, between tx_begin and tx_end (PROTOCOL 11.3)
             changes = [change for change in transaction_changes(entry) if change.topic == topic.name]
             if changes:
@@ -38,6 +47,7 @@ def replay(engine: Engine, request: ReplayRequest, entries: list[Entry]) -> None
         elif entry.topic == topic.name:
             _replay_one(request, entry)
     engine.settle()
+    return done
 
 
 def _replay_one(request: ReplayRequest, entry: Entry) -> None:
@@ -47,7 +57,11 @@ def _replay_one(request: ReplayRequest, entry: Entry) -> None:
     if entry.op == PUBLISH:
         new = RecordVersion(key, entry.data, entry.lsn, entry.timestamp, entry.expires_at)
         old = request.state.get(key)
-        request.state[key] = new
+        if subscription.held is not None or subscription.interval is not None:
+            # Only these can be sent anything about a replayed delete (an OOF of a record held,
+            # or a change folded over its interval): for the others the last version of every
+            # record replayed would be a copy of the topic kept for nothing while the replay runs.
+            request.state[key] = new
         change = subscription.replayed(key, old, new, {})
     elif entry.op in (DELETE, EXPIRE):
         last = request.state.pop(key, None)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,7 +191,7 @@ def scan_segment(buffer: bytes, last: bool = True) -> SegmentScan:
     found = SegmentScan([], [], None, len(buffer))
     position = 0
     while position < found.size:
-        read = _frame_at(buffer, position)
+        read = frame_at(buffer, position)
         if read is not None:
             found.frames.append((position, *read))
             position = read[0]
@@ -208,7 +208,7 @@ def scan_segment(buffer: bytes, last: bool = True) -> SegmentScan:
     return found
 
 
-def _frame_at(buffer: bytes, position: int) -> tuple[int, Any] | None:
+def frame_at(buffer: bytes, position: int) -> tuple[int, Any] | None:
     """The end and payload of an intact frame starting at ``position``, or None."""
     if len(buffer) - position < HEADER_SIZE:
         return None
@@ -232,12 +232,64 @@ def _next_frame(buffer: bytes, start: int) -> int | None:
     length field is not trusted (it may be the damaged part): every position whose payload would
     open with ``[`` is tried. Frames cannot hide inside a payload: JSON text has no NUL byte, and
     every header of a frame under 16 MiB has one."""
+    starts = frame_starts(buffer, start, len(buffer))
+    return next((at for at in starts if frame_at(buffer, at) is not None), None)
+
+
+def frame_starts(buffer: bytes, start: int, stop: int) -> Iterator[int]:
+    """The positions from ``start`` to before ``stop`` where a frame may begin: its header is in
+    ``buffer`` and its payload would open with ``[``."""
     candidate = buffer.find(b"[", start + HEADER_SIZE)
-    while candidate != -1:
-        if _frame_at(buffer, candidate - HEADER_SIZE) is not None:
-            return candidate - HEADER_SIZE
+    while candidate != -1 and candidate - HEADER_SIZE < stop:
+        yield candidate - HEADER_SIZE
         candidate = buffer.find(b"[", candidate + 1)
-    return None
+
+
+def announced_size(buffer: bytes, position: int) -> int | None:
+    """The size (header and payload) of the frame whose header is at ``position``, when the header
+    is whole and could be a frame's; None when it cannot."""
+    if len(buffer) - position < HEADER_SIZE:
+        return None
+    length: int = _HEADER.unpack_from(buffer, position)[0]
+    start = position + HEADER_SIZE
+    if length == 0 or length > MAX_FRAME or (start < len(buffer) and buffer[start] != _OPEN):
+        return None
+    return HEADER_SIZE + length
+
+
+# -- reading a segment a piece at a time (bookmark replays: logreader.py) --------------------
+
+
+@dataclass(slots=True)
+class Piece:
+    """The intact frames at the start of a piece of a segment, and where and why reading stopped."""
+
+    payloads: list[Any]  # each a group commit: a list of entry payloads
+    end: int  # where the first frame not read begins, in the piece
+    wanted: int  # the frame at ``end`` runs past the piece: its whole size (0: it does not)
+    bad: bool  # the frame at ``end`` is damaged (resynchronise: ``frame_starts``, ``frame_at``)
+
+
+def read_piece(buffer: bytes, complete: bool, max_entries: int) -> Piece:
+    """The frames from the start of ``buffer`` until its end, ``max_entries`` entries (after the
+    frame that reaches it), a frame that runs past the buffer (when the buffer is not ``complete``,
+    i.e. the rest of the segment follows; at the end a frame cut short is damage) or a damaged one."""
+    found = Piece([], 0, 0, False)
+    entries = 0
+    while found.end < len(buffer) and entries < max_entries:
+        read = frame_at(buffer, found.end)
+        if read is not None:
+            found.payloads.append(read[1])
+            entries += len(read[1])
+            found.end = read[0]
+            continue
+        size = announced_size(buffer, found.end) if len(buffer) - found.end >= HEADER_SIZE else HEADER_SIZE
+        if not complete and size is not None and found.end + size > len(buffer):
+            found.wanted = size
+        else:
+            found.bad = True
+        break
+    return found
 
 
 def _torn(buffer: bytes, position: int) -> bool:

@@ -6,21 +6,21 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 
-from ..core import replaying
 from ..core.bookmarks import ReplayRequest
 from ..core.config import Config
 from ..core.engine import Clock, Engine
+from ..core.txlog import Entry
 from .connection import Connection, SendFrame
 from .logstore import LogStore
 from .ports import SocketPort
 from .redis_log import RedisLog
+from .replays import Replays
 
 log = logging.getLogger("server.runtime")
 
 CLOSE_GOING_AWAY = 1001
-REPLAY_BATCH = 1000
 # Background conflation works in slices this long, each after everything else ready has run.
 BACKGROUND_SLICE_S = 0.001
 
@@ -42,7 +42,7 @@ class Hub:
         self.cluster: RedisLog | None = None  # with [cluster]: the shared log in Redis
         self._replay_requested = asyncio.Event()
         self._replay_task: asyncio.Task[None] | None = None
-        self._replays: set[asyncio.Task[None]] = set()
+        self.replays = Replays(self.engine, self._read_log)
         self.engine.on_replay = self._replay_requested.set
         self._crowded = asyncio.Event()
         self._background_task: asyncio.Task[None] | None = None
@@ -101,41 +101,18 @@ class Hub:
             await self._replay_requested.wait()
             self._replay_requested.clear()
             while self.engine.replays:
-                task = asyncio.create_task(self._replay(self.engine.replays.popleft()), name="replay")
-                self._replays.add(task)
-                task.add_done_callback(self._replays.discard)
+                self.replays.add(self.engine.replays.popleft())
 
-    async def _replay(self, request: ReplayRequest) -> None:
-        """Read the log back to a bookmark subscription, paced by its socket, then let it go live."""
-        engine, store, cluster = self.engine, self.store, self.cluster
-        subscription = request.subscription
+    def _read_log(self, request: ReplayRequest) -> AsyncGenerator[list[Entry]] | None:
+        """The log a bookmark replay reads, a chunk at a time: a cluster's stream in Redis, or the
+        transaction log on disk."""
         bookmark = request.bookmark
-        try:
-            # Alone, the log is being written up to where live begins (a cluster's is in Redis).
-            while cluster is None and engine.durability.durable_lsn < request.until_lsn:
-                if subscription.closed:
-                    break
-                await asyncio.sleep(0.002)
-            entries = None
-            if cluster is not None and not subscription.closed:
-                topic = subscription.topic
-                entries = await cluster.read(topic, bookmark.after_lsn, bookmark.since, request.until_lsn)
-            elif store is not None and not subscription.closed:
-                entries = await store.read(bookmark.after_lsn, bookmark.since, request.until_lsn)
-            if entries is not None:
-                outbox = subscription.session.outbox
-                for start in range(0, len(entries), REPLAY_BATCH):
-                    if subscription.closed:
-                        return
-                    replaying.replay(engine, request, entries[start : start + REPLAY_BATCH])
-                    while outbox.queued_messages > outbox.max_messages // 2 and not subscription.closed:
-                        await asyncio.sleep(0.005)
-            replaying.finish(engine, request)
-        except Exception:
-            log.exception(
-                "bookmark replay for subscription %r failed; ending the subscription", subscription.sub_id
-            )
-            replaying.abort(engine, request, "replay_failed")
+        if self.cluster is not None:
+            topic = request.subscription.topic
+            return self.cluster.read(topic, bookmark.after_lsn, bookmark.since, request.until_lsn)
+        if self.store is not None:
+            return self.store.replay(bookmark.after_lsn, bookmark.since, request.until_lsn)
+        return None
 
     @property
     def ready(self) -> bool:
@@ -162,9 +139,10 @@ class Hub:
     async def shutdown(self) -> None:
         """Close every socket with 1001 before the server stops accepting work."""
         self.shutting_down = True
-        for task in (self._timer_task, self._replay_task, self._background_task, *self._replays):
+        for task in (self._timer_task, self._replay_task, self._background_task):
             if task is not None:
                 task.cancel()
+        self.replays.cancel()
         connections = list(self.connections)
         if connections:
             log.info("closing %d connection(s) with 1001", len(connections))

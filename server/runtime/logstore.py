@@ -26,15 +26,15 @@ import itertools
 import logging
 import os
 import time
+from collections.abc import AsyncGenerator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from ..core import recovery
 from ..core.bookmarks import EpochHistory, epoch_of
 from ..core.engine import Engine
 from ..core.errors import StartupError
-from ..core.txlog import Damage, Entry, SegmentScan, entries_in, scan_segment
+from ..core.txlog import Damage, Entry, SegmentScan
 from .logdamage import (
     START_ANYWAY,
     Found,
@@ -45,6 +45,7 @@ from .logdamage import (
     refusal,
     report,
 )
+from .logreader import Cursor, LogReader
 
 log = logging.getLogger("server.txlog")
 
@@ -72,8 +73,8 @@ class LogStore:
         self._history = EpochHistory()
         self._history_unknown = False  # epochs.json was damaged: earlier epochs are not known
         self.damaged_frames = 0  # damaged stretches found in the log (each one frame or more)
-        self._damage_seen: set[tuple[str, int]] = set()
         self.log_dir = data_dir / "txlog"
+        self.reader = LogReader(self.log_dir, self._count_damage)  # for bookmark replays
         self.snapshot_dir = data_dir / "snapshots"
         self.retention_s = retention_s
         self.retention_bytes = retention_bytes
@@ -297,7 +298,9 @@ class LogStore:
         self._apply_retention(state.lsn)
 
     def _apply_retention(self, snapshot_lsn: int) -> None:
-        """Delete segments the snapshot covers that are older or larger than retention allows."""
+        """Delete segments the snapshot covers that are older or larger than retention allows,
+        oldest first and stopping at the first one kept: a replay that still finds the segment
+        it reads then knows that none after it is missing (logreader.py)."""
         segments = self._segments()
         covered = [
             segment
@@ -308,49 +311,27 @@ class LogStore:
         now = time.time()
         for segment in covered:
             size = segment.stat().st_size
-            if now - segment.stat().st_mtime > self.retention_s or total > self.retention_bytes:
-                segment.unlink()
-                total -= size
-                log.info("log retention: removed %s", segment.name)
+            if now - segment.stat().st_mtime <= self.retention_s and total <= self.retention_bytes:
+                break
+            segment.unlink()
+            total -= size
+            log.info("log retention: removed %s", segment.name)
 
     # -- replay ---------------------------------------------------------------------------
 
-    async def read(self, after_lsn: int, since: float | None, until_lsn: int) -> list[Entry]:
-        """Log entries with ``after_lsn < lsn <= until_lsn`` (and timestamp >= ``since``), in order."""
-        return await asyncio.get_running_loop().run_in_executor(
-            self._io, self._read, after_lsn, since, until_lsn
-        )
+    async def replay(
+        self, after_lsn: int, since: float | None, until_lsn: int
+    ) -> AsyncGenerator[list[Entry]]:
+        """Log entries with ``after_lsn < lsn <= until_lsn`` (and timestamp >= ``since``), in order,
+        a chunk at a time (logreader.py): each chunk is read on the I/O thread when it is asked
+        for, so a replay holds one chunk, not its range."""
+        cursor = Cursor(after_lsn, since, until_lsn)
+        loop = asyncio.get_running_loop()
+        while not cursor.done:
+            yield await loop.run_in_executor(self._io, self.reader.chunk, cursor)
 
-    def _read(self, after_lsn: int, since: float | None, until_lsn: int) -> list[Entry]:
-        entries: list[Entry] = []
-        segments = self._segments()
-        for segment, following in zip(segments, [*segments[1:], None], strict=True):
-            if following is not None and int(following.stem) - 1 <= after_lsn:
-                continue  # every entry of this segment is before the bookmark
-            for payload in entries_in(self._readable(segment)):
-                entry = Entry.from_payload(payload)
-                if entry.lsn > until_lsn:
-                    return entries
-                if entry.lsn > after_lsn and (since is None or entry.timestamp >= since):
-                    entries.append(entry)
-        return entries
-
-    def _readable(self, segment: Path) -> list[Any]:
-        """The intact frames of ``segment``. Damage here (a segment the snapshot covers, which
-        recovery does not read) is skipped: reported once, counted, and the replay reads on."""
-        found = scan_segment(segment.read_bytes())
-        for damage in found.damaged:
-            if (segment.name, damage.start) not in self._damage_seen:
-                self._damage_seen.add((segment.name, damage.start))
-                self.damaged_frames += 1
-                log.error(
-                    "TRANSACTION LOG DAMAGED: %s bytes %d-%d hold no readable frame; bookmark "
-                    "replays skip the changes in them",
-                    segment,
-                    damage.start,
-                    damage.end,
-                )
-        return found.payloads
+    def _count_damage(self) -> None:
+        self.damaged_frames += 1
 
     # -- shutdown -------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import orjson
@@ -52,6 +52,8 @@ from .redis_writer import Writer
 log = logging.getLogger("server.cluster")
 
 READ_COUNT = 1000  # entries per XREAD or XRANGE round trip
+REPLAY_BYTES = 256 * 1024  # what a bookmark replay reads in one round trip (logreader.CHUNK_BYTES)
+REPLAY_COUNT = 256  # entries at most in one; fewer once they are large
 READ_BLOCK_MS = 1000
 MARKER_CHECK_S = 0.25  # how often the reader looks at the cluster's marker (redis_seeding.py)
 RETRY_S = 0.5  # between attempts to reach Redis again
@@ -253,16 +255,24 @@ class RedisLog:
         async for batch in self._range(topic, "(" + stream_id(after) if after else "-", "+"):
             self._apply(topic, batch)
 
-    async def _range(self, stream: str, start: str, end: str) -> AsyncIterator[StreamBatch]:
-        """``XRANGE`` of ``stream`` from ``start`` to ``end``, a batch per round trip."""
+    async def _range(
+        self, stream: str, start: str, end: str, batch_bytes: int | None = None
+    ) -> AsyncIterator[StreamBatch]:
+        """``XRANGE`` of ``stream`` from ``start`` to ``end``, a batch per round trip of ``READ_COUNT``
+        entries; with ``batch_bytes`` (a replay), of that many bytes at the size of the last batch's
+        largest entry, growing at most twofold a batch up to ``REPLAY_COUNT``."""
         key = self.stream_key(stream)
+        count = READ_COUNT if batch_bytes is None else 4
         while True:
-            batch = await self.redis.xrange(key, min=start, max=end, count=READ_COUNT)
+            batch = await self.redis.xrange(key, min=start, max=end, count=count)
             if batch:
                 yield batch
-            if len(batch) < READ_COUNT:
+            if len(batch) < count:
                 return
             start = "(" + batch[-1][0].decode()
+            if batch_bytes is not None:
+                largest = max(len(fields[b"e"]) for _, fields in batch)
+                count = max(1, min(REPLAY_COUNT, 2 * count, batch_bytes // largest))
 
     async def _read_on(self) -> None:
         shared = self.shared
@@ -317,18 +327,18 @@ class RedisLog:
         if tail:
             await self.caught_up(stream, lsn_of(tail[0][0].decode()))
 
-    async def read(self, stream: str, after_lsn: int, since: float | None, until_lsn: int) -> list[Entry]:
+    async def read(
+        self, stream: str, after_lsn: int, since: float | None, until_lsn: int
+    ) -> AsyncGenerator[list[Entry]]:
         """The entries of ``stream`` after ``after_lsn`` (or from the time ``since``) up to
-        ``until_lsn``, numbered (a bookmark replay)."""
+        ``until_lsn``, numbered (a bookmark replay), a batch of ~``REPLAY_BYTES`` when asked for."""
         if since is not None:
             start = f"{int(since * 1000)}-0"
         else:
             start = "(" + stream_id(after_lsn) if after_lsn else "-"
-        entries: list[Entry] = []
         if until_lsn:
-            async for batch in self._range(stream, start, stream_id(until_lsn)):
-                entries += [entry for entry, _ in numbered(batch)]
-        return entries
+            async for batch in self._range(stream, start, stream_id(until_lsn), REPLAY_BYTES):
+                yield [entry for entry, _ in numbered(batch)]
 
     async def before(self, commands: list[Any]) -> None:
         """Before a frame runs: a subscription with a bookmark, which may come from another node,

@@ -355,3 +355,26 @@ def test_a_bookmark_replay_with_deltas_and_oof_is_defined() -> None:
     feed.send(publish("orders", 2, qty=6))
     live = peer.take()
     assert [m.get("patch") for m in live] == [[{"op": "replace", "path": "/qty", "value": 6}]]
+
+
+def test_a_replay_keeps_the_last_version_of_a_record_only_where_a_delete_can_use_it() -> None:
+    """The last version replayed of each record is kept for the OOF of a later delete (or for a
+    conflation interval to fold it): a plain bookmark subscription is sent nothing about a delete,
+    so its replay keeps no copy of the topic."""
+    h = hub()
+    feed = h.peer()
+    feed.send(*[publish("orders", n, qty=n) for n in range(5)])
+    feed.send({"c": "sow_delete", "t": "orders", "filter": "/id = 1"})
+    log = entries_of(h)
+    plain, oof = h.peer(), h.peer()
+    plain.send({"c": "subscribe", "t": "orders", "sub_id": "p", "bm": "0"})
+    oof.send({"c": "subscribe", "t": "orders", "sub_id": "o", "bm": "0", "o": "oof"})
+    kept: dict[Any, list[int]] = {}
+    while h.engine.replays:
+        request = h.engine.replays.popleft()
+        replaying.replay(h.engine, request, log)
+        kept[request.subscription.sub_id] = sorted(v.data["id"] for v in request.state.values())
+        replaying.finish(h.engine, request)
+    assert kept == {"p": [], "o": [0, 2, 3, 4]}
+    assert [m["c"] for m in plain.take()] == ["p"] * 5
+    assert [(m["c"], m["data"]["id"]) for m in oof.take() if m["c"] == "oof"] == [("oof", 1)]
