@@ -182,27 +182,32 @@ end
 return 1
 """
 
+# Lua: whether stream ID ``id`` comes after ``current`` (``<ms>-<n>`` each; none: it does).
+NEWER_ID = """
+local function newer(id, current)
+  if not current then return true end
+  local ms, n = string.match(id, '^(%d+)-(%d+)$')
+  local cms, cn = string.match(current, '^(%d+)-(%d+)$')
+  ms, n, cms, cn = tonumber(ms), tonumber(n), tonumber(cms), tonumber(cn)
+  return ms > cms or (ms == cms and n > cn)
+end
+"""
+
 # A topic's snapshot, written only when it is newer than the one Redis holds: a node that lags
 # must not put back an older snapshot whose stream tail another node's trim has removed; and only
 # under the marker the node loaded under (a Redis that lost the log is re-seeded, not written to).
 # KEYS: the snapshot, its stream ID, the marker key. ARGV: the stream ID it is as of
 # (``<ms>-<n>``), the document, the marker. Answer: 1 written, 0 not newer or not the marker.
-WRITE_SNAPSHOT = """
+WRITE_SNAPSHOT = (
+    NEWER_ID
+    + """
 if redis.call('GET', KEYS[3]) ~= ARGV[3] then return 0 end
-local function parts(id)
-  local ms, n = string.match(id, '^(%d+)-(%d+)$')
-  return tonumber(ms), tonumber(n)
-end
-local current = redis.call('GET', KEYS[2])
-if current then
-  local ms, n = parts(ARGV[1])
-  local cms, cn = parts(current)
-  if ms < cms or (ms == cms and n <= cn) then return 0 end
-end
+if not newer(ARGV[1], redis.call('GET', KEYS[2])) then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('SET', KEYS[2], ARGV[1])
 return 1
 """
+)
 
 # Trim a topic's stream and record the cut in one step: a node that finds the entry it applied
 # last gone from the stream tells a trim (the recorded cut is above it) from a Redis that lost

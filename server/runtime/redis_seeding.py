@@ -38,6 +38,7 @@ from typing import Any
 from ..core.engine import Engine
 from ..core.log_loss import LIVE, SEEDING, Loss, Marker, marker_loss, parse_marker, stream_loss
 from ..core.shared_log import PLAIN_STREAM, SharedLog, lsn_of, stream_id
+from .redis_script import NEWER_ID
 from .redis_snapshots import Snapshots, encode
 
 log = logging.getLogger("server.cluster")
@@ -72,23 +73,17 @@ return ARGV[2]
 # A topic's snapshot, under the seeding marker, where newer than the one added so far; a new one
 # clears the versions of the one it replaces. KEYS: the marker, the snapshot, its ID, the versions
 # hash. ARGV: the seeding marker, the ID, the document. Answer: 1 written, 0 not.
-ADD_SNAPSHOT = """
+ADD_SNAPSHOT = (
+    NEWER_ID
+    + """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local function parts(id)
-  local ms, n = string.match(id, '^(%d+)-(%d+)$')
-  return tonumber(ms), tonumber(n)
-end
-local current = redis.call('GET', KEYS[3])
-if current then
-  local ms, n = parts(ARGV[2])
-  local cms, cn = parts(current)
-  if ms < cms or (ms == cms and n <= cn) then return 0 end
-end
+if not newer(ARGV[2], redis.call('GET', KEYS[3])) then return 0 end
 redis.call('SET', KEYS[2], ARGV[3])
 redis.call('SET', KEYS[3], ARGV[2])
 redis.call('DEL', KEYS[4])
 return 1
 """
+)
 
 # Fields of a hash, under the seeding marker. KEYS: the marker, the hash, the snapshot ID key.
 # ARGV: the seeding marker, the mode, the snapshot ID, then field, value, ... Modes: ``s`` set,

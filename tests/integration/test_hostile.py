@@ -37,6 +37,9 @@ from .hostile_arena import (
     closed_code,
 )
 
+# It measures the server's time or memory: it runs with no other test beside it (scripts/test).
+pytestmark = pytest.mark.quiet
+
 # -- malformed frames -------------------------------------------------------------------------------
 
 

@@ -31,6 +31,9 @@ from .hostile_arena import (
     publish_all,
 )
 
+# It measures the server's time or memory: it runs with no other test beside it (scripts/test).
+pytestmark = pytest.mark.quiet
+
 ROW_TEXT = "ab" * 25_000  # 50 KB: (.*a){20} matches, and its greedy groups span the whole row
 PATHOLOGICAL_FILTERS = {
     "like (.*a){20}": "/text LIKE '(.*a){20}'",

@@ -30,6 +30,9 @@ from .hostile_arena import (
     closed_code,
 )
 
+# It measures the server's time or memory: it runs with no other test beside it (scripts/test).
+pytestmark = pytest.mark.quiet
+
 
 @pytest.mark.slow
 async def test_half_open_upgrade_requests_are_bounded(start_server: StartServer) -> None:

@@ -17,6 +17,9 @@ from server.asgi.uvicorn_protocol import REQUEST_HEAD_TIMEOUT_S
 from .raw_socket import handshake
 from .server_process import ServerProcess
 
+# It measures the server's time or memory: it runs with no other test beside it (scripts/test).
+pytestmark = pytest.mark.quiet
+
 STORM = 2_000
 STALLED = 200
 STORM_TIMEOUT_S = 60.0  # for the whole storm: SYNs a full accept queue drops are retried in 1 s, 3 s
@@ -41,6 +44,7 @@ async def closed_by_server(reader: asyncio.StreamReader, since: float) -> float:
 async def test_a_reconnect_storm_is_all_accepted_and_stalled_handshakes_are_still_cut(
     server: ServerProcess,
 ) -> None:
+
     stalled_at = time.monotonic()
     stalled = [await stall(server.port) for _ in range(STALLED)]
     # Watched from now on, while the storm runs.
