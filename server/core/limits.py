@@ -37,22 +37,24 @@ MAX_CONFLATION_S = 60.0
 SOCKET_FILTER_BUDGET = 10_000
 
 # The sorted copies of topics that one socket's live windows keep (quota.admit_order): distinct
-# orders, and the records they hold besides the largest (about 110 bytes a record: 500,000 is
-# about 55 MB), so one view of any topic is always possible and copies of it are not.
-SOCKET_ORDERS = 32
-SOCKET_ORDER_RECORDS = 500_000
+# orders, and the records they hold besides the largest (about 110 bytes a record: 1,000,000 is
+# about 110 MB), so one view of any topic is always possible and copies of it are not.
+SOCKET_ORDERS = 64
+SOCKET_ORDER_RECORDS = 1_000_000
 
-# The filter work one command may do in one pass over a topic (a snapshot, a delete by filter):
-# records x the filter's estimated cost (filters/cost.py, about 100-220 ns a unit; a regular
-# expression is 100 or more). It is one step that other sockets wait for: 400 ORed regular
-# expressions over 20,000 records held every socket for 100 s. About 1-2 s at the most.
-COMMAND_FILTER_WORK = 10_000_000
+# The filter work one command may do in one pass over a topic (a snapshot, a new window's order,
+# a delete by filter): records x the filter's estimated cost (filters/cost.py, about 100-220 ns a
+# unit; a regular expression is 100 or more). It is one step that other sockets wait for (a pass is
+# not cut into slices yet): 400 ORed regular expressions over 20,000 records held every socket for
+# 100 s. At this bound a pass waits a few seconds at the worst; filters of a few terms pass over a
+# million records, a regular expression over 300,000.
+COMMAND_FILTER_WORK = 30_000_000
 
 # The work one transaction may do in its one step (quota.TransactionWork), in the filter budget's
-# units (about 100-220 ns each): about 0.2-0.4 s. Reading a record costs RECORD_UNITS, deciding and
+# units (about 100-220 ns each): about 0.5-1 s. Reading a record costs RECORD_UNITS, deciding and
 # applying a publish PUBLISH_UNITS (10-20 us measured), each change a unit per subscription of its
 # topic plus that subscription's filter cost.
-TX_WORK_BUDGET = 2_000_000
+TX_WORK_BUDGET = 5_000_000
 RECORD_UNITS = 10
 PUBLISH_UNITS = 50
 

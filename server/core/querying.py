@@ -46,8 +46,6 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
     session.check_read(body.topic)
     admit_subscription(session, body, engine.config.server.max_subscriptions)
     known = engine.topics.get(body.topic)
-    if body.snapshot and known is not None:
-        admit_filter_pass(body.filter, len(known.records))
     if header.c == "sow" and (known is None or not known.is_sow):
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
     resuming = body.options.resume
@@ -107,6 +105,10 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
             subscription.replaying = bookmark is not None and not bookmark.live_only
         if session.hidden_interval is not None:
             subscription.hide(session.hidden_interval)  # its snapshot goes now, its changes wait
+    if body.snapshot and known is not None and not resuming and not topic.has_order(subscription):
+        # One pass of the filter over the topic (a resume reads the history; a window over an
+        # order that exists already reads the order).
+        admit_filter_pass(body.filter, len(known.records))
     engine.received(session, header)
     engine.processed(session, header)
     if existing is not None and subscription is not None:

@@ -151,15 +151,27 @@ class ServerNames:
         self.allowed_hosts = frozenset((key[1], key[2]) for key in self.allowed if isinstance(key, tuple))
 
     def is_own(self, given: HostPort, local: tuple[str, int] | None, secure: bool) -> bool:
-        """Whether ``given`` is one of the server's own names (not counting allowed origins)."""
+        """Whether ``given``, host and port, is one of the server's own origins' (not counting
+        allowed origins). A name listed without a port is the server's at the scheme's default
+        port and at the port the connection arrived on."""
         default = 443 if secure else 80
         port = given.port if given.port is not None else default
         if self._local_name(given.host, port, local):
             return True
+        arrived = local[1] if local is not None else None
         return any(
-            name.host == given.host and (name.port if name.port is not None else default) == port
+            name.host == given.host
+            and (port == name.port if name.port is not None else port in (default, arrived))
             for name in self.names
         )
+
+    def is_own_name(self, host: str, local: tuple[str, int] | None) -> bool:
+        """Whether ``host`` names the server, whatever the port: what DNS rebinding changes is the
+        name (a port forward or a proxy in front may change the port, and an address or
+        ``localhost`` is no rebound name)."""
+        if host in self.at_local_port or (local is not None and host == local_host(local[0])):
+            return True
+        return any(name.host == host for name in self.names)
 
     def _local_name(self, host: str, port: int, local: tuple[str, int] | None) -> bool:
         """``localhost``, the configured host or the connection's own address, at its own port."""
@@ -185,12 +197,9 @@ class ServerNames:
         given = parse_host(host)
         if given is None:
             return False
-        if self.is_own(given, local, secure):
+        if self.is_own_name(given.host, local):
             return True
-        return handshake and any(
-            allowed_host == given.host and (given.port is None or given.port == allowed_port)
-            for allowed_host, allowed_port in self.allowed_hosts
-        )
+        return handshake and any(allowed_host == given.host for allowed_host, _ in self.allowed_hosts)
 
     def origin_allowed(self, origin: str | None, local: tuple[str, int] | None, secure: bool) -> bool:
         """May a WebSocket handshake with this ``Origin`` header go on? None: no ``Origin``, not a

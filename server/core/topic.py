@@ -154,6 +154,12 @@ class Topic:
         version = self.records[key]
         self._deliver_changes(session, subs, key, version, version, {}, "deleted", timed=False)
 
+    def has_order(self, subscription: Subscription | None) -> bool:
+        """Whether ``subscription`` is a window whose order exists already (shared, or kept by
+        the subscription a ``replace`` swaps out): opening it reads the order, not the topic."""
+        share = None if subscription is None else self.order_share(subscription)
+        return share is not None and share in self._orders
+
     def order_share(self, subscription: Subscription) -> tuple[Any, ...] | None:
         """What a window subscription's window shares its order by (its gates and its order),
         None when it is not a window of a SOW topic."""

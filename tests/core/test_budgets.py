@@ -172,7 +172,7 @@ def test_a_pass_of_a_costly_filter_over_a_big_topic_is_refused_before_it_runs() 
     ]
     got = peer.send(*commands)
     reasons = {command["cid"]: processed(got, command["cid"])["reason"] for command in commands}
-    too_costly = "too costly over 20000 records: 40801 units a record, at most 10000000 units"
+    too_costly = "too costly over 20000 records: 40801 units a record, at most 30000000 units"
     assert reasons["sow"].startswith(f"bad filter: {too_costly}")
     assert reasons["del"].startswith(f"bad filter: {too_costly}")
     # In a transaction, the transaction's own budget refuses it first (it counts the same pass).
@@ -188,3 +188,33 @@ def test_a_pass_of_a_costly_filter_over_a_big_topic_is_refused_before_it_runs() 
     peer.send({"c": "publish", "t": "fills", "data": {"id": 1, "s": "abc"}})
     got = peer.send({"c": "sow", "t": "fills", "cid": 2, "filter": costly})
     assert [m["data"]["id"] for m in got if m["c"] == "sow"] == [1]
+
+
+def test_only_a_pass_over_the_topic_is_charged(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Scaled down: 200 records x a filter of cost 7 fit a budget of 1,500, 250 records do not.
+    monkeypatch.setattr(quota, "COMMAND_FILTER_WORK", 1500)
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 200)
+    text = "/qty > 1 AND /order > 0"
+    assert compile_filter(text).cost * 200 <= 1500 < compile_filter(text).cost * 250
+    first = {
+        "c": "sow_and_subscribe",
+        "t": "orders",
+        "sub_id": "w",
+        "filter": text,
+        "orderby": "/qty",
+        "top_n": 5,
+    }
+    assert processed(peer.send({**first, "cid": 1}), 1)["status"] == "success"
+    load(peer, 250)
+    # Moving the window reads its order, not the topic; so does another window over that order.
+    moved = {**first, "cid": 2, "skip_n": 10, "o": "replace"}
+    assert processed(peer.send(moved), 2)["status"] == "success"
+    other = h.peer()
+    assert processed(other.send({**first, "cid": 3}), 3)["status"] == "success"
+    # A one-off query, or a window with its own order, is a pass over the topic.
+    ack = processed(peer.send({"c": "sow", "t": "orders", "cid": 4, "filter": text}), 4)
+    assert ack["reason"].startswith("bad filter: too costly over 250 records"), ack
+    ack = processed(peer.send({**first, "cid": 5, "sub_id": "x", "orderby": "/order"}), 5)
+    assert ack["reason"].startswith("bad filter: too costly over 250 records"), ack

@@ -66,13 +66,15 @@ HOSTS = [
     ("localhost:8000", LOCAL, False, True),
     ("LOCALHOST:8000", LOCAL, False, True),
     ("localhost.:8000", LOCAL, False, True),
-    ("localhost:8001", LOCAL, False, False),  # the port it listens on, not another
-    ("127.0.0.1:8001", LOCAL, False, False),
-    ("localhost", LOCAL, False, False),  # no port: 80, not 8000
+    # The Host rule asks for the server's name, whatever the port: DNS rebinding changes the name,
+    # while a port forward or a proxy in front changes the port (the Origin rule checks ports).
+    ("localhost:8001", LOCAL, False, True),
+    ("127.0.0.1:8001", LOCAL, False, True),
+    ("localhost", LOCAL, False, True),
     ("localhost", ("127.0.0.1", 80), False, True),
     ("localhost:80", ("127.0.0.1", 80), False, True),
     ("localhost", ("127.0.0.1", 443), True, True),
-    ("localhost", ("127.0.0.1", 443), False, False),
+    ("localhost", ("127.0.0.1", 443), False, True),
     ("10.1.2.3:8000", ("10.1.2.3", 8000), False, True),  # a wildcard listener: the address used
     ("10.1.2.3:8000", LOCAL, False, False),
     ("127.0.0.1:8000", ("::ffff:127.0.0.1", 8000), False, True),  # dual-stack ::
@@ -82,12 +84,12 @@ HOSTS = [
     ("push.example.com:80", LOCAL, False, True),
     ("push.example.com", LOCAL, True, True),
     ("push.example.com:443", LOCAL, True, True),
-    ("push.example.com:443", LOCAL, False, False),
-    ("push.example.com:8000", LOCAL, False, False),
+    ("push.example.com:443", LOCAL, False, True),
+    ("push.example.com:8000", LOCAL, False, True),
     ("PUSH.Example.COM.", LOCAL, False, True),
     ("alt.example.com:8443", LOCAL, False, True),
     ("alt.example.com:8443", LOCAL, True, True),
-    ("alt.example.com", LOCAL, True, False),
+    ("alt.example.com", LOCAL, True, True),
     ("[2001:db8::1]:9000", LOCAL, False, True),
     ("[2001:db8:0::1]:9000", LOCAL, False, True),
     ("evil.example.com:8000", LOCAL, False, False),  # DNS rebinding
@@ -98,7 +100,8 @@ HOSTS = [
     ("127.0.0.1:8000, evil.example.com", LOCAL, False, False),
     ("", LOCAL, False, False),
     (None, LOCAL, False, False),  # no Host header at all
-    ("localhost:8000", None, False, False),
+    ("localhost:8000", None, False, True),  # localhost is a name of every server
+    ("evil.example.com:8000", None, False, False),
 ]
 
 
@@ -113,9 +116,7 @@ def test_the_host_rule(host: str | None, local: tuple[str, int] | None, secure: 
         ("desk.example.com", False, True),
         ("desk.example.com", True, True),
         ("desk.example.com:443", False, True),
-        ("desk.example.com:80", False, False),
-        ("localhost:3000", False, True),
-        ("localhost:3001", False, False),
+        ("desk.example.com:80", False, True),  # the name, at any port
         ("desk.example.com.evil", False, False),
         ("evil.example.com", False, False),
     ],
@@ -133,10 +134,11 @@ def test_with_several_host_headers_every_one_must_name_the_server() -> None:
     assert not NAMES.handshake_host_allowed([], LOCAL, False)
 
 
-def test_the_configured_host_is_a_name_at_the_local_port() -> None:
+def test_the_configured_host_is_a_name_of_the_server() -> None:
     named = ServerNames([], "push.internal", [])
     assert named.host_allowed(["push.internal:8000"], LOCAL, False)
-    assert not named.host_allowed(["push.internal:8001"], LOCAL, False)
+    assert named.host_allowed(["push.internal:8001"], LOCAL, False)
+    assert not named.host_allowed(["elsewhere.internal:8000"], LOCAL, False)
     for wildcard, host in (("0.0.0.0", "0.0.0.0:8000"), ("::", "[::]:8000"), ("::", "[0::0]:8000")):
         assert ServerNames([], wildcard, []).host_allowed([host], LOCAL, False), "what a client of it names"
     assert not ServerNames([], "", []).host_allowed(["0.0.0.0:8000"], LOCAL, False)
@@ -152,6 +154,8 @@ ORIGINS = [
     ("http://localhost:8000/", LOCAL, False, True),
     ("http://push.example.com", LOCAL, False, True),
     ("http://push.example.com:80", LOCAL, False, True),
+    ("http://push.example.com:8000", LOCAL, False, True),  # listed without a port: also its own
+    ("http://push.example.com:8001", LOCAL, False, False),
     ("https://push.example.com:443", LOCAL, True, True),
     ("https://alt.example.com:8443", LOCAL, True, True),
     ("http://[::1]:8000", ("::1", 8000), False, True),
