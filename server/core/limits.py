@@ -37,10 +37,11 @@ MAX_CONFLATION_S = 60.0
 SOCKET_FILTER_BUDGET = 10_000
 
 # The sorted copies of topics that one socket's live windows keep (quota.admit_order): distinct
-# orders, and the records they hold besides the largest (about 110 bytes a record: 1,000,000 is
-# about 110 MB), so one view of any topic is always possible and copies of it are not.
+# orders, and the records they hold besides the largest (about 160 bytes a record, measured with
+# orders of 50,000: 500,000 is about 80 MB), so one view of any topic is always possible and
+# copies of it are not.
 SOCKET_ORDERS = 64
-SOCKET_ORDER_RECORDS = 1_000_000
+SOCKET_ORDER_RECORDS = 500_000
 
 # The filter work one command may do in one pass over a topic (a snapshot, a new window's order,
 # a delete by filter): records x the filter's estimated cost (filters/cost.py, about 100-220 ns a
