@@ -185,6 +185,10 @@ async def test_a_frame_of_100000_commands_does_not_stall_the_others(start_server
             await hostile.send({"c": "flush", "cid": "after-publishes"})
             seen = await hostile.until(lambda m: m.get("cid") == "after-publishes", 60)
             assert seen[-1]["status"] == "success"
+            # Every command ran, in order: the last publish of each record is the one stored.
+            await hostile.send({"c": "sow", "t": "scratch", "cid": "last", "filter": "/id = 1998"})
+            got = await hostile.until(lambda m: m["c"] == "group_end")
+            assert [m["data"]["n"] for m in got if m["c"] == "sow"] == [99_998]
             # 100,000 commands that all fail: 100,000 failure acks for a socket that does read them.
             await hostile.ws.send("[" + ",".join(['{"c":"x"}'] * 100_000) + "]")
             await hostile.send({"c": "flush", "cid": "after-failures"})
