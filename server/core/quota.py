@@ -3,9 +3,9 @@ command asks for are weighed against that socket's budget, before any of it is d
 
 - Subscriptions: ``max_subscriptions`` (PROTOCOL 2) and a budget for the filter work they put on
   every publish (below).
-- Window orders (``admit_order``): the sorted copies of a topic its live windows hold.
+- Window orders (``admit_window``): the sorted copies of a topic its live windows keep.
 - One pass of a filter over a topic (``admit_filter_pass``): a snapshot, a delete by filter.
-- Transactions (``TransactionWork``): the records a ``tx`` examines while it is decided.
+- Transactions (``TransactionWork``): the work of a ``tx``'s one step, counted before it is done.
 
 A subscription whose filter has an index term (``/id = 5``, ``/sym IN (...)``) is evaluated only
 for the records that can match it; one without is evaluated for every publish to its topic. 5,000
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .commands import Publish, Query, SowDelete
 from .errors import BAD_FILTER, BAD_MESSAGE, INVALID_OPTIONS, CommandError, FilterError
-from .filters import compile_filter
+from .filters import Filter, compile_filter
 from .limits import (
     COMMAND_FILTER_WORK,
     PUBLISH_UNITS,
@@ -76,12 +76,10 @@ def admit_filter_pass(text: str | None, records: int) -> None:
     """Refuse (``bad filter``) a filter that one command would evaluate over ``records`` records
     (a snapshot, a delete by filter: one step, unsliced) when that is more work than
     ``COMMAND_FILTER_WORK``: its estimated cost per record times the records."""
-    if text is None or not text.strip():
+    compiled = _compiled(text)
+    if compiled is None:
         return
-    try:
-        cost = compile_filter(text).cost  # cached: the command compiles it again for nothing
-    except FilterError:
-        return  # the command refuses it with its column, as it always has
+    cost = compiled.cost
     if cost * records > COMMAND_FILTER_WORK:
         raise CommandError(
             BAD_FILTER,
@@ -92,13 +90,20 @@ def admit_filter_pass(text: str | None, records: int) -> None:
 
 
 def _filter_cost(text: str | None) -> int:
+    """What a subscription's filter costs every publish (0: an index skips it)."""
+    compiled = _compiled(text)
+    return 0 if compiled is None or compiled.index_term is not None else compiled.cost
+
+
+def _compiled(text: str | None) -> Filter | None:
+    """``text`` compiled (cached: the command compiles it again for nothing); None when there is
+    no filter, or it does not compile (the command refuses it with its column, as it always has)."""
     if text is None or not text.strip():
-        return 0
+        return None
     try:
-        compiled = compile_filter(text)  # cached: the query compiles it again for nothing
+        return compile_filter(text)
     except FilterError:
-        return 0  # the query refuses it with its column, as it always has
-    return 0 if compiled.index_term is not None else compiled.cost
+        return None
 
 
 def admit_window(topic: Topic, subscription: Subscription, replacing: Subscription | None) -> None:
@@ -208,7 +213,5 @@ class TransactionWork:
 
 def _pass_cost(text: str) -> int:
     """A filter's cost per record in a pass over a topic (an index does not help a pass)."""
-    try:
-        return compile_filter(text).cost
-    except FilterError:
-        return 0  # refused by the command itself, with its column
+    compiled = _compiled(text)
+    return 0 if compiled is None else compiled.cost
