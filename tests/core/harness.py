@@ -62,6 +62,20 @@ def publish(order: int, **fields: Any) -> dict[str, Any]:
     return {"c": "publish", "t": "orders", "data": {"order": order, **fields}}
 
 
+def order(number: int, customer: str, **fields: Any) -> dict[str, Any]:
+    """A publish of order ``number`` of ``customer`` to the ``orders`` topic."""
+    return {"c": "publish", "t": "orders", "data": {"order": number, "customer": customer, **fields}}
+
+
+def logged_on(h: Harness, user_id: str, password: str = "pw") -> Peer:
+    """A new client of ``h`` logged on as ``user_id``."""
+    peer = h.peer()
+    assert acks(peer.send({"c": "logon", "cid": "l", "user_id": user_id, "pw": password})) == [
+        ("processed", "success")
+    ]
+    return peer
+
+
 def of_type(messages: list[dict[str, Any]], c: str) -> list[dict[str, Any]]:
     return [m for m in messages if m["c"] == c]
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from .harness import Harness, Peer, acks, entries_of, of_type, replay_all
+from .harness import Harness, Peer, acks, entries_of, logged_on, of_type, order, replay_all
 
 TOPICS = [
     {"name": "orders", "key": ["/order"], "durable": True},
@@ -34,18 +34,6 @@ AUTH = {
         user("feed", None),
     ]
 }
-
-
-def logged_on(h: Harness, user_id: str) -> Peer:
-    peer = h.peer()
-    assert acks(peer.send({"c": "logon", "cid": "l", "user_id": user_id, "pw": "pw"})) == [
-        ("processed", "success")
-    ]
-    return peer
-
-
-def order(number: int, customer: str, **fields: Any) -> dict[str, Any]:
-    return {"c": "publish", "t": "orders", "data": {"order": number, "customer": customer, **fields}}
 
 
 @pytest.fixture

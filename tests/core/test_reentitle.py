@@ -12,7 +12,7 @@ from server.core.config import parse_config
 from server.core.session import CLOSE_POLICY
 from server.core.shared_log import SharedLog
 
-from .harness import Harness, Peer, acks, of_type
+from .harness import Harness, Peer, acks, logged_on, of_type, order
 
 TOPICS = [{"name": "orders", "key": ["/order"]}, {"name": "trades", "key": ["/id"]}]
 
@@ -35,18 +35,6 @@ def reload(h: Harness, *users: dict[str, Any] | None) -> Any:
     if users != (None,):
         document["auth"] = {"user": list(users)}
     return h.engine.reload_auth(parse_config(document).users)
-
-
-def logged_on(h: Harness, user_id: str, password: str = "pw") -> Peer:
-    peer = h.peer()
-    assert acks(peer.send({"c": "logon", "cid": "l", "user_id": user_id, "pw": password})) == [
-        ("processed", "success")
-    ]
-    return peer
-
-
-def order(number: int, customer: str, **fields: Any) -> dict[str, Any]:
-    return {"c": "publish", "t": "orders", "data": {"order": number, "customer": customer, **fields}}
 
 
 @pytest.fixture

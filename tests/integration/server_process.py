@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -125,3 +126,29 @@ def sow_records(url: str, topic: str) -> list[Any]:
         while not any(m.get("c") == "group_end" for m in got):
             got += orjson.loads(ws.recv(timeout=10))
         return [m["data"] for m in got if m["c"] == "sow"]
+
+
+def run_with_config(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
+    """``python -m server`` with ``text`` as its configuration file, run to its exit (a
+    configuration it refuses stops it at once)."""
+    config = tmp_path / "bad.toml"
+    config.write_text(text)
+    return subprocess.run(
+        [sys.executable, "-m", "server", "--config", str(config), "--port", "0"],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def outside_address() -> str | None:
+    """This machine's address on its default route, if it has one but loopback."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.254", 9))  # no packet is sent: this only picks a route
+        except OSError:
+            return None
+        address: str = probe.getsockname()[0]
+    return None if address.startswith("127.") else address

@@ -8,7 +8,6 @@ import asyncio
 import base64
 import contextlib
 import json
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -22,7 +21,7 @@ from server.asgi.uvicorn_protocol import REQUEST_HEAD_TIMEOUT_S, STALL_GRACE_S, 
 
 from .client import Client
 from .conftest import StartServer
-from .server_process import ServerProcess, auth_section, write_config
+from .server_process import ServerProcess, auth_section, outside_address, write_config
 
 AUTH = auth_section(
     {
@@ -154,7 +153,7 @@ def test_metrics_under_auth_answer_this_host_only(tmp_path: Path) -> None:
     server = ServerProcess(config, tmp_path / "data", args=["--host", "0.0.0.0"])
     try:
         assert http(server.http + "/metrics")[0] == 200, "a scraper on this host"
-        outside = _outside_address()
+        outside = outside_address()
         if outside is None:
             pytest.skip("this machine has no address but loopback")
         status, _, body = http(f"http://{outside}:{server.port}/metrics")
@@ -162,16 +161,6 @@ def test_metrics_under_auth_answer_this_host_only(tmp_path: Path) -> None:
         assert http(f"http://{outside}:{server.port}/healthz")[0] == 200
     finally:
         server.stop()
-
-
-def _outside_address() -> str | None:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("192.0.2.254", 9))  # no packet is sent: this only picks a route
-        except OSError:
-            return None
-        address: str = probe.getsockname()[0]
-    return None if address.startswith("127.") else address
 
 
 @pytest.mark.parametrize("auth", ["", AUTH])

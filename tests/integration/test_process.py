@@ -14,7 +14,7 @@ import websockets
 
 from .client import Client
 from .conftest import StartServer
-from .server_process import ROOT, ServerProcess
+from .server_process import ROOT, ServerProcess, run_with_config
 
 
 def get(url: str) -> tuple[int, str, str]:
@@ -39,19 +39,6 @@ def test_default_demo_configuration_serves_demo_topics(tmp_path: Path) -> None:
         assert '"orders"' in names and '"positions"' in names
     finally:
         process.stop()
-
-
-def run_with_config(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
-    config = tmp_path / "bad.toml"
-    config.write_text(text)
-    return subprocess.run(
-        [sys.executable, "-m", "server", "--config", str(config), "--port", "0"],
-        cwd=ROOT,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,6 @@ one-line reason."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -20,7 +17,7 @@ import websockets
 from .client import Client
 from .conftest import StartServer
 from .raw_socket import handshake
-from .server_process import ROOT, ServerProcess, write_config
+from .server_process import ServerProcess, outside_address, run_with_config, write_config
 
 NAMES = {
     "server_names": ["push.example.com", "alt.example.com:8443", "Node_1.internal."],
@@ -42,17 +39,6 @@ def get(port: int, path: str, host: str | None, address: str = "127.0.0.1") -> i
             return int(response.status)
     except urllib.error.HTTPError as error:
         return error.code
-
-
-def outside_address() -> str | None:
-    """This machine's address on its default route, if it has one but loopback."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("192.0.2.254", 9))  # no packet is sent: this only picks a route
-        except OSError:
-            return None
-        address: str = probe.getsockname()[0]
-    return None if address.startswith("127.") else address
 
 
 def own_hosts(port: int) -> list[str]:
@@ -207,15 +193,6 @@ def test_a_wildcard_listener_answers_the_address_a_connection_arrived_on(tmp_pat
 def test_a_malformed_server_name_stops_the_server_with_one_line(
     tmp_path: Path, names: str, reason: str
 ) -> None:
-    config = tmp_path / "server.toml"
-    config.write_text(f"[server]\nserver_names = {names}\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "server", "--config", str(config), "--port", "0"],
-        cwd=ROOT,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    done = run_with_config(tmp_path, f"[server]\nserver_names = {names}\n")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"error: {reason}"), done.stderr
