@@ -12,9 +12,9 @@ from collections.abc import Callable
 import orjson
 from figures import Figure, table
 
-from server.core.config import parse_config
 from server.core.engine import Engine
 from server.core.filters import compile_filter
+from server.core.settings.config import parse_config
 
 PREDICATES = [
     "/sym = 'MSFT'",

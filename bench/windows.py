@@ -20,9 +20,9 @@ from collections.abc import Callable
 
 import orjson
 
-from server.core.config import parse_config
 from server.core.engine import Engine
-from server.core.session import Session
+from server.core.session.session import Session
+from server.core.settings.config import parse_config
 
 PUBLISHES = 20_000
 FRAME = 100

@@ -15,8 +15,8 @@ import tomllib
 from dataclasses import replace
 from importlib import resources
 
-from .core.config import Config, load_config, parse_config
 from .core.errors import ConfigError, StartupError
+from .core.settings.config import Config, load_config, parse_config
 from .node import build_server
 from .workers import serve_workers
 

@@ -19,7 +19,7 @@ import uvicorn
 from .asgi.app import Capacity, create_app
 from .asgi.uvicorn_protocol import BACKLOG, guarded_http_protocol
 from .asgi.uvicorn_websocket import LeanWebSocketProtocol
-from .core.config import Config
+from .core.settings.config import Config
 from .runtime.hub import Hub
 from .runtime.logstore import LogStore
 from .runtime.redis_log import RedisLog

@@ -38,7 +38,7 @@ from multiprocessing.context import SpawnContext
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
-from .core.config import Config
+from .core.settings.config import Config
 from .runtime.reload import with_current_auth
 
 log = logging.getLogger("server")

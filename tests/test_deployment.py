@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from server.__main__ import load_demo_config
-from server.core.config import parse_config
+from server.core.settings.config import parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SPARK_IMAGE = re.compile(r"apache/spark:\d+\.\d+\.\d+-scala2\.13-java17-python3-ubuntu")

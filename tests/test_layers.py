@@ -74,27 +74,39 @@ def test_only_the_adapter_reaches_into_uvicorn() -> None:
 
 
 # Inside the core, the fan-out and the queue point one way (session -> topic -> subscription ->
-# queue): they talk to narrow protocols (core/ports.py: Subscriber, PendingRun, Reader; and
+# queue): they talk to narrow protocols (core/fanout/ports.py: Subscriber, PendingRun, Reader; and
 # delivery.QueuePolicy), never back.
 NOT_BACK = {
-    "core/topic.py": {"server.core.session", "server.core.engine"},
-    "core/run.py": {"server.core.topic", "server.core.session"},
-    "core/subscription.py": {"server.core.topic", "server.core.session", "server.core.engine"},
-    "core/windows.py": {"server.core.topic", "server.core.session", "server.core.subscription"},
-    "core/outbox.py": {"server.core.topic", "server.core.session", "server.core.subscription"},
-    "core/conflation.py": {
-        "server.core.topic",
-        "server.core.session",
-        "server.core.outbox",
-        "server.core.subscription",
+    "core/fanout/topic.py": {"server.core.session.session", "server.core.engine"},
+    "core/fanout/run.py": {"server.core.fanout.topic", "server.core.session.session"},
+    "core/fanout/subscription.py": {
+        "server.core.fanout.topic",
+        "server.core.session.session",
+        "server.core.engine",
     },
-    "core/delivery.py": {
-        "server.core.topic",
-        "server.core.session",
-        "server.core.outbox",
-        "server.core.subscription",
+    "core/fanout/windows.py": {
+        "server.core.fanout.topic",
+        "server.core.session.session",
+        "server.core.fanout.subscription",
     },
-    "core/sow.py": {"server.core.topic", "server.core.session", "server.core.engine"},
+    "core/queue/outbox.py": {
+        "server.core.fanout.topic",
+        "server.core.session.session",
+        "server.core.fanout.subscription",
+    },
+    "core/queue/conflation.py": {
+        "server.core.fanout.topic",
+        "server.core.session.session",
+        "server.core.queue.outbox",
+        "server.core.fanout.subscription",
+    },
+    "core/queue/delivery.py": {
+        "server.core.fanout.topic",
+        "server.core.session.session",
+        "server.core.queue.outbox",
+        "server.core.fanout.subscription",
+    },
+    "core/sow/store.py": {"server.core.fanout.topic", "server.core.session.session", "server.core.engine"},
 }
 
 

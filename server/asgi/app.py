@@ -13,8 +13,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from ..core.access import topic_listing
-from ..core.server_names import ServerNames
+from ..core.session.access import topic_listing
+from ..core.settings.server_names import ServerNames
 from ..runtime.hub import Hub
 from ..runtime.status import Status
 from .guards import check_metrics, topics_reader

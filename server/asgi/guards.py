@@ -1,6 +1,6 @@
 """Who may read ``/topics`` and ``/metrics`` (docs/protocol.md, "Who may connect").
 
-Header decoding and HTTP answers only; the decisions are in core/access.py. A refusal is raised
+Header decoding and HTTP answers only; the decisions are in core/session/access.py. A refusal is raised
 as Starlette's ``HTTPException`` and answered as plain text with its status and headers.
 """
 
@@ -12,7 +12,8 @@ import binascii
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from ..core.access import (
+from ..core.errors import CommandError
+from ..core.session.access import (
     BLOCK_S,
     TOO_MANY_ATTEMPTS,
     MetricsAccess,
@@ -20,8 +21,7 @@ from ..core.access import (
     count_failure,
     metrics_access,
 )
-from ..core.config import UserConfig
-from ..core.errors import CommandError
+from ..core.settings.config import UserConfig
 from ..runtime.hub import Hub
 
 BASIC_CHALLENGE = {"WWW-Authenticate": 'Basic realm="sowpush", charset="UTF-8"'}

@@ -1,4 +1,4 @@
-"""The ``Host`` and ``Origin`` rules (core/server_names.py) read from an ASGI scope, and the HTTP
+"""The ``Host`` and ``Origin`` rules (core/settings/server_names.py) read from an ASGI scope, and the HTTP
 routes' refusal (docs/protocol.md, "Who may connect").
 
 Every HTTP route but ``/healthz`` is held to the ``Host`` rule: a page that DNS rebinding points
@@ -15,7 +15,7 @@ import time
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
-from ..core.server_names import ServerNames
+from ..core.settings.server_names import ServerNames
 
 log = logging.getLogger("server.asgi")
 

@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ..core.topic import Topic
+from ..core.fanout.topic import Topic
 from ..runtime.hub import Hub
 from ..runtime.redis_log import RedisLog
 from ..runtime.status import merged, queue_depths, topics_by_label

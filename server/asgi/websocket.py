@@ -10,7 +10,7 @@ import time
 from starlette.responses import PlainTextResponse
 from starlette.websockets import WebSocket
 
-from ..core.server_names import ServerNames
+from ..core.settings.server_names import ServerNames
 from ..runtime.hub import Hub
 from .hosts import host_headers, local_address, origin_header, secure
 from .uvicorn_protocol import PROTOCOL_KEY, SocketHandle

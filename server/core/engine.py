@@ -16,10 +16,20 @@ from typing import Any
 
 import orjson
 
-from . import inbound, logons, publishing, querying, reentitle, transactions, visibility, wire
-from .access import LogonThrottle
-from .bookmarks import Lsns, ReplayRequest
-from .commands import (
+from .broker.bookmarks import Lsns, ReplayRequest
+from .broker.durability import Durability
+from .broker.timers import Timers
+from .errors import BAD_MESSAGE, LOGON_REQUIRED, CommandError
+from .fanout.ports import ChangeLog
+from .fanout.run import FanOutRun
+from .fanout.subscription import Subscription
+from .fanout.topic import Topic
+from .fanout.tx_frames import TxFrames
+from .handlers import logons, publishing, querying, reentitle, transactions, visibility
+from .log.local import LocalLog
+from .log.shared import Proposal, SharedLog, stream_id
+from .protocol import inbound, wire
+from .protocol.commands import (
     Body,
     Header,
     Logon,
@@ -35,22 +45,13 @@ from .commands import (
     plain_publish,
     valid_cid,
 )
-from .config import Config, UserConfig
-from .durability import Durability
-from .errors import BAD_MESSAGE, LOGON_REQUIRED, CommandError
-from .functions import load_function
-from .history import History
-from .local_log import LocalLog
-from .outbox import Outbox
-from .ports import ChangeLog
-from .run import FanOutRun
-from .session import Session
-from .shared_log import Proposal, SharedLog, stream_id
-from .subscription import Subscription
-from .timers import Timers
-from .topic import Topic
-from .tx_frames import TxFrames
-from .txlog import EXPIRE, Entry, changed_topics
+from .queue.outbox import Outbox
+from .session.access import LogonThrottle
+from .session.session import Session
+from .settings.config import Config, UserConfig
+from .settings.functions import load_function
+from .sow.history import History
+from .sow.txlog import EXPIRE, Entry, changed_topics
 
 log = logging.getLogger("server.engine")
 
@@ -99,7 +100,7 @@ class Engine:
         self.replays: deque[ReplayRequest] = deque()
         self.on_replay: Callable[[], None] = lambda: None  # set by the runtime: a replay is requested
         self._session_ids = itertools.count(1)
-        self.lsns = Lsns()  # the apply sequence: LSNs, and so bookmarks (bookmarks.py)
+        self.lsns = Lsns()  # the apply sequence: LSNs, and so bookmarks (broker/bookmarks.py)
         self.commands_processed = 0
         self.shared: SharedLog | None = None  # with [cluster]: the shared log (set by the runtime)
         self.local = LocalLog(self)
@@ -336,7 +337,7 @@ class Engine:
         cid = valid_cid(raw)
         try:
             if type(raw) is inbound.RefusedCommand:
-                raise raw.error  # the frame reader could not read it exactly (inbound.py)
+                raise raw.error  # the frame reader could not read it exactly (protocol/inbound.py)
             plain = plain_publish(raw) if self.changes is self.local else None
             if plain is not None:  # a feed's plain publish, alone: no proposal, no acks
                 publishing.publish_plain(self, session, plain)

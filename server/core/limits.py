@@ -1,6 +1,6 @@
-"""The sizes a client may send, checked once at the edge (commands.py, options.py), and what one
-socket may hold (PROTOCOL 2 ``max_subscriptions``, and a cost budget). Every number and its
-reason is in docs/protocol.md, Limits.
+"""The sizes a client may send, checked once at the edge (protocol/commands.py,
+protocol/options.py), and what one socket may hold (PROTOCOL 2 ``max_subscriptions``, and a
+cost budget). Every number and its reason is in docs/protocol.md, Limits.
 
 Names and ids are kept: a client name is written into every durable log entry of its publishes
 and remembered with its sequence after the session ends, ids are echoed on every ack and message.

@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from ..core.engine import Engine
-from ..core.session import Session
+from ..core.session.session import Session
 from .ports import SocketPort
 from .redis_log import RedisLog
 from .wake import Wake

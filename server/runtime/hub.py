@@ -8,10 +8,10 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Callable
 
-from ..core.bookmarks import ReplayRequest
-from ..core.config import Config
+from ..core.broker.bookmarks import ReplayRequest
 from ..core.engine import Clock, Engine
-from ..core.txlog import Entry
+from ..core.settings.config import Config
+from ..core.sow.txlog import Entry
 from .connection import Connection, SendFrame
 from .logstore import LogStore
 from .ports import SocketPort

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import recovery
-from ..core.txlog import Damage, SegmentScan, scan_segment
+from ..core.handlers import recovery
+from ..core.sow.txlog import Damage, SegmentScan, scan_segment
 
 log = logging.getLogger("server.txlog")
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..core.txlog import HEADER_SIZE, Entry, Piece, announced_size, frame_at, frame_starts, read_piece
+from ..core.sow.txlog import HEADER_SIZE, Entry, Piece, announced_size, frame_at, frame_starts, read_piece
 
 log = logging.getLogger("server.txlog")
 

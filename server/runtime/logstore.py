@@ -1,21 +1,21 @@
 """The transaction log on disk: recovery at start-up, group commit, snapshots, retention.
 
-Layout under ``data_dir``: ``txlog/<first LSN>.log`` segments of framed entries (core/txlog.py)
-and ``snapshots/<LSN>.snapshot`` files (core/recovery.py). Every write, fsync and read runs on one
+Layout under ``data_dir``: ``txlog/<first LSN>.log`` segments of framed entries (core/sow/txlog.py)
+and ``snapshots/<LSN>.snapshot`` files (core/handlers/recovery.py). Every write, fsync and read runs on one
 I/O thread, in order, so the event loop never waits for the disk. Group commit: whatever the
 engine appended while the previous write was being synced goes out in the next single write and
 single fsync, and only then are the persisted acks it covers sent.
 
 A torn last frame (a crash in the middle of a write: never acknowledged) is cut off with a
 warning. Any other bad frame is damage to acknowledged data: recovery reads on past it and keeps
-every intact frame after it (core/txlog.py ``scan_segment``), but the server refuses to start
+every intact frame after it (core/sow/txlog.py ``scan_segment``), but the server refuses to start
 (``StartupError``, nothing changed on disk) unless ``recover_damaged_log`` says to. Then the
 damaged bytes are kept aside as ``<segment>.damaged-<offset>``, the segment is rewritten with its
 intact frames, every damaged stretch is logged at ERROR level and counted
 (``damaged_frames``, the ``push_log_damaged_frames_total`` metric).
 
 Before the server accepts connections, recovery claims a new LSN epoch in ``epochs.json`` and
-records the LSNs that a crash or damage lost, so bookmarks never repeat (core/bookmarks.py).
+records the LSNs that a crash or damage lost, so bookmarks never repeat (core/broker/bookmarks.py).
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from collections.abc import AsyncGenerator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..core import recovery
-from ..core.bookmarks import EpochHistory, epoch_of
+from ..core.broker.bookmarks import EpochHistory, epoch_of
 from ..core.engine import Engine
 from ..core.errors import StartupError
-from ..core.txlog import Damage, Entry, SegmentScan
+from ..core.handlers import recovery
+from ..core.sow.txlog import Damage, Entry, SegmentScan
 from .logdamage import (
     START_ANYWAY,
     Found,

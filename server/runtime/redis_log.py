@@ -7,7 +7,7 @@ record, ``:seqs`` the highest publisher sequence per client name, ``:snapshot:<t
 topic's SOW as of one stream ID, and ``:snapshot-lock``, whichever node writes the snapshots.
 
 - **Writer**: everything the engine proposed since the last round trip goes out as one pipeline
-  of script calls (``redis_script.py``); the answers go to ``core/replica.py``.
+  of script calls (``redis_script.py``); the answers go to ``core/log/replica.py``.
 - **Reader**: one blocking ``XREAD`` over every stream, from the ID applied up to; each entry is
   applied in order, the node's own and the others' alike.
 - **Start**: each topic's snapshot, then its stream after the snapshot's ID; ``ready`` (and
@@ -32,18 +32,13 @@ import orjson
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-from ..core import replica
-from ..core.config import ClusterSettings
 from ..core.engine import Engine
-from ..core.log_loss import Loss, error_line
-from ..core.session import Session
-from ..core.shared_log import (
-    PLAIN_STREAM,
-    SharedLog,
-    lsn_of,
-    stream_id,
-)
-from ..core.txlog import Entry
+from ..core.log import replica
+from ..core.log.loss import Loss, error_line
+from ..core.log.shared import PLAIN_STREAM, SharedLog, lsn_of, stream_id
+from ..core.session.session import Session
+from ..core.settings.config import ClusterSettings
+from ..core.sow.txlog import Entry
 from .redis_names import RedisNames
 from .redis_seeding import LogLost, Seeding
 from .redis_snapshots import Snapshots
@@ -226,7 +221,7 @@ class RedisLog:
         answer the outage lost. A script runs whole or not at all, so a change in doubt is in
         the stream entirely (this node has now applied it: acked) or not at all (sent again)."""
         await self.redis.connection_pool.disconnect(inuse_connections=False)  # died with the old Redis
-        loss = await self.seeding.check()  # a Redis back without its data (log_loss.py)
+        loss = await self.seeding.check()  # a Redis back without its data (core/log/loss.py)
         if loss is not None:
             raise LogLost(loss)
         for topic in self.engine.config.topics:

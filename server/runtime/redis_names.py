@@ -15,10 +15,10 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from ..core import logons
 from ..core.engine import Engine
 from ..core.errors import NAME_IN_USE, UNAVAILABLE, CommandError
-from ..core.shared_log import NameClaim, SharedLog
+from ..core.handlers import logons
+from ..core.log.shared import NameClaim, SharedLog
 from .redis_script import CLAIM, RELEASE
 
 log = logging.getLogger("server.cluster")

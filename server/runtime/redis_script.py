@@ -11,7 +11,7 @@ already gone appends nothing (``gone``), and a command's entries are appended al
 and one for redis-py to build, however many publishes), deciding them one after the other.
 KEYS: the sequences hash, then per topic of the batch its stream and its versions hash (record
 key -> the ID of the entry that wrote the record), then the cluster's marker key.
-ARGV: the marker the node loaded under (``core/log_loss.py``: when Redis holds another, or none,
+ARGV: the marker the node loaded under (``core/log/loss.py``: when Redis holds another, or none,
 it lost the log or is being re-seeded, and every proposal is answered ``{"lost", marker}`` with
 nothing appended), then per proposal: its topic's place among the KEYS pairs (1-based), client
 name, sequence, origin, versioned (``1``: a configured topic), entry count, then four per entry:
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..core.shared_log import PLAIN_STREAM, Proposal
+from ..core.log.shared import PLAIN_STREAM, Proposal
 
 PROPOSE = """
 -- Sequences run to 2^64 - 1, past what a Lua number holds exactly: compared as decimal text.
@@ -211,7 +211,7 @@ return 1
 
 # Trim a topic's stream and record the cut in one step: a node that finds the entry it applied
 # last gone from the stream tells a trim (the recorded cut is above it) from a Redis that lost
-# it (core/log_loss.py), so the two must never be seen apart. Only under the node's marker.
+# it (core/log/loss.py), so the two must never be seen apart. Only under the node's marker.
 # KEYS: the stream, its trim record, the marker key. ARGV: the cut (a stream ID), the marker.
 TRIM = """
 if redis.call('GET', KEYS[3]) ~= ARGV[2] then return 0 end

@@ -1,6 +1,6 @@
 """A cluster's incarnation in Redis, and re-seeding Redis when it lost the shared log.
 
-``core/log_loss.py`` says how a node tells that Redis lost data. What the cluster does then:
+``core/log/loss.py`` says how a node tells that Redis lost data. What the cluster does then:
 every node that finds it stops taking changes (``/healthz`` 503, ``unavailable``), the nodes that
 are up rebuild Redis from the newest state they hold between them, and every node loads from
 Redis again, as a restarting node does. Refusing service until an operator acts would leave the
@@ -36,8 +36,8 @@ import secrets
 from typing import Any
 
 from ..core.engine import Engine
-from ..core.log_loss import LIVE, SEEDING, Loss, Marker, marker_loss, parse_marker, stream_loss
-from ..core.shared_log import PLAIN_STREAM, SharedLog, lsn_of, stream_id
+from ..core.log.loss import LIVE, SEEDING, Loss, Marker, marker_loss, parse_marker, stream_loss
+from ..core.log.shared import PLAIN_STREAM, SharedLog, lsn_of, stream_id
 from .redis_script import NEWER_ID
 from .redis_snapshots import Snapshots, encode
 

@@ -22,12 +22,12 @@ from typing import Any
 
 import orjson
 
-from ..core.applying import apply_change
-from ..core.config import ClusterSettings
+from ..core.broker.applying import apply_change
 from ..core.engine import Engine
-from ..core.records import RecordVersion
-from ..core.shared_log import PLAIN_STREAM, SEQ_BITS, SharedLog, lsn_of, stream_id
-from ..core.txlog import DELETE, PUBLISH, Entry
+from ..core.log.shared import PLAIN_STREAM, SEQ_BITS, SharedLog, lsn_of, stream_id
+from ..core.records.version import RecordVersion
+from ..core.settings.config import ClusterSettings
+from ..core.sow.txlog import DELETE, PUBLISH, Entry
 from .redis_script import TRIM, WRITE_SNAPSHOT
 
 log = logging.getLogger("server.cluster")
@@ -88,7 +88,7 @@ class Snapshots:
         if not target.records and not reseeded:  # a node starting: nothing to tell anyone
             for key, data, seq, timestamp, expires_at in document["records"]:
                 version = RecordVersion(key, data, seq, timestamp, expires_at)
-                version.compact()  # stored records keep only their encoding (records.py)
+                version.compact()  # stored records keep only their encoding (core/records/version.py)
                 target.sow.put(version)
                 if expires_at is not None:
                     timers.expire_at(topic, key, expires_at)

@@ -2,7 +2,7 @@
 
 Everything the engine proposed since the last round trip goes out as one pipeline of script calls
 (``redis_script.py``), then the client name claims and releases; the answers go to
-``core/replica.py``. A round trip that Redis does not answer leaves its proposals in doubt: the
+``core/log/replica.py``. A round trip that Redis does not answer leaves its proposals in doubt: the
 reader settles them from the streams when Redis is back (``redis_log.py``).
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from ..core import replica
 from ..core.engine import Engine
-from ..core.shared_log import CONFLICT, LOST, OK, NameClaim, Proposal, SharedLog, lsn_of
+from ..core.log import replica
+from ..core.log.shared import CONFLICT, LOST, OK, NameClaim, Proposal, SharedLog, lsn_of
 from .redis_names import RedisNames
 from .redis_script import PROPOSE, propose_call
 from .redis_seeding import Seeding

@@ -1,7 +1,7 @@
 """``SIGHUP``: reload ``[auth]`` from the configuration file (PROTOCOL 6.8).
 
 Only ``[auth]`` (users, passwords, read and write lists, entitlement filters) is taken from the
-file; the engine then re-decides every live socket and subscription (core/reentitle.py). A file
+file; the engine then re-decides every live socket and subscription (core/handlers/reentitle.py). A file
 that cannot be read, is not valid TOML or is not a valid configuration (any section) changes
 nothing: one error line names the file and the reason, and the settings in use stay. So does a
 file without ``[auth]`` when the server has one: turning ``[auth]`` off takes a restart, so that
@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from ..core.config import Config, load_config
 from ..core.engine import Engine
 from ..core.errors import ConfigError
+from ..core.settings.config import Config, load_config
 
 log = logging.getLogger("server")
 

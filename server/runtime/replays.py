@@ -1,5 +1,5 @@
 """Bookmark replays (PROTOCOL 6.4): the log read back to each bookmark subscription, a chunk at a
-time, paced by its socket, then the seam to live (core/replaying.py).
+time, paced by its socket, then the seam to live (core/handlers/replaying.py).
 
 What a replay holds while it runs is one chunk of the log (logreader.py, or one batch of a
 cluster's stream) and what its socket has not taken yet; the next chunk is read only once the
@@ -25,12 +25,12 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from ..core import replaying
-from ..core.bookmarks import ReplayRequest
+from ..core.broker.bookmarks import ReplayRequest
 from ..core.engine import Engine
-from ..core.outbox import Outbox
-from ..core.session import Session
-from ..core.txlog import Entry
+from ..core.handlers import replaying
+from ..core.queue.outbox import Outbox
+from ..core.session.session import Session
+from ..core.sow.txlog import Entry
 
 log = logging.getLogger("server.runtime")
 

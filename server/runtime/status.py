@@ -13,9 +13,9 @@ import time
 from collections import deque
 from typing import Any
 
-from ..core.latency import Histogram
-from ..core.records import format_timestamp
-from ..core.topic import Topic
+from ..core.fanout.topic import Topic
+from ..core.queue.latency import Histogram
+from ..core.records.version import format_timestamp
 from .hub import Hub
 
 UNCONFIGURED = "(unconfigured)"

@@ -9,9 +9,9 @@ import time
 
 import orjson
 
-from server.core.config import ClusterSettings, parse_config
 from server.core.engine import Engine
-from server.core.shared_log import lsn_of
+from server.core.log.shared import lsn_of
+from server.core.settings.config import ClusterSettings, parse_config
 from server.runtime import redis_log
 from server.runtime.redis_log import RedisLog
 

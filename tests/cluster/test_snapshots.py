@@ -7,9 +7,9 @@ import time
 
 import redis
 
-from server.core.config import parse_config
 from server.core.engine import Engine
-from server.core.txlog import PUBLISH, Entry
+from server.core.settings.config import parse_config
+from server.core.sow.txlog import PUBLISH, Entry
 from server.runtime.redis_log import RedisLog
 
 from .redis_process import RedisProcess

@@ -1,14 +1,14 @@
-"""The reference for a resumed snapshot: how resuming.py computed it before it was made lazy,
+"""The reference for a resumed snapshot: how handlers/resuming.py computed it before it was made lazy,
 every message encoded at the subscribe (kept as it was, as the oracle of test_resume_lazy.py)."""
 
 from __future__ import annotations
 
 from functools import partial
 
-from server.core import wire
-from server.core.snapshots import record_message
-from server.core.subscription import Subscription
-from server.core.topic import Topic
+from server.core.fanout.subscription import Subscription
+from server.core.fanout.topic import Topic
+from server.core.protocol import wire
+from server.core.queue.snapshots import record_message
 
 
 def eager_resume(

@@ -6,11 +6,11 @@ from typing import Any
 
 import orjson
 
-from server.core import replaying
-from server.core.config import Config, parse_config
 from server.core.engine import Engine
-from server.core.session import Session
-from server.core.txlog import Entry, entries_in, scan
+from server.core.handlers import replaying
+from server.core.session.session import Session
+from server.core.settings.config import Config, parse_config
+from server.core.sow.txlog import Entry, entries_in, scan
 
 DEFAULT_TOPICS = [
     {"name": "orders", "key": ["/order"]},

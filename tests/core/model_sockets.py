@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from hypothesis.stateful import RuleBasedStateMachine
 
-from server.core.session import CLOSE_SLOW_CONSUMER
+from server.core.session.session import CLOSE_SLOW_CONSUMER
 
 from .engine_model import KEYS, TOPICS, Model, Sub
 from .harness import Harness, Peer
@@ -144,7 +144,7 @@ class EngineSockets(RuleBasedStateMachine):
         if not client.conflation and policies & set(CONFLATED):
             return "conflation=off on a conflated topic"
         bound = 0
-        # Transactions queued since merge into one block (tx_merge.py), but an ``unsubscribed``
+        # Transactions queued since merge into one block (queue/tx_merge.py), but an ``unsubscribed``
         # queued after it starts another: each has its two marks, and its message per record.
         blocks = 1
         if client.transactions_since_empty:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from server.core.access import (
+from server.core.session.access import (
     LogonThrottle,
     MetricsAccess,
     is_loopback,
     metrics_access,
     topic_listing,
 )
-from server.core.config import UserConfig
+from server.core.settings.config import UserConfig
 
 from .harness import Harness
 

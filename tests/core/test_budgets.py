@@ -1,4 +1,4 @@
-"""What one socket's commands may cost (server/core/quota.py): each bound refuses with its reason
+"""What one socket's commands may cost (server/core/session/quota.py): each bound refuses with its reason
 before the work is done, leaves nothing behind, and lets ordinary use through."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from server.core import quota
 from server.core.filters import compile_filter
 from server.core.limits import (
     MAX_ORDERBY_LENGTH,
@@ -19,6 +18,7 @@ from server.core.limits import (
     SOCKET_ORDERS,
     TX_WORK_BUDGET,
 )
+from server.core.session import quota
 
 from .harness import Harness, Peer, publish
 

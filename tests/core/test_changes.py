@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.core.changes import apply_entry
-from server.core.sow import Sow
+from server.core.sow.changes import apply_entry
+from server.core.sow.store import Sow
 
 from .harness import Harness, entries_of
 

@@ -1,4 +1,4 @@
-"""Stored records are kept as their encoding alone (records.py): what that must not change, and
+"""Stored records are kept as their encoding alone (records/version.py): what that must not change, and
 what it must save."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.core import history, recovery
-from server.core.records import HeldRecordVersion, RecordVersion
-from server.core.wire import record_body
+from server.core.handlers import recovery
+from server.core.protocol.wire import record_body
+from server.core.records.version import HeldRecordVersion, RecordVersion
+from server.core.sow import history
 
 from .harness import Harness, entries_of, publish
 
@@ -77,9 +78,9 @@ def test_a_stored_record_costs_a_few_times_its_json() -> None:
     came out of the encoder cost 32 times its JSON; stored decoded, 9 times. Measured with
     tracemalloc over everything the engine keeps, the history of changes (one entry per change,
     up to its bound) and the SowKey cache included: about 4.2 times for these 138 bytes; then 3.5
-    since a new record is its own history entry (history.py), the SowKey cache keeps only hot
-    keys (keys.py) and a frame's changes share one timestamp (Engine.now); then 3.4 since a
-    version has six slots, not seven (records.py)."""
+    since a new record is its own history entry (sow/history.py), the SowKey cache keeps only hot
+    keys (records/keys.py) and a frame's changes share one timestamp (Engine.now); then 3.4 since a
+    version has six slots, not seven (records/version.py)."""
     h = Harness()
     feed = h.peer()
     records = [

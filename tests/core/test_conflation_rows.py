@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import jsonpatch
 
-from server.core.merge import merge_record
+from server.core.records.merge import merge_record
 
 from .conflation_hub import deliveries, hub, publish
 from .harness import Harness, Peer

@@ -8,8 +8,8 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.core.diff import make_merge_delta, make_patch
-from server.core.merge import merge_record
+from server.core.records.diff import make_merge_delta, make_patch
+from server.core.records.merge import merge_record
 
 scalars = st.one_of(
     st.none(),

@@ -7,10 +7,10 @@ from typing import Any
 import orjson
 import pytest
 
-from server.core import recovery, replaying
-from server.core.bookmarks import parse_bookmark
+from server.core.broker.bookmarks import parse_bookmark
 from server.core.errors import CommandError
-from server.core.txlog import entries_in, frame, scan
+from server.core.handlers import recovery, replaying
+from server.core.sow.txlog import entries_in, frame, scan
 
 from .harness import Harness, Peer, entries_of, replay_all
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jsonpatch
 
-from server.core.merge import merge_record
+from server.core.records.merge import merge_record
 
 from .harness import Harness, of_type, publish
 

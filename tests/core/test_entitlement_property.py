@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from server.core.filters import compile_filter
 from server.core.filters.functions import EvalContext
-from server.core.merge import merge_record
+from server.core.records.merge import merge_record
 
 from .harness import Harness, Peer
 

@@ -15,7 +15,7 @@ from server.core.errors import FilterError
 from server.core.filters import compile_filter, parse_orderby
 from server.core.filters.compiler import general_filter
 
-# The limits as docs/protocol.md states them (server/core/filters/*.py, server/core/cache.py).
+# The limits as docs/protocol.md states them (server/core/filters/*.py, server/core/filters/cache.py).
 MAX_GROWN_TEXT = 64 * 1024
 MAX_FILTER_LENGTH = 16 * 1024
 MAX_PATTERN_LENGTH = 1024
@@ -184,7 +184,7 @@ def test_filter_length_and_nesting_limits() -> None:
 
 
 def test_the_cache_is_bounded_by_bytes_not_entries() -> None:
-    from server.core.cache import ByteBoundedCache  # noqa: PLC0415 - the module is what is tested
+    from server.core.filters.cache import ByteBoundedCache  # noqa: PLC0415 - the module is what is tested
 
     cache = ByteBoundedCache(1000)
     for n in range(50):
@@ -198,7 +198,7 @@ def test_the_cache_is_bounded_by_bytes_not_entries() -> None:
 def test_distinct_big_filters_and_patterns_stay_within_the_cache_bound() -> None:
     # 150 distinct 59 KB filters took RSS from 40 MB to 1.24 GB, held after disconnect: the cache
     # kept 4,096 filters and 2,048 regular expressions (~3 MB each) whatever their size.
-    from server.core.cache import COMPILED  # noqa: PLC0415 - the module is what is tested
+    from server.core.filters.cache import COMPILED  # noqa: PLC0415 - the module is what is tested
 
     pad = "x" * 10_000
     first = compile_filter(f"/s = '{pad}' OR /s LIKE '(a|b){{2}}c'")

@@ -1,4 +1,4 @@
-"""The history of a topic's changes (history.py), against the plain list of every change: after
+"""The history of a topic's changes (sow/history.py), against the plain list of every change: after
 any changes, under any bounds, ``since`` any LSN it still holds answers as the whole list would,
 whether a change was kept as a ``Past`` or, for a new record, as its version."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.core.history import History, Past, Then, past
-from server.core.records import RecordVersion
+from server.core.records.version import RecordVersion
+from server.core.sow.history import History, Past, Then, past
 
 # (key, what happens to it: "publish" or a removal, seconds since the last change)
 CHANGES = st.lists(

@@ -6,7 +6,7 @@ from typing import Any
 
 import jsonpatch
 
-from server.core.merge import merge_record
+from server.core.records.merge import merge_record
 
 from .harness import Harness, Peer, publish
 

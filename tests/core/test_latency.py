@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from server.core.latency import BUCKETS, Histogram
+from server.core.queue.latency import BUCKETS, Histogram
 
 from .harness import Harness, entries_of, publish, replay_all
 

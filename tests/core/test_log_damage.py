@@ -1,4 +1,4 @@
-"""Reading a damaged log segment (txlog.scan_segment) and LSNs that never repeat (bookmarks.py)."""
+"""Reading a damaged log segment (txlog.scan_segment) and LSNs that never repeat (broker/bookmarks.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.core.bookmarks import (
+from server.core.broker.bookmarks import (
     EPOCH_SHIFT,
     EpochHistory,
     Lsns,
@@ -18,7 +18,7 @@ from server.core.bookmarks import (
     parse_bookmark,
 )
 from server.core.errors import CommandError
-from server.core.txlog import Damage, entries_in, frame, scan_segment
+from server.core.sow.txlog import Damage, entries_in, frame, scan_segment
 
 from .harness import Harness, entries_of
 

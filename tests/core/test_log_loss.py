@@ -1,9 +1,9 @@
-"""How a cluster node tells that Redis lost the shared log (core/log_loss.py)."""
+"""How a cluster node tells that Redis lost the shared log (core/log/loss.py)."""
 
 from __future__ import annotations
 
-from server.core.log_loss import LIVE, SEEDING, Marker, error_line, marker_loss, parse_marker, stream_loss
-from server.core.shared_log import lsn_of
+from server.core.log.loss import LIVE, SEEDING, Marker, error_line, marker_loss, parse_marker, stream_loss
+from server.core.log.shared import lsn_of
 
 KEY = "{c}:incarnation"
 MINE = Marker(LIVE, "abc")

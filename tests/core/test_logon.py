@@ -11,10 +11,10 @@ from typing import Any
 import orjson
 import pytest
 
-from server.core import recovery
-from server.core.access import LogonThrottle
-from server.core.config import UserConfig
-from server.core.txlog import frame
+from server.core.handlers import recovery
+from server.core.session.access import LogonThrottle
+from server.core.settings.config import UserConfig
+from server.core.sow.txlog import frame
 
 from .harness import Harness, Peer, entries_of
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from server.core.outbox import FRAME_BREAK, Outbox
+from server.core.queue.outbox import FRAME_BREAK, Outbox
 
 from .harness import Harness
 

@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.core.local_log import LocalLog
+from server.core.log.local import LocalLog
 
 from .harness import Harness
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from server.core import logons
-from server.core.config import parse_config
-from server.core.session import CLOSE_POLICY
-from server.core.shared_log import SharedLog
+from server.core.handlers import logons
+from server.core.log.shared import SharedLog
+from server.core.session.session import CLOSE_POLICY
+from server.core.settings.config import parse_config
 
 from .harness import Harness, Peer, acks, logged_on, of_type, order
 

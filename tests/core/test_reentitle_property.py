@@ -16,10 +16,10 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.core.config import parse_config
 from server.core.filters import compile_filter
 from server.core.filters.functions import EvalContext
-from server.core.merge import merge_record
+from server.core.records.merge import merge_record
+from server.core.settings.config import parse_config
 
 from .harness import Harness, Peer
 

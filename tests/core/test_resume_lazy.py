@@ -13,10 +13,11 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.core import querying, wire
-from server.core.resuming import NetChange, net_change
-from server.core.subscription import Subscription
-from server.core.topic import Topic
+from server.core.fanout.subscription import Subscription
+from server.core.fanout.topic import Topic
+from server.core.handlers import querying
+from server.core.handlers.resuming import NetChange, net_change
+from server.core.protocol import wire
 
 from .eager_resume import eager_resume
 from .harness import Harness, Peer, of_type, publish
@@ -76,7 +77,7 @@ def applied(view: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, A
 
 
 class Reference:
-    """``net_change`` as querying.py calls it, that also keeps the eager resume's messages, encoded
+    """``net_change`` as handlers/querying.py calls it, that also keeps the eager resume's messages, encoded
     at the same moment."""
 
     def __init__(self) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from server.core.errors import BAD_MESSAGE, INVALID_OPTIONS, CommandError
-from server.core.keys import KeySpec
-from server.core.options import parse_options, split_options
-from server.core.select import parse_select
+from server.core.protocol.options import parse_options, split_options
+from server.core.records.keys import KeySpec
+from server.core.records.select import parse_select
 
 RECORD = {"id": 7, "qty": 5, "px": 1.5, "buyer": {"id": "B1", "name": "Ann", "city": "Oslo"}}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from server.core.config import parse_config
 from server.core.errors import ConfigError
-from server.core.server_names import HostPort, ServerNames, local_host, parse_host
+from server.core.settings.config import parse_config
+from server.core.settings.server_names import HostPort, ServerNames, local_host, parse_host
 
 LOCAL = ("127.0.0.1", 8000)
 ALLOWED = ("https://desk.example.com", "http://localhost:3000")

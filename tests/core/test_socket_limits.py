@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from server.core.subscription import Subscription
+from server.core.fanout.subscription import Subscription
 
 from .harness import Harness, Peer, acks, of_type, publish
 
@@ -257,8 +257,8 @@ def test_interval_entries_of_replaced_subscriptions_are_swept() -> None:
 
 
 def test_distinct_select_lists_stay_within_the_shared_cache() -> None:
-    # A 2.7 KB select list parses to ~270 KB; select.py's cache kept 1,024 of them (~270 MB).
-    from server.core.cache import COMPILED  # noqa: PLC0415 - the module is what is tested
+    # A 2.7 KB select list parses to ~270 KB; records/select.py's cache kept 1,024 of them (~270 MB).
+    from server.core.filters.cache import COMPILED  # noqa: PLC0415 - the module is what is tested
 
     peer = Harness().peer()
     texts = [

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from server.core import recovery
+from server.core.handlers import recovery
 
 from .harness import Harness, Peer, entries_of, publish, replay_all
 

@@ -18,7 +18,7 @@ import orjson
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from server.core.merge import merge_record
+from server.core.records.merge import merge_record
 
 from .conflation_hub import TOPICS
 from .harness import Harness, Peer

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from server.core.tx_merge import TxMerge
+from server.core.queue.tx_merge import TxMerge
 
 from .conflation_hub import hub, publish, rebuild
 from .harness import Harness, Peer

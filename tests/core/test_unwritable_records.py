@@ -9,7 +9,7 @@ import pytest
 
 from .harness import Harness, Peer, entries_of
 
-MAX_RECORD_DEPTH = 200  # docs/protocol.md, Limits (server/core/records.py)
+MAX_RECORD_DEPTH = 200  # docs/protocol.md, Limits (server/core/records/version.py)
 
 TOPICS: list[dict[str, Any]] = [
     {"name": "orders", "key": ["/order"]},

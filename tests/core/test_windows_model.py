@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from server.core.filters.orderby import parse_orderby
-from server.core.records import RecordVersion
+from server.core.records.version import RecordVersion
 
 from .harness import Harness, acks
 from .windows_cases import AUTH, TOPICS, publish

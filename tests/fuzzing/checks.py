@@ -11,12 +11,12 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from server.core.commands import decode_body, decode_header
 from server.core.errors import CommandError, FilterError
 from server.core.filters import compile_filter, compiler, parse_orderby
 from server.core.filters.functions import EvalContext
-from server.core.options import parse_logon_options, parse_options
-from server.core.select import parse_select
+from server.core.protocol.commands import decode_body, decode_header
+from server.core.protocol.options import parse_logon_options, parse_options
+from server.core.records.select import parse_select
 from tests.fuzzing.values import json_values, materialise
 
 # -- the validator target --------------------------------------------------------------------------

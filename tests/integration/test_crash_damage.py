@@ -21,7 +21,7 @@ import orjson
 import pytest
 import websockets
 
-from server.core.txlog import HEADER_SIZE, scan_segment
+from server.core.sow.txlog import HEADER_SIZE, scan_segment
 
 from .server_process import ServerProcess, sow_records, write_config
 

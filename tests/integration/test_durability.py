@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from server.client import Publisher
-from server.core.txlog import scan_segment
+from server.core.sow.txlog import scan_segment
 
 from .client import Client
 from .server_process import ROOT, ServerProcess, write_config

@@ -10,7 +10,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from server.core.merge import merge_record
+from server.core.records.merge import merge_record
 
 from .client import Client
 

@@ -8,8 +8,8 @@ import asyncio
 import orjson
 
 from server.asgi.uvicorn_protocol import SocketHandle
-from server.core.config import parse_config
 from server.core.engine import Engine
+from server.core.settings.config import parse_config
 from server.runtime.connection import SLICE_COMMANDS, Connection
 
 

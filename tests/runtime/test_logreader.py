@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 import pytest
 
-from server.core.config import parse_config
 from server.core.engine import Engine
-from server.core.txlog import Entry, scan_segment
+from server.core.settings.config import parse_config
+from server.core.sow.txlog import Entry, scan_segment
 from server.runtime import logreader, logstore
 from server.runtime.logreader import Cursor
 from server.runtime.logstore import LogStore

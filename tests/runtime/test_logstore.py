@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
-from server.core import recovery
-from server.core.config import parse_config
 from server.core.engine import Engine
 from server.core.errors import StartupError
-from server.core.txlog import entries_in, scan, scan_segment
+from server.core.handlers import recovery
+from server.core.settings.config import parse_config
+from server.core.sow.txlog import entries_in, scan, scan_segment
 from server.runtime import logstore
 from server.runtime.logstore import LogStore
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from server.core.config import load_config
 from server.core.engine import Engine
+from server.core.settings.config import load_config
 from server.runtime.reload import reload_auth, with_current_auth
 
 from ..integration.server_process import auth_section, write_config

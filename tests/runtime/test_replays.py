@@ -8,8 +8,8 @@ import asyncio
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from server.core.bookmarks import ReplayRequest
-from server.core.txlog import Entry
+from server.core.broker.bookmarks import ReplayRequest
+from server.core.sow.txlog import Entry
 from server.runtime import logreader, redis_log, replays
 from server.runtime.replays import Replays
 from tests.core.harness import Harness, Peer, entries_of

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import orjson
 
-from server.core.records import RecordVersion
+from server.core.records.version import RecordVersion
 from server.runtime.redis_snapshots import ENCODE_SLICE, SNAPSHOT_FORMAT, encode
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from server.core.config import parse_config
 from server.core.engine import Engine
+from server.core.settings.config import parse_config
 from server.runtime.connection import Connection
 
 

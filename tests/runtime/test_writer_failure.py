@@ -10,8 +10,8 @@ import logging
 import pytest
 
 from server.asgi.uvicorn_protocol import SocketHandle
-from server.core.config import parse_config
 from server.core.engine import Engine
+from server.core.settings.config import parse_config
 from server.runtime.connection import Connection
 
 CLOSE_INTERNAL_ERROR = 1011

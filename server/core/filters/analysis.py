@@ -17,7 +17,7 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..paths import MISSING
+from ..records.paths import MISSING
 from . import ast
 from .fields import read_field
 from .values import parse_number

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..cache import COMPILED
-from ..paths import MISSING
+from ..records.paths import MISSING
 from . import ast, fastpaths
 from .analysis import IndexTerm, index_term
 from .budget import EVALUATION_BUDGET, METER, OverBudget, spend
+from .cache import COMPILED
 from .cost import estimate, held_bytes, literal_pattern
 from .fields import read_field
 from .functions import FUNCTIONS, EvalContext, regexp_replace_with

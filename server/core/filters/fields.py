@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..paths import MISSING
+from ..records.paths import MISSING
 from .budget import ELEMENT_UNITS
 
 

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..cache import COMPILED
 from ..errors import FilterError
 from .budget import spend, text_units
+from .cache import COMPILED
 from .regex import Regex, compile_regex
 from .values import compare_scalars, first, to_number, to_text, to_truth
 

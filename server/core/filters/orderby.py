@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..cache import COMPILED
 from ..errors import INVALID_ORDER_BY, CommandError, FilterError
 from ..limits import MAX_ORDERBY_LENGTH, MAX_ORDERBY_TERMS
-from ..paths import MISSING
+from ..records.paths import MISSING
+from .cache import COMPILED
 from .fields import read_field
 from .lexer import Kind, tokenize
 
@@ -77,7 +77,7 @@ class OrderBy:
         Per term a group and a value: ascending, numbers (0) before strings (1); descending,
         strings (0) before numbers (1), each descending; NULL (2) last either way."""
         parts: list[Any] = []
-        data = item.data  # once: a stored record decodes on each use (records.py)
+        data = item.data  # once: a stored record decodes on each use (records/version.py)
         for term in self.terms:
             value = read_field(data, term.steps)
             group, plain = _sort_value(None if value is MISSING else value)

@@ -25,9 +25,9 @@ from typing import Any
 
 import re2
 
-from ..cache import COMPILED
 from ..errors import FilterError
 from .budget import CAPTURE_UNITS, GROUP_UNITS, MATCH_UNITS, REGEX_UNITS, spend, utf8_size
+from .cache import COMPILED
 
 MAX_PATTERN_LENGTH = 1024  # characters
 MAX_REPEAT = 256  # the largest count in {n}, {n,} or {n,m}

@@ -1,0 +1,195 @@
+"""Live windows (PROTOCOL 6.6): ``sow_and_subscribe`` with ``top_n`` holds the matching records
+at positions ``skip_n + 1`` to ``skip_n + top_n`` of an order, live.
+
+A ``WindowOrder`` keeps the records of one topic that pass one set of gates (the subscription's
+filter and the user's entitlement) sorted by one order, in a ``SortedList`` of sort keys: a
+change costs O(log n), never a sort. Windows with the same gates and order share one (the topic
+keeps them by ``WindowOrder.share``), so a hundred pages of one grid cost one ordering.
+
+A change moves one record: it leaves its old place and takes a new one, so only the records
+between the two places move, each by one. ``WindowOrder.apply`` finds the windows that reach
+into that span by bisection (an order keeps its windows sorted by where they end), and skips
+the index lookups altogether when the change is past the end of every window. For a touched
+window, ``Window.crossings`` finds the records that crossed its edges among the few around them,
+each one's position before the change worked out from where the changed record was and is (no
+copy of the window is kept).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sortedcontainers import SortedKeyList, SortedList
+
+from ..records.version import RecordVersion
+
+SortKey = tuple[Any, ...]  # the order's key, unique per record: its last item is the SowKey
+_UNKNOWN = -1  # an index not worked out yet
+
+
+@dataclass(frozen=True, slots=True)
+class WindowSpec:
+    """What a window subscription asked for: the order (its text, for sharing) and the range."""
+
+    order_text: str
+    sort_key: Callable[[RecordVersion], SortKey]
+    skip: int
+    top: int
+
+
+class WindowOrder:
+    """The records that pass one set of gates, in one order, shared by every window over them."""
+
+    def __init__(
+        self,
+        sort_key: Callable[[RecordVersion], SortKey],
+        matches: Callable[[Any], bool],
+        records: Iterable[RecordVersion],
+    ) -> None:
+        self.sort_key = sort_key
+        self.matches = matches
+        self.keys: dict[str, SortKey] = {v.key: sort_key(v) for v in records if matches(v.data)}
+        self.sorted: SortedList = SortedList(self.keys.values())
+        # Its windows by where they end, so a change finds the few it touches by bisection.
+        self.windows: SortedKeyList = SortedKeyList(key=_by_end)
+        self.share: tuple[Any, ...] = ()  # the topic's key for it
+        # The change last applied: the SowKey, its sort key before and after (None: absent),
+        # and its index after (worked out when asked: changed_index).
+        self.change: tuple[str | None, SortKey | None, SortKey | None] = (None, None, None)
+        self._changed_index: int | None = _UNKNOWN
+
+    def __len__(self) -> int:
+        return len(self.sorted)
+
+    def apply(self, key: str, new: RecordVersion | None) -> list[Window]:
+        """Take the change of record ``key`` to ``new`` (None: it is gone); the windows it may
+        touch: those around the positions it moved the records between."""
+        old_key = self.keys.get(key)
+        new_key = self.sort_key(new) if new is not None and self.matches(new.data) else None
+        self.change = (key, old_key, new_key)
+        self._changed_index = _UNKNOWN
+        ordered = self.sorted
+        if old_key is None and new_key is None:
+            return []
+        # Past the end of every window before and after: nothing to find (the common case of
+        # top-N windows over a big topic), and no index to work out.
+        far = self._beyond_every_window(old_key) and self._beyond_every_window(new_key)
+        if old_key == new_key:
+            if far:
+                return []
+            in_place = self.changed_index()  # an update in place
+            assert in_place is not None
+            low = high = in_place
+        else:
+            if old_key is not None:
+                ordered.remove(old_key)
+                del self.keys[key]
+            if new_key is not None:
+                ordered.add(new_key)
+                self.keys[key] = new_key
+            if far:
+                return []
+            new_index = self.changed_index()
+            if old_key is None or new_key is None:
+                # In or out: every record after it moves by one.
+                low = new_index if new_index is not None else ordered.bisect_left(old_key)
+                high = len(ordered)
+            else:
+                old_index = ordered.bisect_left(old_key) - (1 if new_key < old_key else 0)
+                assert new_index is not None
+                low, high = min(old_index, new_index), max(old_index, new_index)
+        # Only records at positions low to high moved: a window [skip, end) is touched when it
+        # reaches into them (end > low, skip <= high).
+        windows = self.windows
+        first = windows.bisect_key_left((low + 1, -1))
+        return [window for window in windows.islice(first) if window.skip <= high]
+
+    def _beyond_every_window(self, sort_key: SortKey | None) -> bool:
+        """Whether a record of ``sort_key`` is (or would be) past every window's end, in the
+        order as it is before the change (None: absent, which is past them too)."""
+        if sort_key is None:
+            return True
+        windows, ordered = self.windows, self.sorted
+        if not windows:
+            return True
+        end = windows[-1].end
+        return len(ordered) >= end > 0 and bool(ordered[end - 1] < sort_key)
+
+    def changed_index(self) -> int | None:
+        """The index of the record last changed (None: it is not in the order), worked out once."""
+        if self._changed_index == _UNKNOWN:
+            sort_key = self.change[2]
+            self._changed_index = None if sort_key is None else self.sorted.index(sort_key)
+        return self._changed_index
+
+
+def _by_end(window: Window) -> tuple[int, int]:
+    return (window.end, window.serial)
+
+
+_SERIALS = itertools.count()
+
+
+class Window:
+    """One subscription's range of a shared order."""
+
+    __slots__ = ("end", "order", "serial", "skip", "subscription")
+
+    def __init__(self, order: WindowOrder, skip: int, top: int, subscription: Any) -> None:
+        self.order = order
+        self.skip = skip
+        self.end = skip + top
+        self.subscription = subscription  # whose window it is (the topic delivers to it)
+        self.serial = next(_SERIALS)
+
+    def position(self, key: str) -> int | None:
+        """The record's 1-based position in the window, or None when it is not in it."""
+        order = self.order
+        if key == order.change[0]:
+            index = order.changed_index()  # worked out once for every window of the order
+        else:
+            sort_key = order.keys.get(key)
+            index = None if sort_key is None else order.sorted.index(sort_key)
+        if index is None:
+            return None
+        return index - self.skip + 1 if self.skip <= index < self.end else None
+
+    def holds(self, key: str) -> bool:
+        return self.position(key) is not None
+
+    def sowkeys(self) -> list[str]:
+        """The window's records, in order."""
+        return [sort_key[-1] for sort_key in self.order.sorted.islice(self.skip, self.end)]
+
+    def crossings(self) -> tuple[list[str], list[str]]:
+        """The records other than the changed one that the last change moved into the window and
+        out of it (entered, left)."""
+        changed, old_key, new_key = self.order.change
+        if old_key == new_key:
+            return [], []
+        ordered = self.order.sorted
+        skip, end = self.skip, self.end
+        entered: list[str] = []
+        left: list[str] = []
+        # Only the records now at skip - 1, skip, end - 1 and end can have crossed an edge.
+        for index in sorted({skip - 1, skip, end - 1, end}):
+            if not 0 <= index < len(ordered):
+                continue
+            sort_key = ordered[index]
+            if sort_key[-1] == changed:
+                continue
+            # Where it was: the changed record counted before it then, and now.
+            before = index
+            if new_key is not None and new_key < sort_key:
+                before -= 1
+            if old_key is not None and old_key < sort_key:
+                before += 1
+            was_in, is_in = skip <= before < end, skip <= index < end
+            if is_in and not was_in:
+                entered.append(sort_key[-1])
+            elif was_in and not is_in:
+                left.append(sort_key[-1])
+        return entered, left

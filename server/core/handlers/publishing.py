@@ -1,0 +1,190 @@
+"""``publish``, ``delta_publish`` and ``sow_delete``: decide a change, then propose it to the log.
+
+The path is a straight line: validate, deduplicate by (client name, ``s``), merge (delta
+publish), check entitlements, then propose the change's log entries to the server's
+``ChangeLog`` (fanout/ports.py). Alone (log/local.py) the change is applied, logged and acked at once;
+in a cluster (log/shared.py) it is applied and acked when the shared log brings it back, and a
+change decided against a record version that another node replaced meanwhile is decided again
+here (``retries``), on the newer version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BAD_MESSAGE, INVALID_TOPIC, CommandError
+from ..filters import compile_filter
+from ..log.local import ack_duplicate
+from ..log.shared import ABSENT, PLAIN_STREAM, Proposal, stream_id
+from ..protocol.commands import Header, Publish, SowDelete
+from ..records.merge import merge_record
+from ..records.version import check_encodable
+from ..session.quota import admit_filter_pass
+from ..sow.txlog import DELETE, PUBLISH, Entry
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+    from ..fanout.topic import Topic
+    from ..session.session import Session
+
+# The changes a transaction decided before this command, (topic, SowKey) -> the record's data
+# (None: deleted): its later commands are decided on them (transactions.py).
+Pending = Mapping[tuple[str, str], Any]
+NOTHING_PENDING: Pending = {}
+
+
+def is_duplicate(engine: Engine, session: Session, seq: int | None) -> bool:
+    name = session.client_name
+    return name is not None and seq is not None and seq <= engine.sequences.get(name, 0)
+
+
+def publish(engine: Engine, session: Session, header: Header, body: Publish, retries: int = 0) -> None:
+    """Publish or delta publish (``retries``: how often a cluster decided it again, on a newer
+    version of the record that another node wrote meanwhile)."""
+    session.check_write(body.topic)
+    seq, name = body.seq, session.client_name
+    if seq is not None and is_duplicate(engine, session, seq):
+        ack_duplicate(engine, session, header, seq)
+        return
+    engine.changes.check_available()
+    entry, expect = decide_publish(engine, session, body)
+    # Everything that can refuse the command has run: from here on it is the log's.
+    if header.acks and not retries:
+        engine.received(session, header)
+    topic = engine.topics.get(body.topic)
+    # A plain topic: nothing stored, the publish only passes through; it is refused or accepted
+    # the same whether or not someone listens.
+    stream = topic.name if topic is not None and topic.is_sow else PLAIN_STREAM
+    proposal = Proposal(stream, [entry], [expect], session, header, body, name, seq)
+    proposal.retries = retries
+    engine.changes.propose(proposal)
+
+
+def publish_plain(engine: Engine, session: Session, body: Publish) -> None:
+    """A plain publish (``commands.plain_publish``: no cid, acks or sequence number) on a server
+    alone. Nothing is acked and the local log applies a change at once, so it is decided as
+    ``publish`` decides it and applied without a proposal: a feed's frames of plain publishes
+    skip the steps they do not use (a fifth of their cost in the engine)."""
+    engine.check_logged_on(session)
+    session.check_write(body.topic)
+    entry, _ = decide_publish(engine, session, body)
+    engine.local.apply(entry.topic, [entry])
+
+
+def decide_publish(
+    engine: Engine, session: Session, body: Publish, pending: Pending = NOTHING_PENDING
+) -> tuple[Entry, str | None]:
+    """The log entry of a publish or delta publish, and the version of the record it was decided
+    against (a cluster checks it is still current; None: any will do)."""
+    topic = engine.topics.get(body.topic)
+    entitlement = session.entitlement(body.topic, engine.clock)
+    now, name = engine.now(), session.client_name
+    if topic is None or topic.key_spec is None:
+        encoded = check_encodable(body.data)
+        entitlement.check_write(None, body.data)
+        return Entry(0, PUBLISH, body.topic, "", body.data, name, body.seq, now, None, encoded), None
+    key = topic.key_spec.sow_key(body.data)
+    stored = topic.records.get(key)
+    # The record it replaces matters to a delta and to a write entitlement only: a stored record
+    # is kept encoded (records/version.py), and a plain publish does not decode it.
+    old = None
+    if body.delta or entitlement.restricted:
+        old = pending.get((topic.name, key), stored.data if stored else None)
+    data = merge_record(old, body.data) if body.delta and old is not None else body.data
+    # What is stored, logged and delivered must be writable, or a later sow, log write or
+    # snapshot fails with the publish long acked: refused here, before anything is applied.
+    encoded = check_encodable(data)
+    # Checked against the record it replaces and the merged record it stores (PROTOCOL 6.2).
+    entitlement.check_write(old, data)
+    lifetime = body.expiration_s
+    if lifetime is None and topic.config is not None:
+        lifetime = topic.config.expiration_s
+    expires_at = now + lifetime if lifetime else None
+    # Decided against ``old``: a delta merged into it, or a write entitlement checked on it,
+    # holds only while the record is still that version (a cluster checks; alone it always is).
+    expect = None
+    if body.delta or entitlement.restricted:
+        expect = ABSENT if stored is None else stream_id(stored.seq)
+    return Entry(0, PUBLISH, topic.name, key, data, name, body.seq, now, expires_at, encoded), expect
+
+
+def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete, retries: int = 0) -> None:
+    session.check_write(body.topic)
+    topic = engine.topics.get(body.topic)
+    if topic is None or topic.key_spec is None:
+        raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
+    if is_duplicate(engine, session, body.seq):
+        assert body.seq is not None
+        ack_duplicate(engine, session, header, body.seq)
+        return
+    engine.changes.check_available()
+    entries, expect = decide_delete(engine, session, body)
+    if not retries:
+        engine.received(session, header)
+    name, seq = session.client_name, body.seq
+    if entries:
+        entries[-1].seq = seq
+    counts = {"matches": len(entries), "records_deleted": len(entries)}
+    proposal = Proposal(topic.name, entries, expect, session, header, body, name, seq, counts)
+    proposal.retries = retries
+    engine.changes.propose(proposal)
+
+
+def decide_delete(
+    engine: Engine, session: Session, body: SowDelete, pending: Pending = NOTHING_PENDING
+) -> tuple[list[Entry], list[str | None]]:
+    """The log entries of a ``sow_delete`` (one per record it deletes), and the version each was
+    decided against."""
+    topic = engine.topics.get(body.topic)
+    if topic is None or topic.key_spec is None:
+        raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
+    entitlement = session.entitlement(body.topic, engine.clock)
+    # The records it names, as the transaction's earlier commands left them: found by key where it
+    # names keys (no pass over the topic), by a pass where it has a filter.
+    matched: dict[str, Any]
+    if body.filter is not None:
+        admit_filter_pass(body.filter, len(topic.records) + len(pending))
+        match = compile_filter(body.filter)
+        ctx = entitlement.ctx  # USER() and CLIENT_NAME() are the deleting session's
+        matched = {key: data for key, data in _records(topic, pending) if match.matches(data, ctx)}
+    else:
+        if body.sow_keys is not None:
+            named = list(dict.fromkeys(body.sow_keys))
+        elif isinstance(body.data, dict):
+            named = [topic.key_spec.sow_key(body.data)]
+        else:
+            raise CommandError(BAD_MESSAGE, "data must be a JSON object")
+        matched = {key: data for key in named if (data := _data_of(topic, pending, key)) is not None}
+    # A delete reaches only the records its user may see; the others are as if absent.
+    keys = [key for key, data in matched.items() if not entitlement.restricted or entitlement.allows(data)]
+    now, name = engine.now(), session.client_name
+    entries = [Entry(0, DELETE, topic.name, key, None, name, None, now, None) for key in keys]
+    # Each delete holds only while its record is still the version it was decided on (it matched
+    # the filter, and its user may see it): in a cluster another node may have changed it since.
+    records = topic.records
+    expect: list[str | None] = [stream_id(records[key].seq) if key in records else ABSENT for key in keys]
+    return entries, expect
+
+
+def _data_of(topic: Topic, pending: Pending, key: str) -> Any:
+    """The data of record ``key`` as a transaction's earlier commands left it (None: none)."""
+    if (topic.name, key) in pending:
+        return pending[(topic.name, key)]  # None: deleted by an earlier command
+    version = topic.records.get(key)
+    return None if version is None else version.data
+
+
+def _records(topic: Topic, pending: Pending) -> Iterator[tuple[str, Any]]:
+    """The records of ``topic`` (key, data) as a transaction's earlier commands left them."""
+    if not pending:
+        for key, version in topic.records.items():
+            yield key, version.data
+        return
+    name = topic.name
+    for key, version in topic.records.items():
+        if (name, key) not in pending:
+            yield key, version.data
+    for (changed_topic, key), data in pending.items():
+        if changed_topic == name and data is not None:
+            yield key, data

@@ -1,0 +1,85 @@
+"""``tx`` (PROTOCOL 11.3): several publishes, delta publishes and deletes applied as one step.
+
+Every command is decided first, in order, each on the records as the commands before it left
+them; the first one refused refuses the transaction (``<reason>: cmds[i]: ...``) and nothing is
+applied. Then the transaction is one log entry with one LSN and the publisher sequence ``s``,
+applied whole (``applying.apply_transaction``): its messages reach each socket in one block between
+``tx_begin`` and ``tx_end`` (fanout/tx_frames.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BAD_MESSAGE, CommandError
+from ..log.local import ack_duplicate
+from ..log.shared import PLAIN_STREAM, Proposal
+from ..protocol.commands import Header, Publish, Transaction
+from ..session.quota import TransactionWork
+from ..sow.txlog import TX, Entry
+from .publishing import decide_delete, decide_publish, is_duplicate
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+    from ..session.session import Session
+
+
+def transact(engine: Engine, session: Session, header: Header, body: Transaction, retries: int = 0) -> None:
+    """``retries``: how often a cluster decided it again (log/replica.py)."""
+    for index, command in enumerate(body.commands):
+        try:
+            session.check_write(command.topic)
+        except CommandError as error:
+            raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
+    name, seq = session.client_name, body.seq
+    if seq is not None and is_duplicate(engine, session, seq):
+        ack_duplicate(engine, session, header, seq)
+        return
+    stream = _stream(engine, body) if engine.shared is not None else ""
+    engine.changes.check_available()
+    pending: dict[tuple[str, str], Any] = {}
+    expects: dict[str, str] = {}  # per record: the version its first change was decided against
+    changes: list[list[Any]] = []
+    work = TransactionWork()
+    for index, command in enumerate(body.commands):
+        try:
+            work.charge(command, engine.topics.get(command.topic), len(pending))
+            if isinstance(command, Publish):
+                entry, expect = decide_publish(engine, session, command, pending)
+                decided, expected = [entry], [expect]
+            else:
+                decided, expected = decide_delete(engine, session, command, pending)
+            work.changed(engine.topics.get(command.topic), len(decided))
+        except CommandError as error:
+            raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
+        for entry, expect in zip(decided, expected, strict=True):
+            if entry.key:  # a record's change: the next commands see it
+                if expect is not None and (entry.topic, entry.key) not in pending:
+                    expects[entry.key] = expect
+                pending[(entry.topic, entry.key)] = entry.data
+            changes.append([entry.op, entry.topic, entry.key, entry.data, entry.expires_at])
+    if not retries:
+        engine.received(session, header)
+    # In a cluster the script reads, as the entry's key and expectation, the records it writes
+    # (p) or deletes (d) and the versions it was decided against (redis_script.py).
+    written = "\n".join(("d" if data is None else "p") + key for (_, key), data in pending.items())
+    guard = "\n".join(f"{key}={version}" for key, version in expects.items()) or None
+    transaction = Entry(0, TX, "", written if stream else "", changes, name, seq, engine.now(), None)
+    proposal = Proposal(stream, [transaction], [guard], session, header, body, name, seq)
+    proposal.retries = retries
+    engine.changes.propose(proposal)
+
+
+def _stream(engine: Engine, body: Transaction) -> str:
+    """A cluster's transaction is one entry of one topic's stream: its commands share a topic
+    (or are all on plain topics)."""
+    streams = []
+    for command in body.commands:
+        topic = engine.topics.get(command.topic)
+        streams.append(topic.name if topic is not None and topic.is_sow else PLAIN_STREAM)
+    for index, stream in enumerate(streams):
+        if stream != streams[0]:
+            raise CommandError(
+                BAD_MESSAGE, f"cmds[{index}]: a transaction in a cluster changes the records of one topic"
+            )
+    return streams[0]

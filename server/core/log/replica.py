@@ -1,0 +1,132 @@
+"""A cluster node's side of the shared log: apply what the log holds, ack what this node proposed.
+
+The runtime reads every stream in order and hands each entry to ``apply``; it sends this node's
+proposals and reports what Redis answered to ``answered``. A proposal is acked once Redis took it
+and this node applied all of it (PROTOCOL 10: ``processed`` means in the log and applied here).
+A proposal decided against a record version that another node has replaced since is decided
+again, on the newer version, once this node has applied it (``retry``): a delta publish always
+merges into the record it will replace, whichever node it came from.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..broker.applying import apply_change, apply_transaction
+from ..errors import UNAVAILABLE, CommandError
+from ..handlers import publishing, transactions
+from ..protocol.commands import Publish, SowDelete
+from ..sow.txlog import TX, Entry, changed_topics
+from .local import ack_applied, ack_duplicate
+from .shared import CONFLICT, DUPLICATE, GONE, PLAIN_STREAM, Proposal
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+log = logging.getLogger("server.cluster")
+
+MAX_RETRIES = 20  # a record changed by other nodes this many times while one delta was decided
+
+
+def apply(engine: Engine, stream: str, entry: Entry, origin: str) -> None:
+    """Apply one stream entry (numbered by its ID) and fan it out; ack its proposal when it is ours."""
+    shared = engine.shared
+    assert shared is not None
+    lsn = entry.lsn
+    name, seq = entry.client_name, entry.seq
+    if name is not None and seq is not None and seq > engine.sequences.get(name, 0):
+        engine.sequences[name] = seq  # the highest is the highest whatever order streams are read in
+    if entry.op == TX:
+        apply_transaction(engine.topics.get, entry, engine.timers, engine.tx_frames)
+    else:
+        topic = engine.topics.get(entry.topic if stream == PLAIN_STREAM else stream)
+        if topic is not None and (stream != PLAIN_STREAM or topic.config is None):
+            apply_change(topic, entry, engine.timers)
+    shared.positions[stream] = lsn
+    shared.applied += 1
+    token = shared.own_token(origin)
+    proposal = shared.pending.get(token) if token is not None else None
+    if proposal is not None:
+        # In a cluster a change is persisted once Redis holds it and this node applied it.
+        now = engine.clock()
+        for name in changed_topics(entry):
+            if (changed := engine.topics.get(name)) is not None:
+                changed.latency.persisted.observe(now - entry.timestamp)
+        proposal.waiting -= 1
+        if proposal.waiting == 0:
+            done(engine, proposal)
+
+
+def answered(engine: Engine, proposal: Proposal, outcome: str, detail: str, appended: int) -> None:
+    """What the Redis script said of ``proposal``: ``appended`` entries are in the stream (OK),
+    or it was a duplicate, decided against a replaced version (CONFLICT), or an expiry of a
+    version that is gone already (GONE)."""
+    shared = engine.shared
+    assert shared is not None
+    if outcome == DUPLICATE:
+        assert proposal.session is not None and proposal.header is not None and proposal.seq is not None
+        ack_duplicate(engine, proposal.session, proposal.header, proposal.seq)
+        shared.settle(proposal)
+    elif outcome in (CONFLICT, GONE):
+        shared.pending.pop(proposal.token, None)  # decided again (retry), or nothing to do
+        shared.conflicts += outcome == CONFLICT
+        if outcome == GONE:
+            shared.settle(proposal)
+    else:
+        # The entries may have come back through the stream before Redis's answer did.
+        proposal.waiting += appended
+        if proposal.waiting == 0:
+            done(engine, proposal)
+    engine.settle()
+
+
+def refused(engine: Engine, proposal: Proposal, why: str) -> None:
+    """Redis could not be reached: the command fails with ``unavailable`` and nothing of it is
+    applied (an expiry is tried again in a second)."""
+    shared = engine.shared
+    assert shared is not None
+    shared.settle(proposal)
+    if proposal.session is None:
+        for entry in proposal.entries:
+            engine.timers.expire_at(entry.topic, entry.key, engine.clock() + 1.0)
+        return
+    if proposal.header is not None:
+        engine.fail(proposal.session, proposal.header.cid, CommandError(UNAVAILABLE, why), proposal.seq)
+        engine.settle()
+
+
+def retry(engine: Engine, proposal: Proposal) -> None:
+    """Decide a conflicted proposal again, on the record version this node has now applied."""
+    shared = engine.shared
+    assert shared is not None
+    session, header, body = proposal.session, proposal.header, proposal.body
+    shared.settle(proposal)
+    if session is None or header is None or session.close_code is not None:
+        return
+    if proposal.retries >= MAX_RETRIES or body is None:
+        log.warning("a change to %r conflicted %d times; refusing it", proposal.topic, proposal.retries)
+        engine.fail(session, header.cid, CommandError(UNAVAILABLE, "the record kept changing"), proposal.seq)
+    else:
+        try:
+            if isinstance(body, Publish):
+                publishing.publish(engine, session, header, body, retries=proposal.retries + 1)
+            elif isinstance(body, SowDelete):
+                publishing.sow_delete(engine, session, header, body, retries=proposal.retries + 1)
+            else:
+                transactions.transact(engine, session, header, body, retries=proposal.retries + 1)
+        except CommandError as error:  # the record changed so that it is refused now
+            engine.fail(session, header.cid, error, proposal.seq)
+    engine.settle()
+
+
+def done(engine: Engine, proposal: Proposal) -> None:
+    """The proposal is in the log and applied here: its acks."""
+    shared = engine.shared
+    assert shared is not None
+    shared.settle(proposal)
+    session, header = proposal.session, proposal.header
+    if session is None or header is None:
+        return
+    if header.acks or header.cid is not None:
+        ack_applied(engine, session, header, proposal.seq, None, **proposal.fields)

@@ -1,0 +1,189 @@
+"""The shared log of a cluster (PROTOCOL 10): what a node proposes, and what comes back.
+
+With ``[cluster]`` a node does not apply the changes its commands make. It proposes them: the
+runtime appends each proposal to its topic's stream in Redis with one atomic script that also
+decides what only the cluster as a whole can decide (is this publisher sequence new, is the
+record still the version this delta was merged into, has another node expired it already). Every
+node, the proposer included, applies every stream entry in stream order (``replica.py``), so the
+same log gives the same SOW on every node. A proposal's acks go out when its own node has
+applied it.
+
+A stream entry's ID (``<ms>-<n>``) becomes the LSN of what it applies, and so its bookmark:
+``ms << 20 | n``, one decimal integer that orders like the ID and names the same change on every
+node. Everything here is plain data; the runtime (``runtime/redis_log.py``) does the I/O.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UNAVAILABLE, CommandError
+from ..sow.txlog import Entry
+
+if TYPE_CHECKING:
+    from ..protocol.commands import Header, Logon, Publish, SowDelete, Transaction
+    from ..session.session import Session
+    from ..settings.config import UserConfig
+
+SEQ_BITS = 20  # entries one stream takes within one millisecond: far more than Redis can append
+PLAIN_STREAM = ""  # the one stream of every topic that is not configured (they have no SOW)
+
+# What the Redis script answers besides the appended IDs.
+# LOST: Redis does not hold the marker the node loaded under (loss.py); nothing appended.
+OK, DUPLICATE, CONFLICT, GONE, LOST = "ok", "dup", "conflict", "gone", "lost"
+ABSENT = "-"  # an expectation: the record must not exist
+
+
+def lsn_of(stream_id: str) -> int:
+    """The LSN of a stream entry ID (``<ms>-<n>``)."""
+    ms, _, n = stream_id.partition("-")
+    return int(ms) << SEQ_BITS | int(n)
+
+
+def stream_id(lsn: int) -> str:
+    return f"{lsn >> SEQ_BITS}-{lsn & ((1 << SEQ_BITS) - 1)}"
+
+
+@dataclass(slots=True)
+class Proposal:
+    """One command's changes to one topic, on their way through the shared log."""
+
+    topic: str  # its stream: a configured topic's name, or PLAIN_STREAM
+    entries: list[Entry]  # LSN 0: the stream numbers them
+    expect: list[str | None]  # per entry: the version (stream ID) it was decided against, ABSENT, or None
+    session: Session | None = None  # None: an expiry, which nobody waits for
+    header: Header | None = None
+    body: Publish | SowDelete | Transaction | None = None  # what to decide again after a conflict
+    client_name: str | None = None
+    seq: int | None = None
+    fields: dict[str, Any] = field(default_factory=dict)  # of the processed ack (sow_delete counts)
+    token: int = 0
+    retries: int = 0
+    waiting: int = 0  # entries appended and not yet applied here
+    # Decided against a record version (it may be decided again, after later changes).
+    guarded: bool = False
+
+    def __post_init__(self) -> None:
+        self.guarded = self.expect.count(None) != len(self.expect)  # some entry names a version
+
+
+@dataclass(slots=True)
+class NameClaim:
+    """A logon's client name, on its way to becoming this socket's in the whole cluster (one name,
+    one connection: PROTOCOL 10); the logon completes when Redis answers."""
+
+    session: Session
+    header: Header
+    body: Logon
+    user: UserConfig | None
+    holder: str = ""  # "<node> <session id>": who holds the name once it is claimed
+
+
+class SharedLog:
+    """A node's proposals in flight, and how far it has applied each stream."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node  # tells this node's entries from the others' (for acks; never for state)
+        self.outgoing: deque[Proposal] = deque()
+        self.pending: dict[int, Proposal] = {}
+        self.positions: dict[str, int] = {}  # stream -> the LSN applied up to
+        self.available = False  # Redis reachable and the state loaded: changes are accepted
+        self.on_proposal: Callable[[], None] = lambda: None  # set by the runtime
+        self.in_flight: dict[Session, int] = {}  # proposals per socket not yet acked or refused
+        # Of those, the ones decided against a record version: what follows them waits for them.
+        self.guarded: dict[Session, int] = {}
+        self.on_settled: Callable[[Session], None] = lambda session: None
+        self.conflicts = 0  # proposals decided again (another node changed the record first)
+        self.applied = 0  # stream entries applied
+        self.claims: deque[NameClaim] = deque()
+        self.releases: list[tuple[str, str]] = []  # (client name, holder) of sockets gone
+        self._tokens = 0
+
+    def origin(self, token: int) -> str:
+        return f"{self.node}:{token}"
+
+    def own_token(self, origin: str) -> int | None:
+        node, _, token = origin.rpartition(":")
+        return int(token) if node == self.node and token.isdigit() else None
+
+    def check_available(self) -> None:
+        if not self.available:  # PROTOCOL 10: refused, nothing half-applied
+            raise CommandError(UNAVAILABLE, "this node cannot reach the cluster's shared log; try again")
+
+    def propose(self, proposal: Proposal) -> None:
+        if proposal.token == 0:
+            self._tokens += 1
+            proposal.token = self._tokens
+            session = proposal.session
+            if session is not None:
+                _count(self.in_flight, session, 1)
+                if proposal.guarded:
+                    _count(self.guarded, session, 1)
+        self.outgoing.append(proposal)
+        if len(self.outgoing) == 1:
+            self.on_proposal()
+
+    def holder(self, session: Session) -> str:
+        return f"{self.node} {session.id}"
+
+    def claim(self, claim: NameClaim) -> None:
+        claim.holder = self.holder(claim.session)
+        _count(self.in_flight, claim.session, 1)
+        _count(self.guarded, claim.session, 1)  # what follows waits for the name
+        self.claims.append(claim)
+        self.on_proposal()
+
+    def claimed(self, claim: NameClaim) -> None:
+        """Redis answered the claim (either way)."""
+        _count(self.guarded, claim.session, -1)
+        self._one_less(claim.session)
+
+    def release(self, name: str, session: Session) -> None:
+        """The socket holding ``name`` is gone: the name is free in the cluster (if still its)."""
+        self.releases.append((name, self.holder(session)))
+        self.on_proposal()
+
+    def take(self) -> list[Proposal]:
+        """Everything waiting to be sent, now registered as sent."""
+        taken = list(self.outgoing)
+        self.outgoing.clear()
+        for proposal in taken:
+            self.pending[proposal.token] = proposal
+        return taken
+
+    def settle(self, proposal: Proposal) -> None:
+        """The proposal is acked or refused: its socket may have one command fewer in flight."""
+        self.pending.pop(proposal.token, None)
+        session = proposal.session
+        if session is None:
+            return
+        if proposal.guarded:
+            _count(self.guarded, session, -1)
+        self._one_less(session)
+
+    def _one_less(self, session: Session) -> None:
+        if _count(self.in_flight, session, -1) == 0:
+            self.on_settled(session)
+
+    def position(self, stream: str) -> int:
+        return self.positions.get(stream, 0)
+
+    def not_in_log(self, stream: str, lsn: int) -> str | None:
+        """Why a bookmark naming ``lsn`` cannot be read on from (the runtime has brought this node
+        up to the stream's end first, so a bookmark of any node's is at or below it)."""
+        if lsn > self.position(stream):
+            return "no node of this cluster has issued it"
+        return None
+
+
+def _count(counts: dict[Session, int], session: Session, change: int) -> int:
+    """Add ``change`` to the socket's count; the count now (a socket at 0 is left out)."""
+    count = counts.get(session, 0) + change
+    if count > 0:
+        counts[session] = count
+    else:
+        counts.pop(session, None)
+    return count

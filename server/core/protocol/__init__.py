@@ -1,0 +1,1 @@
+"""The wire: commands and options decoded once at the edge, messages encoded once."""

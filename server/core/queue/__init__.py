@@ -1,0 +1,1 @@
+"""The bounded, conflating outbound queue of one socket (PROTOCOL 6.3)."""

@@ -1,0 +1,231 @@
+"""Socket-queue conflation (PROTOCOL 6.3): what the messages queued for one record come to.
+
+While a socket's queue is keyed (after a relief, and always for ``always`` topics), every
+message about one record joins that record's one ``RecordEntry``. The entry keeps, for each
+subscription it names, the net effect of everything queued for it, and is rendered only when
+the writer takes it:
+
+    the subscriber held before   it holds after      it is sent
+    nothing or a record          nothing             the last OOF (an OOF is never silenced)
+    a record, updates only       a record            the change from the first base to the last
+                                                     state: a delta or the record, whichever is
+                                                     smaller
+    otherwise (an insert, or     a record            the last state in full (out then in is the
+    out and back in)                                 final state; a new record is never a delta)
+    stateless (FULL)                                 the last record, or the structural merge
+
+So there is at most one queued message per record and view. A change of a record joins the
+record's newest queued entry, in its place (mode ``replace``), or a new entry at the end (mode
+``append``; and whenever a subscription new to the record is among its receivers, whose first
+message must not pass its own subscribe ack or snapshot; and when a snapshot of the record was
+queued after the newest entry). The nets of the change's receivers move into that entry from
+older ones; the nets of other subscriptions stay where they are (one unsubscribed since must not
+move past its unsubscribe ack). So a socket is never sent an older state of a record after a
+newer one, and each subscription's messages keep their order. Subscriptions of one socket whose
+messages come out byte-identical share one message (``sids``). Every body comes from the
+subscriptions' one renderer (``full_body``, ``composite_body``), so select lists,
+``no_sowkey``, ``timestamp`` and bookmarks always apply.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.wire import OOF as OOF_COMMAND
+from ..protocol.wire import P, head
+from ..records.version import RecordVersion
+from .delivery import FULL, INSERT, OOF, Delivery
+
+if TYPE_CHECKING:
+    from ..fanout.ports import Reader
+    from .delivery import QueuePolicy
+
+log = logging.getLogger("server.conflation")
+
+
+class Net:
+    """The net effect of the messages queued for one subscription about one record: one message
+    of the socket's queue, in ``entry``."""
+
+    __slots__ = ("base", "entry", "fresh", "last", "merged", "sub", "version")
+
+    def __init__(
+        self, delivery: Delivery, sub: Reader, entry: RecordEntry, version: RecordVersion | None
+    ) -> None:
+        self.sub = sub
+        self.entry = entry
+        self.base: Any = delivery.base if delivery.kind != INSERT else None  # held before the first
+        self.fresh = delivery.kind in (INSERT, OOF)  # a final state must then go in full
+        self.last = delivery
+        self.version = version  # what to send: the newest, the older kept, or a merge
+        self.merged = version is not delivery.version
+
+    def fold(self, delivery: Delivery, version: RecordVersion | None, fresh: bool = False) -> None:
+        """``delivery`` joins this message; ``version`` is what conflation_merge decided (or the
+        delivery's own). ``fresh``: what joins is a net that already had an insert or an OOF."""
+        if fresh or delivery.kind in (INSERT, OOF):
+            self.fresh = True
+        self.version = version
+        self.last = delivery
+        self.merged = True
+
+    def follow(self, prior: Net) -> None:
+        """This message is queued after ``prior``, another of the subscriber's about the record.
+        The fan-out computed it against the newest state it delivered; when ``prior`` sends
+        another state (the older one kept, or a merge), it starts from what ``prior`` sends."""
+        version = prior.version
+        if version is not None and version is not prior.last.version and prior.last.kind != OOF:
+            self.base = self.sub.view_of(version)
+            self.merged = True
+
+    def absorb(self, removed: Net) -> None:
+        """The subscription's message before this one was taken out of the queue (conflated
+        with a newer one): this one now starts from what the client held before that one."""
+        self.base = removed.base
+        self.fresh = self.fresh or removed.fresh
+        self.merged = True
+
+    def message(self, key: str) -> tuple[str, bytes]:
+        """The one message (kind, body) that takes the subscriber from what it held to the net state."""
+        sub, last = self.sub, self.last
+        if not self.merged or last.kind == OOF:
+            return last.kind, last.body
+        version = self.version
+        assert version is not None
+        if last.kind == FULL:
+            if version is last.version:
+                return FULL, last.body
+            return FULL, sub.body_of(key, version)
+        view = last.view
+        if version is not last.version:
+            view = sub.view_of(version)
+            if sub.held is not None and sub.held.get(key) is last.view:
+                sub.held[key] = view  # the next delta is taken from what the subscriber will hold
+        if self.fresh or self.base is None:
+            return INSERT, sub.full_body(key, version, view, {})
+        return last.kind, sub.composite_body(key, self.base, version, view)
+
+
+class RecordEntry:
+    """Messages queued on one socket about one record, as one entry of its outbox: the nets of
+    one or more subscriptions, in the order of their last change (the order they are sent in)."""
+
+    __slots__ = ("count", "dead", "key", "nets", "policy", "record", "size")
+
+    def __init__(self, policy: QueuePolicy, record: tuple[str, str]) -> None:
+        self.policy = policy
+        self.record = record
+        self.key = record[1]
+        self.nets: list[Net] = []
+        self.dead = False  # emptied (its nets moved or conflated away): skipped where it is
+        self.size = 0  # estimated: the newest messages' sizes
+        self.count = 0  # messages: one per distinct newest delivery
+
+    def append(self, net: Net) -> None:
+        net.entry = self
+        self.nets.append(net)
+        self.dead = False
+
+    def remove(self, net: Net) -> None:
+        self.nets.remove(net)
+        if not self.nets:
+            self.dead = True
+
+    def recount(self) -> None:
+        lasts = {id(net.last): net.last for net in self.nets}
+        self.size = sum(last.size for last in lasts.values())
+        self.count = len(lasts)
+
+    def render(self) -> list[bytes]:
+        """The entry's messages as head and body parts: one message per distinct body."""
+        groups: dict[tuple[bool, bytes, bytes | None, int], list[Reader]] = {}
+        for net in self.nets:
+            sub = net.sub
+            if sub.dropped:
+                continue  # dropped for back pressure, and told so: nothing more is owed to it
+            kind, body = net.message(self.key)
+            # A window's position after the last change is in that message's own head.
+            own_head = net.last.head if kind != OOF and sub.positions else None
+            group = (kind == OOF, body, own_head, 0)
+            while sub in groups.get(group, ()):  # a second message for it here (keep both)
+                group = (*group[:3], group[3] + 1)
+            groups.setdefault(group, []).append(sub)
+        parts: list[bytes] = []
+        for (is_oof, body, own_head, _), subs in groups.items():
+            command = OOF_COMMAND if is_oof else P
+            if own_head is not None:
+                parts.append(own_head)
+            elif len(subs) == 1:
+                parts.append(subs[0].heads[command])
+            else:
+                subs.sort(key=lambda sub: sub.order)
+                parts.append(head(command, self.policy.name_json, [sub.sub_id for sub in subs]))
+            parts.append(body)
+        return parts
+
+
+def conflate_with(
+    queued: list[Net] | None, delivery: Delivery, sub: Reader, version: RecordVersion | None
+) -> tuple[Net | None, RecordVersion | None]:
+    """Which of ``sub``'s queued messages about the record ``delivery`` conflates with (the
+    newest; the topic's matcher may pick another, or none: None) and the version it then sends,
+    as the topic's merger decides (a merge, the older, the newer; keeping both is None).
+    ``version`` is the state ``delivery`` sends: its own, or that of the net it ends."""
+    if not queued:
+        return None, version
+    policy = delivery.policy
+    picked = queued[-1] if policy.match is None else match(policy.match, queued, version)
+    if picked is None or policy.merge is None or OOF in (delivery.kind, picked.last.kind):
+        return picked, version
+    assert picked.version is not None and version is not None
+    decided = merge_outcome(policy.merge, picked.version, version)
+    if decided is None:
+        return None, version  # keep both
+    if not sub.entitlement.allows(decided.data):
+        return picked, version  # a merged record its reader may not see is never sent
+    return picked, decided
+
+
+def merge_outcome(function: Any, older: RecordVersion, newer: RecordVersion) -> RecordVersion | None:
+    """What a ``conflation_merge`` function decides for a queued record and a newer one: the
+    older kept (it returned ``older``), the newer kept (``newer``), a merged record (anything
+    else), or None: keep both (it returned None), no conflation for this pair."""
+    older_data, newer_data = older.data, newer.data  # a compact version decodes on each use
+    try:
+        merged = function(older_data, newer_data)
+    except Exception:
+        log.exception("conflation_merge of topic record %s failed; keeping the newer record", newer.key)
+        return newer
+    if merged is None:
+        return None
+    if merged is older_data:
+        return older
+    if merged is newer_data:
+        return newer
+    return RecordVersion(newer.key, merged, newer.seq, newer.timestamp, newer.expires_at)
+
+
+def match(matcher: Any, queued: list[Net], version: RecordVersion | None) -> Net | None:
+    """Which of a subscription's queued messages about a record (oldest first) the new one, which
+    sends ``version``, conflates with, as a ``conflation_match`` function picks it (None:
+    neither, queue it)."""
+    records = [net.version.data if net.version is not None else None for net in queued]
+    new = version.data if version is not None else None
+    topic = queued[0].last.policy.name
+    try:
+        chosen = matcher(records, new)
+    except Exception:
+        log.exception("conflation_match of topic %s failed; conflating with the newest", topic)
+        return queued[-1]
+    if chosen is None:
+        return None
+    if type(chosen) is not int or not -len(queued) <= chosen < len(queued):
+        log.error(
+            "conflation_match of topic %s returned %r, not an index of the queued messages or None; "
+            "conflating with the newest",
+            topic,
+            chosen,
+        )
+        return queued[-1]
+    return queued[chosen]

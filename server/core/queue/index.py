@@ -1,0 +1,63 @@
+"""Where a change may fold in a keyed socket queue (outbox.py, conflation.py): each
+subscription's queued messages about each record, oldest first, and each record's newest entry.
+
+One owner for both, because they must agree: a snapshot or a transaction queued for a record
+cuts both at once (``passed``), so what was queued before it stays where it is and takes nothing
+more; a later change of the record starts a new entry after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..fanout.ports import Reader
+    from .conflation import Net, RecordEntry
+
+Record = tuple[str, str]  # (topic, SowKey)
+
+
+class QueuedRecords:
+    __slots__ = ("latest", "nets")
+
+    def __init__(self) -> None:
+        self.nets: dict[tuple[Record, Reader], list[Net]] = {}
+        self.latest: dict[Record, RecordEntry] = {}  # every later change of the record goes there
+
+    def clear(self) -> None:
+        self.nets.clear()
+        self.latest.clear()
+
+    def passed(self, records: Iterable[Record]) -> None:
+        """A snapshot or a transaction sending ``records`` is queued: later changes of them must
+        go after it, in new entries, and never fold into a message queued ahead of it. (Folded
+        into one, they would send the block's older state after the newer one; or move that
+        message, an insert, behind the block's deltas about the record.)"""
+        nets, latest = self.nets, self.latest
+        if nets or latest:
+            passed = set(records)
+            for record in passed:
+                latest.pop(record, None)
+            for key in [key for key in nets if key[0] in passed]:
+                del nets[key]  # the messages stay queued where they are; nothing folds into them
+
+    def keep(self, entry: RecordEntry) -> None:
+        """``entry`` is queued again (a relief rebuilds the queue): index it as the newest."""
+        for net in entry.nets:
+            self.nets.setdefault((entry.record, net.sub), []).append(net)
+        self.latest[entry.record] = entry
+
+    def taken(self, entry: RecordEntry) -> None:
+        """The writer took ``entry``: its messages are no longer queued."""
+        nets = self.nets
+        for net in entry.nets:
+            queued = nets.get((entry.record, net.sub))
+            # The oldest, as the queue is taken in order (unless a snapshot or a transaction
+            # passed it: then it is no longer indexed).
+            if queued and queued[0] is net:
+                del queued[0]
+                if not queued:
+                    del nets[(entry.record, net.sub)]
+        if self.latest.get(entry.record) is entry:
+            del self.latest[entry.record]

@@ -1,0 +1,1 @@
+"""Record values: versions, keys, field paths, select lists, deltas and merges."""

@@ -1,0 +1,246 @@
+"""One client connection as the core sees it: who it is, its subscriptions, its outbox.
+
+Every push goes through ``_settle``: a push that does not fit first lets the runtime try to
+write (``try_write``), then conflates the queue (``Outbox.relieve``), drops the subscriptions of
+``unsubscribe`` topics that were queued for (telling the client), and when the message still
+does not fit, closes the socket with 4001.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, cast
+
+from ..errors import NOT_ENTITLED, CommandError
+from ..fanout.run import FanOutRun
+from ..filters import compile_filter
+from ..filters.entitlement import Entitlement
+from ..filters.functions import EvalContext
+from ..protocol import wire
+from ..queue.delivery import Delivery, kept_for
+from ..queue.outbox import Outbox
+
+if TYPE_CHECKING:
+    from ..fanout.subscription import Subscription
+    from ..fanout.tx_frames import TxFrames
+    from ..queue.delivery import QueuePolicy, RunBatch, TxBlock
+    from ..settings.config import UserConfig
+
+CLOSE_SLOW_CONSUMER = 4001
+CLOSE_NAME_IN_USE = 4002
+CLOSE_POLICY = 1008
+
+
+def _nothing_for(session: Session) -> None:
+    pass
+
+
+def _nothing() -> None:
+    return None
+
+
+class Session:
+    def __init__(self, session_id: int, outbox: Outbox, wake: Callable[[], None], run: FanOutRun) -> None:
+        self.id = session_id
+        self.run = run
+        self.outbox = outbox
+        self._wake = wake
+        self.client_name: str | None = None
+        self.user_id: str | None = None
+        self.user: UserConfig | None = None
+        self.peer: str | None = None  # the remote address (set by the runtime): logons are throttled by it
+        self.logged_on = False
+        self.subscriptions: dict[Any, Subscription] = {}
+        self._entitlements: dict[str, Entitlement] = {}
+        self.close_code: int | None = None
+        self.close_reason = ""
+        # Set by the runtime: write what is queued now, if the socket can take it.
+        self.try_write: Callable[[], None] = _nothing
+        # Set by the engine: these subscriptions were dropped for back pressure.
+        self.on_dropped: Callable[[Session, list[Subscription]], None] = lambda session, subs: None
+        # Set by the engine: the queue passed a quarter of a bound (background conflation).
+        self.on_crowded: Callable[[Session], None] = _nothing_for
+        self._crowded_at = max(1, outbox.max_messages // 4)
+        # While the page is hidden (PROTOCOL 11.2): the interval its subscriptions deliver at.
+        self.hidden_interval: float | None = None
+        # Set by the engine: holds the messages of a transaction being applied (fanout/tx_frames.py).
+        self.tx_frames: TxFrames | None = None
+
+    def __repr__(self) -> str:
+        return f"Session({self.id}, client_name={self.client_name!r})"
+
+    def entitlement(self, topic: str, clock: Callable[[], float]) -> Entitlement:
+        """What this session's user may see and change of ``topic`` (PROTOCOL 6.2)."""
+        found = self._entitlements.get(topic)
+        if found is None or found.ctx.user != self.user_id or found.ctx.client_name != self.client_name:
+            text = self.user.filters.get(topic) if self.user is not None else None
+            ctx = EvalContext(clock, self.user_id, self.client_name)
+            found = Entitlement(topic, compile_filter(text) if text else None, ctx)
+            self._entitlements[topic] = found
+        return found
+
+    def reauthorize(self, user: UserConfig | None) -> None:
+        """``[auth]`` was reloaded (PROTOCOL 6.8): the user's read and write lists and entitlement
+        filters are ``user``'s from now on (None: no ``[auth]``, anything goes). The socket keeps
+        its identity and its logon."""
+        self.user = user
+        self._entitlements.clear()
+
+    def check_read(self, topic: str) -> None:
+        if self.user is not None and not self.user.may_read(topic):
+            raise CommandError(NOT_ENTITLED, f"user {self.user_id!r} may not read {topic!r}")
+
+    def check_write(self, topic: str) -> None:
+        if self.user is not None and not self.user.may_write(topic):
+            raise CommandError(NOT_ENTITLED, f"user {self.user_id!r} may not write {topic!r}")
+
+    def _end_run(self) -> None:
+        topic = self.run.topic
+        if topic is not None and topic.defers_to(self):
+            self.run.flush()
+
+    def send(self, message: bytes) -> None:
+        """Queue a plain message (never conflated)."""
+        self._end_run()
+        outbox = self.outbox
+        self._settle(outbox.push(message), lambda: outbox.push(message), None)
+
+    def deliver(self, delivery: Delivery) -> None:
+        frames = self.tx_frames
+        if frames is not None and frames.tx is not None:
+            frames.hold(self, delivery)
+            return
+        self._end_run()
+        self._deliver(delivery)
+
+    def deliver_tx(self, block: TxBlock) -> None:
+        """Queue a transaction's messages for this socket, whole (fanout/tx_frames.py)."""
+        outbox = self.outbox
+        queued = outbox.push_tx(block)
+        if queued == block.counted:
+            self._wake()  # the block is all there is: the writer may be asleep
+
+        def retry(last: bool = False) -> int:
+            # Relief may have dropped subscriptions the block has messages for: not theirs.
+            left = block.without()
+            if left is None:
+                return outbox.queued_messages or 1  # nothing of it is left to queue: it "fits"
+            # The last try merges it with the transactions queued before, as a plain publish
+            # folds into its record's queued message, before the socket is closed for want of room.
+            return outbox.push_tx(left, squeeze=last)
+
+        self._settle(queued, retry, None, lambda: retry(last=True))
+
+    def _deliver(self, delivery: Delivery) -> None:
+        outbox = self.outbox
+
+        def retry() -> int:
+            # Relief may have dropped some of the subscriptions it is for: it is not for them
+            # any more (whichever of them come first in its sids).
+            left = kept_for(delivery, ())
+            if not isinstance(left, Delivery):
+                return outbox.queued_messages or 1  # nothing of it is left to queue: it "fits"
+            return outbox.push_delivery(left)
+
+        self._settle(outbox.push_delivery(delivery), retry, delivery.policy)
+
+    def deliver_run(self, batch: RunBatch) -> None:
+        """Queue a run (called by the topic while it flushes its run: no run to end)."""
+        frames = self.tx_frames
+        if frames is not None and frames.tx is not None:
+            frames.hold(self, batch)
+            return
+        queued = self.outbox.push_run(batch)
+        if queued:
+            if queued == len(batch.bodies):
+                self._wake()
+            elif queued > self._crowded_at or self.outbox.queued_bytes * 4 > self.outbox.max_bytes:
+                self.on_crowded(self)
+            return
+        for delivery in batch.deliveries():
+            if self.close_code is not None or batch.subs[0].dropped:
+                return
+            self._deliver(delivery)
+
+    def send_stream(
+        self,
+        stream: Iterator[bytes],
+        count: int = 0,
+        size: int = 0,
+        records: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        """Queue a lazy snapshot of ``count`` records (about ``size`` bytes encoded) that sends
+        ``records`` (topic, key): it counts against the queue's bounds like any message, and when
+        it does not fit the same rule applies (write, conflate, close with 4001)."""
+        if self.close_code is None:
+            self._end_run()
+            outbox = self.outbox
+
+            def retry() -> int:
+                return outbox.push_stream(stream, count, size, records)
+
+            self._settle(retry(), retry, None)
+
+    def _settle(
+        self,
+        queued: int,
+        retry: Callable[[], int],
+        policy: QueuePolicy | None,
+        last: Callable[[], int] | None = None,
+    ) -> None:
+        """``retry`` pushes again after a write; ``last`` (default: ``retry``) after a relief."""
+        if queued > 1:
+            if queued > self._crowded_at or self.outbox.queued_bytes * 4 > self.outbox.max_bytes:
+                self.on_crowded(self)
+            return
+        if queued == 1:
+            self._wake()  # the writer sleeps only when the outbox is empty
+            return
+        if self.close_code is not None:
+            return
+        self.try_write()
+        queued = retry()
+        if not queued:
+            dropped = self.outbox.relieve()
+            if dropped:
+                # The outbox holds this session's own subscriptions (as Readers).
+                self._drop(cast("list[Subscription]", dropped))
+            queued = (last or retry)()
+        if queued:
+            self._wake()
+            return
+        if policy is not None:
+            policy.counters["closed_slow"] += 1
+        outbox = self.outbox
+        self.request_close(
+            CLOSE_SLOW_CONSUMER,
+            f"slow consumer: outbound queue full ({outbox.queued_messages} messages, "
+            f"{outbox.queued_bytes} bytes)",
+        )
+
+    def _drop(self, subscriptions: list[Subscription]) -> None:
+        """Drop the sub_ids whose queued messages the unsubscribe policy discarded. The client
+        knows a sub_id, not which subscription object served it: messages of one that was
+        since replaced drop the one that replaced it; one since unsubscribed needs no notice."""
+        current: list[Subscription] = []
+        for queued in subscriptions:
+            subscription = queued
+            while subscription.successor is not None:
+                subscription.dropped = True
+                subscription = subscription.successor
+            if subscription.dropped or subscription.closed:
+                continue
+            subscription.dropped = True
+            subscription.topic_ref.counters["unsubscribed"] += 1
+            self.outbox.push(wire.unsubscribed(subscription.sub_id, "back_pressure"), force=True)
+            current.append(subscription)
+        self.on_dropped(self, current)
+
+    def request_close(self, code: int, reason: str) -> None:
+        """Ask the runtime to close this socket; nothing more is queued for it."""
+        if self.close_code is None:
+            self.close_code = code
+            self.close_reason = reason
+            if code == CLOSE_SLOW_CONSUMER:
+                self.outbox.close()
+        self._wake()

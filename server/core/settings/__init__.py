@@ -1,0 +1,1 @@
+"""The configuration (PROTOCOL section 2) and what it names: user functions, server names."""
