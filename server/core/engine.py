@@ -17,17 +17,17 @@ from typing import Any
 import orjson
 
 from .broker.bookmarks import Lsns, ReplayRequest
+from .broker.changelog import ChangeLog, Proposal, stream_id
 from .broker.durability import Durability
 from .broker.timers import Timers
 from .errors import BAD_MESSAGE, LOGON_REQUIRED, CommandError
-from .fanout.ports import ChangeLog
 from .fanout.run import FanOutRun
 from .fanout.subscription import Subscription
 from .fanout.topic import Topic
 from .fanout.tx_frames import TxFrames
 from .handlers import logons, publishing, querying, reentitle, transactions, visibility
 from .log.local import LocalLog
-from .log.shared import Proposal, SharedLog, stream_id
+from .log.shared import SharedLog
 from .protocol import inbound, wire
 from .protocol.commands import (
     Body,

@@ -32,10 +32,11 @@ import orjson
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from ..core.broker.changelog import PLAIN_STREAM, lsn_of, stream_id
 from ..core.engine import Engine
 from ..core.log import replica
 from ..core.log.loss import Loss, error_line
-from ..core.log.shared import PLAIN_STREAM, SharedLog, lsn_of, stream_id
+from ..core.log.shared import SharedLog
 from ..core.session.session import Session
 from ..core.settings.config import ClusterSettings
 from ..core.sow.txlog import Entry

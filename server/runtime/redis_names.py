@@ -15,10 +15,11 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from ..core.broker.changelog import NameClaim
 from ..core.engine import Engine
 from ..core.errors import NAME_IN_USE, UNAVAILABLE, CommandError
 from ..core.handlers import logons
-from ..core.log.shared import NameClaim, SharedLog
+from ..core.log.shared import SharedLog
 from .redis_script import CLAIM, RELEASE
 
 log = logging.getLogger("server.cluster")

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..core.log.shared import PLAIN_STREAM, Proposal
+from ..core.broker.changelog import PLAIN_STREAM, Proposal
 
 PROPOSE = """
 -- Sequences run to 2^64 - 1, past what a Lua number holds exactly: compared as decimal text.

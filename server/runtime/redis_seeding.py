@@ -35,9 +35,10 @@ import logging
 import secrets
 from typing import Any
 
+from ..core.broker.changelog import PLAIN_STREAM, lsn_of, stream_id
 from ..core.engine import Engine
 from ..core.log.loss import LIVE, SEEDING, Loss, Marker, marker_loss, parse_marker, stream_loss
-from ..core.log.shared import PLAIN_STREAM, SharedLog, lsn_of, stream_id
+from ..core.log.shared import SharedLog
 from .redis_script import NEWER_ID
 from .redis_snapshots import Snapshots, encode
 

@@ -23,8 +23,9 @@ from typing import Any
 import orjson
 
 from ..core.broker.applying import apply_change
+from ..core.broker.changelog import PLAIN_STREAM, SEQ_BITS, lsn_of, stream_id
 from ..core.engine import Engine
-from ..core.log.shared import PLAIN_STREAM, SEQ_BITS, SharedLog, lsn_of, stream_id
+from ..core.log.shared import SharedLog
 from ..core.records.version import RecordVersion
 from ..core.settings.config import ClusterSettings
 from ..core.sow.txlog import DELETE, PUBLISH, Entry

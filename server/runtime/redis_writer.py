@@ -15,9 +15,10 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from ..core.broker.changelog import NameClaim, Proposal, lsn_of
 from ..core.engine import Engine
 from ..core.log import replica
-from ..core.log.shared import CONFLICT, LOST, OK, NameClaim, Proposal, SharedLog, lsn_of
+from ..core.log.shared import CONFLICT, LOST, OK, SharedLog
 from .redis_names import RedisNames
 from .redis_script import PROPOSE, propose_call
 from .redis_seeding import Seeding

@@ -9,8 +9,8 @@ import time
 
 import orjson
 
+from server.core.broker.changelog import lsn_of
 from server.core.engine import Engine
-from server.core.log.shared import lsn_of
 from server.core.settings.config import ClusterSettings, parse_config
 from server.runtime import redis_log
 from server.runtime.redis_log import RedisLog

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+from server.core.broker.changelog import stream_id
 from server.core.log.loss import Loss
-from server.core.log.shared import stream_id
 
 from .redis_process import RedisProcess
 from .test_snapshots import append, node, orders

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from server.core.broker.changelog import lsn_of
 from server.core.log.loss import LIVE, SEEDING, Marker, error_line, marker_loss, parse_marker, stream_loss
-from server.core.log.shared import lsn_of
 
 KEY = "{c}:incarnation"
 MINE = Marker(LIVE, "abc")

@@ -29,8 +29,7 @@ from ..records.keys import KeySpec
 from ..records.version import RecordVersion
 from .bodies import Memo, RecordReader
 from .intervals import Pending, Waiting, conflation_key
-from .window_messages import in_position_order
-from .windows import Window, WindowSpec
+from .windows import Window, WindowSpec, in_position_order
 
 # What a change means for a subscription: (kind, body, base, view, version) -- see queue/delivery.py.
 Change = tuple[str, bytes, Any, Any, RecordVersion]
@@ -291,7 +290,7 @@ class Subscription(RecordReader):
             change = self._conflated(entry, {})  # a memo is good for one change only
             if change is not None:
                 out.append((entry.order, entry.key, change))
-        return in_position_order(self, out), tx
+        return in_position_order(self.window, self.positions, out), tx
 
     def _in_view(
         self, key: str | None, new: RecordVersion, memo: Memo, carried: frozenset[str] = frozenset()

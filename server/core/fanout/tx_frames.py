@@ -19,7 +19,7 @@ from ..queue.delivery import Delivery, RunBatch, TxBlock
 from .run import FanOutRun
 
 if TYPE_CHECKING:
-    from ..session.session import Session
+    from .ports import Subscriber
     from .subscription import Owed, Subscription
 
 # What one subscription's ended interval releases: its changes, and the transaction they
@@ -34,7 +34,7 @@ class TxFrames:
         self._run = run
         self.now = now  # the time of the unit of work under way (Engine.now)
         self.tx: str | None = None  # the open transaction's ID (its LSN), None: none is open
-        self._held: dict[Session, list[Delivery | RunBatch]] = {}
+        self._held: dict[Subscriber, list[Delivery | RunBatch]] = {}
 
     def begin(self, tx: str) -> None:
         self._run.flush()  # what was decided before the transaction goes before it
@@ -58,7 +58,7 @@ class TxFrames:
         goes to each socket as one block, however many of its subscriptions held it and whichever
         transactions each held (two that share a key are one block already: intervals.py), with
         the latest ID, in the order the changes arrived; the rest goes as it is."""
-        blocks: dict[Session, list[Released]] = {}
+        blocks: dict[Subscriber, list[Released]] = {}
         for item in released:
             subscription, changes, tx = item
             if tx is None:
@@ -79,7 +79,7 @@ class TxFrames:
         for _, key, change in changes:
             topic.deliver(subscription.session, (subscription,), key, change)
 
-    def hold(self, session: Session, item: Delivery | RunBatch) -> None:
+    def hold(self, session: Subscriber, item: Delivery | RunBatch) -> None:
         self._held.setdefault(session, []).append(item)
 
     def end(self) -> None:

@@ -6,16 +6,14 @@ with ``positions`` can apply them one at a time.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
-from ..queue.delivery import OOF as OOF_KIND
 from ..records.version import RecordVersion
+from .windows import in_position_order
 
 if TYPE_CHECKING:
     from .bodies import Memo
     from .subscription import Change, Subscription
-
-Item = TypeVar("Item", bound=tuple[Any, ...])  # (..., key, change)
 
 
 def window_changes(
@@ -42,21 +40,4 @@ def window_changes(
         change = sub.on_change(edge, version, version, edge_memo)
         if change is not None:
             out.append((edge, change))
-    return in_position_order(sub, out)
-
-
-def in_position_order(sub: Subscription, out: list[Item]) -> list[Item]:
-    """With ``positions``, the OOFs first, then the rest by the position they carry, so a
-    client that applies them in order (an entry at ``pos`` p moves the rows from p down, an
-    OOF the rows below it up) ends with the window's order. Each item ends with a record's key
-    and its change (what comes before them rides along)."""
-    window = sub.window
-    if not sub.positions or window is None or len(out) < 2:
-        return out
-
-    def place(item: Item) -> tuple[bool, int]:
-        key, change = item[-2], item[-1]
-        position = window.position(key) if key is not None else None
-        return (change[0] != OOF_KIND, position or 0)
-
-    return sorted(out, key=place)
+    return in_position_order(sub.window, sub.positions, out)

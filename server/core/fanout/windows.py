@@ -20,14 +20,16 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sortedcontainers import SortedKeyList, SortedList
 
+from ..queue.delivery import OOF as OOF_KIND
 from ..records.version import RecordVersion
 
 SortKey = tuple[Any, ...]  # the order's key, unique per record: its last item is the SowKey
 _UNKNOWN = -1  # an index not worked out yet
+Item = TypeVar("Item", bound=tuple[Any, ...])  # (..., key, change)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,3 +195,19 @@ class Window:
             elif was_in and not is_in:
                 left.append(sort_key[-1])
         return entered, left
+
+
+def in_position_order(window: Window | None, positions: bool, out: list[Item]) -> list[Item]:
+    """With ``positions``, the OOFs first, then the rest by the position they carry, so a
+    client that applies them in order (an entry at ``pos`` p moves the rows from p down, an
+    OOF the rows below it up) ends with the window's order. Each item ends with a record's key
+    and its change (what comes before them rides along)."""
+    if not positions or window is None or len(out) < 2:
+        return out
+
+    def place(item: Item) -> tuple[bool, int]:
+        key, change = item[-2], item[-1]
+        position = window.position(key) if key is not None else None
+        return (change[0] != OOF_KIND, position or 0)
+
+    return sorted(out, key=place)

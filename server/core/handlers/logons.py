@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ..broker.changelog import NameClaim
 from ..errors import AUTH_FAILURE, BAD_MESSAGE, NAME_IN_USE, CommandError
-from ..log.shared import NameClaim
 from ..protocol.commands import Header, Logon
 from ..protocol.options import parse_logon_options
 from ..session.access import TOO_MANY_ATTEMPTS, WRONG_CREDENTIALS, authenticate

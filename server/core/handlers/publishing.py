@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..broker.changelog import ABSENT, PLAIN_STREAM, Proposal, stream_id
 from ..errors import BAD_MESSAGE, INVALID_TOPIC, CommandError
 from ..filters import compile_filter
 from ..log.local import ack_duplicate
-from ..log.shared import ABSENT, PLAIN_STREAM, Proposal, stream_id
 from ..protocol.commands import Header, Publish, SowDelete
 from ..records.merge import merge_record
 from ..records.version import check_encodable

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..fanout.window_messages import in_position_order
+from ..fanout.windows import in_position_order
 from ..filters.entitlement import ENTITLEMENT
 from ..protocol import wire
 from ..session.session import CLOSE_POLICY
@@ -163,7 +163,7 @@ def _redecide(topic: Topic, session: Session, subscriptions: list[Subscription],
             change = subscription.on_change(key, records[key], records[key], {})
             if change is not None:
                 changes.append((key, change))
-        for key, change in in_position_order(subscription, changes):
+        for key, change in in_position_order(subscription.window, subscription.positions, changes):
             topic.deliver(session, (subscription,), key, change, timed=False)
     for moved in (left, entered):
         for key, members in moved.items():

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..broker.changelog import PLAIN_STREAM, Proposal
 from ..errors import BAD_MESSAGE, CommandError
 from ..log.local import ack_duplicate
-from ..log.shared import PLAIN_STREAM, Proposal
 from ..protocol.commands import Header, Publish, Transaction
 from ..session.quota import TransactionWork
 from ..sow.txlog import TX, Entry

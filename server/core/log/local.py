@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..broker.applying import apply_change, apply_transaction
+from ..broker.changelog import PLAIN_STREAM, Proposal
 from ..sow.txlog import SEQUENCE, TX, Entry
-from .shared import PLAIN_STREAM, Proposal
 
 if TYPE_CHECKING:
     from ..engine import Engine

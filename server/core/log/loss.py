@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .shared import stream_id
+from ..broker.changelog import stream_id
 
 LIVE, SEEDING = "live", "seeding"
 

@@ -14,12 +14,13 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..broker.applying import apply_change, apply_transaction
+from ..broker.changelog import PLAIN_STREAM, Proposal
 from ..errors import UNAVAILABLE, CommandError
 from ..handlers import publishing, transactions
 from ..protocol.commands import Publish, SowDelete
 from ..sow.txlog import TX, Entry, changed_topics
 from .local import ack_applied, ack_duplicate
-from .shared import CONFLICT, DUPLICATE, GONE, PLAIN_STREAM, Proposal
+from .shared import CONFLICT, DUPLICATE, GONE
 
 if TYPE_CHECKING:
     from ..engine import Engine

@@ -8,78 +8,25 @@ node, the proposer included, applies every stream entry in stream order (``repli
 same log gives the same SOW on every node. A proposal's acks go out when its own node has
 applied it.
 
-A stream entry's ID (``<ms>-<n>``) becomes the LSN of what it applies, and so its bookmark:
-``ms << 20 | n``, one decimal integer that orders like the ID and names the same change on every
-node. Everything here is plain data; the runtime (``runtime/redis_log.py``) does the I/O.
+What a proposal holds, and how stream IDs become LSNs: broker/changelog.py. Everything here is
+plain data; the runtime (``runtime/redis_log.py``) does the I/O.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..broker.changelog import NameClaim, Proposal
 from ..errors import UNAVAILABLE, CommandError
-from ..sow.txlog import Entry
 
 if TYPE_CHECKING:
-    from ..protocol.commands import Header, Logon, Publish, SowDelete, Transaction
     from ..session.session import Session
-    from ..settings.config import UserConfig
-
-SEQ_BITS = 20  # entries one stream takes within one millisecond: far more than Redis can append
-PLAIN_STREAM = ""  # the one stream of every topic that is not configured (they have no SOW)
 
 # What the Redis script answers besides the appended IDs.
 # LOST: Redis does not hold the marker the node loaded under (loss.py); nothing appended.
 OK, DUPLICATE, CONFLICT, GONE, LOST = "ok", "dup", "conflict", "gone", "lost"
-ABSENT = "-"  # an expectation: the record must not exist
-
-
-def lsn_of(stream_id: str) -> int:
-    """The LSN of a stream entry ID (``<ms>-<n>``)."""
-    ms, _, n = stream_id.partition("-")
-    return int(ms) << SEQ_BITS | int(n)
-
-
-def stream_id(lsn: int) -> str:
-    return f"{lsn >> SEQ_BITS}-{lsn & ((1 << SEQ_BITS) - 1)}"
-
-
-@dataclass(slots=True)
-class Proposal:
-    """One command's changes to one topic, on their way through the shared log."""
-
-    topic: str  # its stream: a configured topic's name, or PLAIN_STREAM
-    entries: list[Entry]  # LSN 0: the stream numbers them
-    expect: list[str | None]  # per entry: the version (stream ID) it was decided against, ABSENT, or None
-    session: Session | None = None  # None: an expiry, which nobody waits for
-    header: Header | None = None
-    body: Publish | SowDelete | Transaction | None = None  # what to decide again after a conflict
-    client_name: str | None = None
-    seq: int | None = None
-    fields: dict[str, Any] = field(default_factory=dict)  # of the processed ack (sow_delete counts)
-    token: int = 0
-    retries: int = 0
-    waiting: int = 0  # entries appended and not yet applied here
-    # Decided against a record version (it may be decided again, after later changes).
-    guarded: bool = False
-
-    def __post_init__(self) -> None:
-        self.guarded = self.expect.count(None) != len(self.expect)  # some entry names a version
-
-
-@dataclass(slots=True)
-class NameClaim:
-    """A logon's client name, on its way to becoming this socket's in the whole cluster (one name,
-    one connection: PROTOCOL 10); the logon completes when Redis answers."""
-
-    session: Session
-    header: Header
-    body: Logon
-    user: UserConfig | None
-    holder: str = ""  # "<node> <session id>": who holds the name once it is claimed
 
 
 class SharedLog:

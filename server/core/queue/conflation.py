@@ -38,8 +38,8 @@ from ..records.version import RecordVersion
 from .delivery import FULL, INSERT, OOF, Delivery
 
 if TYPE_CHECKING:
-    from ..fanout.ports import Reader
     from .delivery import QueuePolicy
+    from .reader import Reader
 
 log = logging.getLogger("server.conflation")
 

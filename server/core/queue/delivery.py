@@ -25,8 +25,8 @@ from ..protocol.wire import head
 from .latency import TopicLatency
 
 if TYPE_CHECKING:
-    from ..fanout.ports import Reader
     from ..records.version import RecordVersion
+    from .reader import Reader
 
 INSERT, UPDATE, OOF, FULL = "insert", "update", "oof", "full"
 

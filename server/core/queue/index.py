@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..fanout.ports import Reader
     from .conflation import Net, RecordEntry
+    from .reader import Reader
 
 Record = tuple[str, str]  # (topic, SowKey)
 

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .conflation import Net, RecordEntry, conflate_with
 
 if TYPE_CHECKING:
-    from ..fanout.ports import Reader
     from ..records.version import RecordVersion
     from .delivery import Delivery
     from .index import QueuedRecords
+    from .reader import Reader
 
 
 class Folded(NamedTuple):

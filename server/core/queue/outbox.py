@@ -34,7 +34,7 @@ from .tx_merge import TxMerge, records_of
 from .unsubscribing import dropped_by_relief
 
 if TYPE_CHECKING:
-    from ..fanout.ports import Reader
+    from .reader import Reader
 
 # A stream may yield this to end the current frame early (the ``bs`` batch size of a query).
 FRAME_BREAK = b""

@@ -48,7 +48,7 @@ from .keyed import fold
 if TYPE_CHECKING:
     from collections.abc import Container
 
-    from ..fanout.ports import Reader
+    from .reader import Reader
 
 Record = tuple[str, str]
 Joining = TxBlock | Delivery | RunBatch | RecordEntry

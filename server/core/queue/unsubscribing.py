@@ -15,7 +15,7 @@ from .delivery import Delivery, RunBatch, TxBlock
 from .tx_merge import TxMerge, held
 
 if TYPE_CHECKING:
-    from ..fanout.ports import Reader
+    from .reader import Reader
 
 
 def dropped_by_relief(entries: Iterable[object]) -> dict[Reader, None]:

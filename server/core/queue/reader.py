@@ -1,0 +1,35 @@
+"""What a socket queue needs of a subscription: the queue's own narrow interface, so the queue
+never imports the fan-out, and its merge table is tested with a small fake (tests/core/queue)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..filters.entitlement import Entitlement
+    from ..records.version import RecordVersion
+
+
+class Reader(Protocol):
+    """What a socket queue needs of a subscription to render its conflated messages (through
+    the subscription's own renderer) and to leave out one dropped for back pressure."""
+
+    sub_id: Any
+    order: int
+    heads: dict[bytes, bytes]
+    dropped: bool
+    held: dict[str, Any] | None
+    entitlement: Entitlement
+
+    @property
+    def positions(self) -> bool: ...
+
+    def view_of(self, version: RecordVersion) -> Any: ...
+
+    def full_body(
+        self, key: str | None, version: RecordVersion, view: Any, memo: dict[Any, Any]
+    ) -> bytes: ...
+
+    def body_of(self, key: str | None, version: RecordVersion) -> bytes: ...
+
+    def composite_body(self, key: str, base: Any, version: RecordVersion, view: Any) -> bytes: ...
