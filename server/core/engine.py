@@ -51,7 +51,7 @@ from .session.session import Session
 from .settings.config import Config, UserConfig
 from .settings.functions import load_function
 from .sow.history import History
-from .sow.txlog import EXPIRE, Entry, changed_topics
+from .sow.txlog import EXPIRE, LogEntry, changed_topics
 
 log = logging.getLogger("server.engine")
 
@@ -163,7 +163,7 @@ class Engine:
                 continue
             # Decided once, here, as an entry of its own that names the version it ends: applying
             # it needs no clock, and in a cluster the first node's expiry is the only one.
-            entry = Entry(0, EXPIRE, name, key, version.seq, None, None, now, None)
+            entry = LogEntry(0, EXPIRE, name, key, version.seq, None, None, now, None)
             self.changes.propose(Proposal(name, [entry], [stream_id(version.seq)]))
         released = [
             (subscription, *subscription.release(now))
@@ -231,7 +231,7 @@ class Engine:
         """After recovery: the next change is numbered after everything in the log."""
         self.lsns.restart(lsn)
 
-    def log(self, entry: Entry) -> None:
+    def log(self, entry: LogEntry) -> None:
         self.log_payload(entry.lsn, entry.encode())
         for name in changed_topics(entry):  # how long a change takes to be on disk is measured
             topic = self.topics.get(name)

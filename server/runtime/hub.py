@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator, Callable
 from ..core.broker.bookmarks import ReplayRequest
 from ..core.engine import Clock, Engine
 from ..core.settings.config import Config
-from ..core.sow.txlog import Entry
+from ..core.sow.txlog import LogEntry
 from .connection import Connection, SendFrame
 from .logstore import LogStore
 from .ports import SocketPort
@@ -103,7 +103,7 @@ class Hub:
             while self.engine.replays:
                 self.replays.add(self.engine.replays.popleft())
 
-    def _read_log(self, request: ReplayRequest) -> AsyncGenerator[list[Entry]] | None:
+    def _read_log(self, request: ReplayRequest) -> AsyncGenerator[list[LogEntry]] | None:
         """The log a bookmark replay reads, a chunk at a time: a cluster's stream in Redis, or the
         transaction log on disk."""
         bookmark = request.bookmark

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..core.sow.txlog import HEADER_SIZE, Entry, Piece, announced_size, frame_at, frame_starts, read_piece
+from ..core.sow.txlog import HEADER_SIZE, LogEntry, Piece, announced_size, frame_at, frame_starts, read_piece
 
 log = logging.getLogger("server.txlog")
 
@@ -56,10 +56,10 @@ class LogReader:
         self.on_damage = on_damage
         self._damage_seen: set[tuple[str, int]] = set()
 
-    def chunk(self, cursor: Cursor) -> list[Entry]:
+    def chunk(self, cursor: Cursor) -> list[LogEntry]:
         """The next entries of ``cursor``, in log order (perhaps none: the frames read were all
         before the bookmark), and the cursor moved past them. On the log's I/O thread."""
-        entries: list[Entry] = []
+        entries: list[LogEntry] = []
         read = 0
         while not cursor.done and read < CHUNK_BYTES and len(entries) < CHUNK_ENTRIES:
             if cursor.segment is None:
@@ -87,7 +87,7 @@ class LogReader:
                 break
             cursor.segment = following  # every entry of the one before is before the bookmark
 
-    def _read(self, handle: BinaryIO, cursor: Cursor, entries: list[Entry]) -> int:
+    def _read(self, handle: BinaryIO, cursor: Cursor, entries: list[LogEntry]) -> int:
         """Read one piece of the cursor's segment into ``entries``; the bytes it moved on."""
         size = os.fstat(handle.fileno()).st_size
         start = cursor.offset
@@ -97,7 +97,7 @@ class LogReader:
         found = _piece(handle, start, size, CHUNK_ENTRIES - len(entries))
         for batch in found.payloads:
             for payload in batch:
-                entry = Entry.from_payload(payload)
+                entry = LogEntry.from_payload(payload)
                 if entry.lsn > cursor.until_lsn:
                     cursor.done = True
                     return found.end

@@ -34,7 +34,7 @@ from ..core.broker.bookmarks import EpochHistory, epoch_of
 from ..core.engine import Engine
 from ..core.errors import StartupError
 from ..core.handlers import recovery
-from ..core.sow.txlog import Damage, Entry, SegmentScan
+from ..core.sow.txlog import Damage, LogEntry, SegmentScan
 from .logdamage import (
     START_ANYWAY,
     Found,
@@ -321,7 +321,7 @@ class LogStore:
 
     async def replay(
         self, after_lsn: int, since: float | None, until_lsn: int
-    ) -> AsyncGenerator[list[Entry]]:
+    ) -> AsyncGenerator[list[LogEntry]]:
         """Log entries with ``after_lsn < lsn <= until_lsn`` (and timestamp >= ``since``), in order,
         a chunk at a time (logreader.py): each chunk is read on the I/O thread when it is asked
         for, so a replay holds one chunk, not its range."""

@@ -39,7 +39,7 @@ from ..core.log.loss import Loss, error_line
 from ..core.log.shared import SharedLog
 from ..core.session.session import Session
 from ..core.settings.config import ClusterSettings
-from ..core.sow.txlog import Entry
+from ..core.sow.txlog import LogEntry
 from .redis_names import RedisNames
 from .redis_seeding import LogLost, Seeding
 from .redis_snapshots import Snapshots
@@ -60,11 +60,11 @@ CLOSE_WAIT_S = 2.0  # for the cluster's tasks to stop at shutdown
 StreamBatch = list[tuple[bytes, dict[bytes, bytes]]]  # what XRANGE and XREAD answer per stream
 
 
-def numbered(batch: StreamBatch) -> list[tuple[Entry, str]]:
+def numbered(batch: StreamBatch) -> list[tuple[LogEntry, str]]:
     """The entries of a batch read from a stream, each numbered by its ID, with its origin."""
     out = []
     for entry_id, fields in batch:
-        entry = Entry.from_payload(orjson.loads(fields[b"e"]))
+        entry = LogEntry.from_payload(orjson.loads(fields[b"e"]))
         entry.lsn = lsn_of(entry_id.decode())
         out.append((entry, fields[b"o"].decode()))
     return out
@@ -325,7 +325,7 @@ class RedisLog:
 
     async def read(
         self, stream: str, after_lsn: int, since: float | None, until_lsn: int
-    ) -> AsyncGenerator[list[Entry]]:
+    ) -> AsyncGenerator[list[LogEntry]]:
         """The entries of ``stream`` after ``after_lsn`` (or from the time ``since``) up to
         ``until_lsn``, numbered (a bookmark replay), a batch of ~``REPLAY_BYTES`` when asked for."""
         if since is not None:

@@ -28,7 +28,7 @@ from ..core.engine import Engine
 from ..core.log.shared import SharedLog
 from ..core.records.version import RecordVersion
 from ..core.settings.config import ClusterSettings
-from ..core.sow.txlog import DELETE, PUBLISH, Entry
+from ..core.sow.txlog import DELETE, PUBLISH, LogEntry
 from .redis_script import TRIM, WRITE_SNAPSHOT
 
 log = logging.getLogger("server.cluster")
@@ -107,11 +107,11 @@ class Snapshots:
                 kept.add(key)
                 current = target.records.get(key)
                 if current is None or current.seq != seq:
-                    entry = Entry(seq, PUBLISH, topic, key, data, None, None, timestamp, expires_at)
+                    entry = LogEntry(seq, PUBLISH, topic, key, data, None, None, timestamp, expires_at)
                     apply_change(target, entry, timers)
             now = time.time()
             for key in [key for key in target.records if key not in kept]:
-                apply_change(target, Entry(lsn, DELETE, topic, key, None, None, None, now, None), timers)
+                apply_change(target, LogEntry(lsn, DELETE, topic, key, None, None, None, now, None), timers)
             self.engine.settle()
         history = target.sow.history
         if history is not None:

@@ -30,7 +30,7 @@ from ..core.engine import Engine
 from ..core.handlers import replaying
 from ..core.queue.outbox import Outbox
 from ..core.session.session import Session
-from ..core.sow.txlog import Entry
+from ..core.sow.txlog import LogEntry
 
 log = logging.getLogger("server.runtime")
 
@@ -41,7 +41,7 @@ PACE_S = 0.005  # how often a paced replay looks at its socket's queue again
 WRITTEN_S = 0.002  # how often a replay looks whether the log is on disk up to where live begins
 
 # The log a request reads: its chunks in order, or None when there is no log.
-LogSource = Callable[[ReplayRequest], AsyncGenerator[list[Entry]] | None]
+LogSource = Callable[[ReplayRequest], AsyncGenerator[list[LogEntry]] | None]
 
 
 @dataclass(slots=True)
@@ -116,7 +116,7 @@ class Replays:
             )
             replaying.abort(engine, request, "replay_failed")
 
-    async def _send(self, request: ReplayRequest, chunk: list[Entry]) -> None:
+    async def _send(self, request: ReplayRequest, chunk: list[LogEntry]) -> None:
         """Replay ``chunk`` in steps, each once the socket has taken what came before: a step ends
         after ``STEP`` entries, or as soon as the socket's queue is past half its bounds."""
         subscription = request.subscription

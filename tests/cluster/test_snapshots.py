@@ -9,7 +9,7 @@ import redis
 
 from server.core.engine import Engine
 from server.core.settings.config import parse_config
-from server.core.sow.txlog import PUBLISH, Entry
+from server.core.sow.txlog import PUBLISH, LogEntry
 from server.runtime.redis_log import RedisLog
 
 from .redis_process import RedisProcess
@@ -33,7 +33,7 @@ def append(client: redis.Redis, first: int, last: int) -> None:
     assert spec is not None
     for n in range(first, last + 1):
         data = {"id": n}
-        entry = Entry(0, PUBLISH, "orders", spec.sow_key(data), data, None, None, time.time(), None)
+        entry = LogEntry(0, PUBLISH, "orders", spec.sow_key(data), data, None, None, time.time(), None)
         client.xadd("{snap}:stream:orders", {"e": entry.encode(), "o": "elsewhere:1"})
 
 

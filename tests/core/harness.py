@@ -10,7 +10,7 @@ from server.core.engine import Engine
 from server.core.handlers import replaying
 from server.core.session.session import Session
 from server.core.settings.config import Config, parse_config
-from server.core.sow.txlog import Entry, entries_in, scan
+from server.core.sow.txlog import LogEntry, entries_in, scan
 
 DEFAULT_TOPICS = [
     {"name": "orders", "key": ["/order"]},
@@ -84,13 +84,13 @@ def acks(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(m["a"], m["status"]) for m in messages if m["c"] == "ack"]
 
 
-def entries_of(h: Harness) -> list[Entry]:
+def entries_of(h: Harness) -> list[LogEntry]:
     """The log entries the engine appended since the last call (what the log writer would write)."""
     taken = h.engine.durability.take()
-    return [] if taken is None else [Entry.from_payload(p) for p in entries_in(scan(taken[0]).payloads)]
+    return [] if taken is None else [LogEntry.from_payload(p) for p in entries_in(scan(taken[0]).payloads)]
 
 
-def replay_all(h: Harness, log: list[Entry]) -> None:
+def replay_all(h: Harness, log: list[LogEntry]) -> None:
     """What the runtime does for every bookmark replay requested: read ``log`` back, then go live."""
     while h.engine.replays:
         request = h.engine.replays.popleft()

@@ -15,7 +15,7 @@ import pytest
 
 from server.core.engine import Engine
 from server.core.settings.config import parse_config
-from server.core.sow.txlog import Entry, scan_segment
+from server.core.sow.txlog import LogEntry, scan_segment
 from server.runtime import logreader, logstore
 from server.runtime.logreader import Cursor
 from server.runtime.logstore import LogStore
@@ -61,7 +61,7 @@ def store_with(tmp_path: Path, frames: int, pad: int = 40) -> tuple[Engine, LogS
     return engine, store, lsns
 
 
-def chunks(store: LogStore, cursor: Cursor, limit: int = 10_000) -> list[list[Entry]]:
+def chunks(store: LogStore, cursor: Cursor, limit: int = 10_000) -> list[list[LogEntry]]:
     got = []
     while not cursor.done:
         got.append(store.reader.chunk(cursor))
@@ -69,7 +69,7 @@ def chunks(store: LogStore, cursor: Cursor, limit: int = 10_000) -> list[list[En
     return got
 
 
-def lsns_of(read: list[list[Entry]]) -> list[int]:
+def lsns_of(read: list[list[LogEntry]]) -> list[int]:
     return [entry.lsn for chunk in read for entry in chunk]
 
 
@@ -142,7 +142,7 @@ def test_a_segment_removed_under_a_replay_goes_on_from_the_oldest_entry_kept(
     for removed in segments(tmp_path)[:3]:  # retention: the oldest segments, the replay's among them
         removed.unlink()
     rest = chunks(store, cursor)
-    oldest_kept = Entry.from_payload(scan_segment(kept[0].read_bytes()).payloads[0][0]).lsn
+    oldest_kept = LogEntry.from_payload(scan_segment(kept[0].read_bytes()).payloads[0][0]).lsn
     assert lsns_of([first, *rest]) == lsns[:3] + lsns[lsns.index(oldest_kept) :]
     assert "slower than log retention" in caplog.text and segments(tmp_path)[0].name in caplog.text
     crash(store)
@@ -182,7 +182,7 @@ async def test_the_store_reads_each_chunk_on_its_io_thread_when_asked(
     threads: list[str] = []
     read = store.reader.chunk
 
-    def chunk(cursor: Cursor) -> list[Entry]:
+    def chunk(cursor: Cursor) -> list[LogEntry]:
         threads.append(threading.current_thread().name)
         return read(cursor)
 

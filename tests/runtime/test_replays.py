@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from server.core.broker.bookmarks import ReplayRequest
-from server.core.sow.txlog import Entry
+from server.core.sow.txlog import LogEntry
 from server.runtime import logreader, redis_log, replays
 from server.runtime.replays import Replays
 from tests.core.harness import Harness, Peer, entries_of
@@ -20,17 +20,17 @@ TOPICS = [{"name": "orders", "key": ["/id"], "durable": True}]
 class RecordingLog:
     """Hands each replay ``log`` in chunks of one entry, counting replays and reads under way."""
 
-    def __init__(self, log: list[Entry]) -> None:
+    def __init__(self, log: list[LogEntry]) -> None:
         self.log = log
         self.started: list[Any] = []
         self.running: dict[Any, int] = {}
         self.most_running = 0
         self.reading = self.most_reading = 0
 
-    def __call__(self, request: ReplayRequest) -> AsyncGenerator[list[Entry]]:
+    def __call__(self, request: ReplayRequest) -> AsyncGenerator[list[LogEntry]]:
         return self._chunks(request)
 
-    async def _chunks(self, request: ReplayRequest) -> AsyncGenerator[list[Entry]]:
+    async def _chunks(self, request: ReplayRequest) -> AsyncGenerator[list[LogEntry]]:
         session = request.subscription.session
         self.started.append((session, request.subscription.sub_id))
         self.running[session] = self.running.get(session, 0) + 1
@@ -47,7 +47,7 @@ class RecordingLog:
             self.running[session] -= 1
 
 
-def durable(h: Harness) -> list[Entry]:
+def durable(h: Harness) -> list[LogEntry]:
     """What the log writer does: everything pending is on disk."""
     log = entries_of(h)
     h.engine.made_durable(h.engine.durability.last_lsn)

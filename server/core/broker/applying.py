@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..records.version import RecordVersion
 from ..sow.changes import apply_entry
-from ..sow.txlog import EXPIRE, PUBLISH, Entry, transaction_changes
+from ..sow.txlog import EXPIRE, PUBLISH, LogEntry, transaction_changes
 
 if TYPE_CHECKING:
     from ..fanout.topic import Topic
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .timers import Timers
 
 
-def apply_change(topic: Topic, entry: Entry, timers: Timers) -> None:
+def apply_change(topic: Topic, entry: LogEntry, timers: Timers) -> None:
     """Apply ``entry`` (numbered) to ``topic`` and tell its subscribers."""
     if topic.key_spec is None:  # a plain topic keeps nothing: a publish is only delivered
         if entry.op == PUBLISH:
@@ -41,7 +41,7 @@ def apply_change(topic: Topic, entry: Entry, timers: Timers) -> None:
 
 
 def apply_transaction(
-    topic_of: Callable[[str], Topic | None], entry: Entry, timers: Timers, frames: TxFrames
+    topic_of: Callable[[str], Topic | None], entry: LogEntry, timers: Timers, frames: TxFrames
 ) -> None:
     """Apply a transaction entry (numbered), its messages held and queued as one block per socket."""
     frames.begin(str(entry.lsn))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..sow.txlog import Entry
+from ..sow.txlog import LogEntry
 
 if TYPE_CHECKING:
     from ..protocol.commands import Header, Logon, Publish, SowDelete, Transaction
@@ -41,7 +41,7 @@ class Proposal:
     """One command's changes to one topic, on their way through the shared log."""
 
     topic: str  # its stream: a configured topic's name, or PLAIN_STREAM
-    entries: list[Entry]  # LSN 0: the stream numbers them
+    entries: list[LogEntry]  # LSN 0: the stream numbers them
     expect: list[str | None]  # per entry: the version (stream ID) it was decided against, ABSENT, or None
     session: Session | None = None  # None: an expiry, which nobody waits for
     header: Header | None = None

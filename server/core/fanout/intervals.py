@@ -25,7 +25,7 @@ _ARRIVALS = count()  # the order changes arrive in, across every subscription
 
 
 @dataclass(slots=True)
-class Pending:
+class Held:
     key: str | None  # the SowKey of the latest change (None on a plain topic)
     latest: RecordVersion | None  # the latest version, None when the record was deleted
     deleted_from: RecordVersion | None  # the last version before a delete
@@ -70,7 +70,7 @@ class Waiting:
     __slots__ = ("_groups", "pending")
 
     def __init__(self) -> None:
-        self.pending: dict[Hashable, Pending] = {}
+        self.pending: dict[Hashable, Held] = {}
         self._groups: dict[str, TxGroup] = {}  # transactions with changes pending, by ID
 
     def add(
@@ -82,13 +82,13 @@ class Waiting:
         gone: str,
         due: float,
         tx: str | None,
-    ) -> Pending | None:
+    ) -> Held | None:
         """Fold a change into the key's waiting one; the new entry when there was none (its
         interval ends at ``due``: the caller schedules it)."""
         entry = self.pending.get(ckey)
         created = entry is None
         if entry is None:
-            entry = self.pending[ckey] = Pending(key, new, old if new is None else None, due)
+            entry = self.pending[ckey] = Held(key, new, old if new is None else None, due)
         else:
             entry.key, entry.latest = key, new
             entry.deleted_from = old if new is None else None
@@ -99,7 +99,7 @@ class Waiting:
             self._join(ckey, entry, tx)
         return entry if created else None
 
-    def _join(self, ckey: Hashable, entry: Pending, tx: str) -> None:
+    def _join(self, ckey: Hashable, entry: Held, tx: str) -> None:
         """A transaction's change waits: its keys are released together (PROTOCOL 11.3)."""
         group = self._groups.get(tx)
         if group is None:
@@ -115,7 +115,7 @@ class Waiting:
         entry.group = group
         group.keys.add(ckey)
 
-    def due(self, now: float) -> tuple[list[Pending], str | None]:
+    def due(self, now: float) -> tuple[list[Held], str | None]:
         """Take the entries whose interval has ended by ``now``, with every key of a transaction
         any of them belongs to, and that transaction's ID (None: none)."""
         due = [ckey for ckey, entry in self.pending.items() if entry.due <= now]

@@ -22,18 +22,17 @@ from ..filters import Filter
 from ..filters.entitlement import ENTITLEMENT, UNRESTRICTED, Entitlement
 from ..filters.functions import EvalContext
 from ..protocol.options import Options
-from ..protocol.wire import OOF, P, head
-from ..queue.delivery import FULL, INSERT, UPDATE
-from ..queue.delivery import OOF as OOF_KIND
+from ..protocol.wire import OOF_COMMAND, P_COMMAND, head
+from ..queue.delivery import FULL, INSERT, OOF, UPDATE
 from ..records.keys import KeySpec
 from ..records.version import RecordVersion
 from .bodies import Memo, RecordReader
-from .intervals import Pending, Waiting, conflation_key
+from .intervals import Held, Waiting, conflation_key
 from .windows import Window, WindowSpec, in_position_order
 
 # What a change means for a subscription: (kind, body, base, view, version) -- see queue/delivery.py.
-Change = tuple[str, bytes, Any, Any, RecordVersion]
-Owed = tuple[int, str | None, Change]  # a change an interval released: (arrival order, key, change)
+Message = tuple[str, bytes, Any, Any, RecordVersion]
+Owed = tuple[int, str | None, Message]  # a change an interval released: (arrival order, key, change)
 
 
 _ORDER = itertools.count()
@@ -151,7 +150,10 @@ class Subscription(RecordReader):
         )
         self._stateless_when_shown = self.stateless
         topic_json = orjson.dumps(topic)
-        self.heads = {P: head(P, topic_json, [sub_id]), OOF: head(OOF, topic_json, [sub_id])}
+        self.heads = {
+            P_COMMAND: head(P_COMMAND, topic_json, [sub_id]),
+            OOF_COMMAND: head(OOF_COMMAND, topic_json, [sub_id]),
+        }
 
     def entitle(self, entitlement: Entitlement) -> None:
         """Take the gate of the user's entitlement: what is in the view, whether anything is
@@ -225,7 +227,7 @@ class Subscription(RecordReader):
         new: RecordVersion | None,
         memo: Memo,
         gone: str = "deleted",
-    ) -> Change | None:
+    ) -> Message | None:
         """What this subscription is sent about a change of record ``key`` from ``old`` to ``new``."""
         if self.replaying:
             self.replay_buffer.append((key, old, new, gone))
@@ -245,7 +247,7 @@ class Subscription(RecordReader):
         new: RecordVersion | None,
         memo: Memo,
         gone: str = "deleted",
-    ) -> Change | None:
+    ) -> Message | None:
         """``on_change`` for a change read back from the log (or a live one, after the replay)."""
         if self.dropped:
             return None
@@ -294,7 +296,7 @@ class Subscription(RecordReader):
 
     def _in_view(
         self, key: str | None, new: RecordVersion, memo: Memo, carried: frozenset[str] = frozenset()
-    ) -> Change | None:
+    ) -> Message | None:
         """The message for a record that is (now) in this subscription's view (None: an empty
         change that ``no_empties`` suppresses)."""
         view = self.view(new, memo)
@@ -310,7 +312,7 @@ class Subscription(RecordReader):
         delta = self.delta_body(key, new, previous, view, memo, carried)
         return None if delta is None else (UPDATE, delta, previous, view, new)
 
-    def _conflated(self, entry: Pending, memo: Memo) -> Change | None:
+    def _conflated(self, entry: Held, memo: Memo) -> Message | None:
         key, new = entry.key, entry.latest
         if new is not None and self.in_view(key, self.record(new)):
             return self._in_view(key, new, memo, frozenset(entry.carried))
@@ -323,13 +325,13 @@ class Subscription(RecordReader):
         version = new if new is not None else entry.deleted_from
         assert version is not None
         reason = entry.gone if new is None else self.left_because(new)
-        return OOF_KIND, self.full_body(key, version, previous, {}, reason), previous, previous, version
+        return OOF, self.full_body(key, version, previous, {}, reason), previous, previous, version
 
     def left_because(self, new: RecordVersion) -> str:
         """Why a record that still exists left this view."""
         return "match" if self.entitlement.allows(self.record(new)) else ENTITLEMENT
 
-    def oof(self, key: str, version: RecordVersion, reason: str, memo: Memo) -> Change | None:
+    def oof(self, key: str, version: RecordVersion, reason: str, memo: Memo) -> Message | None:
         """Forget ``key``; the OOF message to send when the subscriber asked for them.
 
         The body is ``version`` when the user may see it, otherwise the last state the
@@ -343,7 +345,7 @@ class Subscription(RecordReader):
 
     def oof_message(
         self, key: str, version: RecordVersion, reason: str, previous: Any, memo: Memo
-    ) -> Change | None:
+    ) -> Message | None:
         """The OOF for ``key`` leaving this view: the body is ``version`` when the user may see it,
         otherwise ``previous`` (the last state the subscriber was sent; None: nothing to send)."""
         if not self.entitlement.allows(self.record(version)):
@@ -352,6 +354,6 @@ class Subscription(RecordReader):
             if reason == "match":
                 reason = ENTITLEMENT
             # Rendered for this subscription alone: the memo's bodies belong to the visible version.
-            return OOF_KIND, self.full_body(key, version, previous, {}, reason), previous, previous, version
+            return OOF, self.full_body(key, version, previous, {}, reason), previous, previous, version
         view = self.view(version, memo)
-        return OOF_KIND, self.full_body(key, version, view, memo, reason), previous, view, version
+        return OOF, self.full_body(key, version, view, memo, reason), previous, view, version

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..protocol.wire import OOF, P, head, record_body
-from ..queue.delivery import OOF as OOF_KIND
-from ..queue.delivery import Delivery, QueuePolicy, RunBatch
+from ..protocol.wire import OOF_COMMAND, P_COMMAND, head, record_body
+from ..queue.delivery import OOF, Delivery, QueuePolicy, RunBatch
 from ..queue.latency import TopicLatency
 from ..records.keys import KeySpec
 from ..records.version import RecordVersion, trimmed
@@ -24,7 +23,7 @@ from ..sow.store import Sow
 from .bodies import Memo
 from .run import FanOutRun
 from .subindex import SubscriptionIndex
-from .subscription import Change, Subscription
+from .subscription import Message, Subscription
 from .window_messages import window_changes
 from .windows import Window, WindowOrder
 
@@ -303,14 +302,14 @@ class Topic:
         # One message for several subscriptions only when it is the same message about the same
         # record over the same base and view: what conflation later makes of it is then the
         # same for each of them.
-        groups: dict[tuple[str | None, str, bytes, int, int], tuple[list[Subscription], Change]] = {}
+        groups: dict[tuple[str | None, str, bytes, int, int], tuple[list[Subscription], Message]] = {}
         for sub in subs:
             change = sub.on_change(key, old, new, memo, gone)
             if change is not None:
                 kind, encoded, base, view, _ = change
                 groups.setdefault((key, kind, encoded, id(base), id(view)), ([], change))[0].append(sub)
-        edges: dict[tuple[str | None, str, bytes, int, int], tuple[list[Subscription], Change]] = {}
-        own: list[tuple[Subscription, str | None, Change]] = []
+        edges: dict[tuple[str | None, str, bytes, int, int], tuple[list[Subscription], Message]] = {}
+        own: list[tuple[Subscription, str | None, Message]] = []
         for sub in windows:
             for record_key, change in window_changes(sub, key, old, new, memo, gone, self.records):
                 if sub.positions:  # its head carries its own pos, in its own order
@@ -329,7 +328,7 @@ class Topic:
         session: Subscriber,
         subs: tuple[Subscription, ...],
         key: str | None,
-        change: Change,
+        change: Message,
         timed: bool = True,
     ) -> None:
         """Queue one message about record ``key`` for ``subs``, all subscriptions of ``session``.
@@ -344,11 +343,11 @@ class Topic:
             if not subs:
                 return
         kind, encoded, base, view, version = change
-        command = OOF if kind == OOF_KIND else P
+        command = OOF_COMMAND if kind == OOF else P_COMMAND
         if len(subs) == 1:
             sub = subs[0]
             message_head = sub.heads[command]
-            if command is P and sub.positions and key is not None:
+            if command is P_COMMAND and sub.positions and key is not None:
                 assert sub.window is not None
                 position = sub.window.position(key)
                 if position is not None:
@@ -369,7 +368,7 @@ class Topic:
             return
         for session, sub in self._fast_unfiltered.items():
             if not sub.dropped:
-                head_p = sub.heads[P]
+                head_p = sub.heads[P_COMMAND]
                 size = body_bytes + count * (len(head_p) + 2)
                 session.deliver_run(RunBatch(self.queue, sub, head_p, bodies, keys, versions, size))
         if not len(self._fast_filtered):
@@ -382,7 +381,7 @@ class Topic:
         for sub, indexes in selected.items():
             if sub.dropped:
                 continue
-            head_p = sub.heads[P]
+            head_p = sub.heads[P_COMMAND]
             chosen = [bodies[i] for i in indexes]
             size = sum(len(b) for b in chosen) + len(chosen) * (len(head_p) + 2)
             batch = RunBatch(

@@ -13,7 +13,7 @@ from .windows import in_position_order
 
 if TYPE_CHECKING:
     from .bodies import Memo
-    from .subscription import Change, Subscription
+    from .subscription import Message, Subscription
 
 
 def window_changes(
@@ -24,11 +24,11 @@ def window_changes(
     memo: Memo,
     gone: str,
     records: Mapping[str, RecordVersion],
-) -> list[tuple[str | None, Change]]:
+) -> list[tuple[str | None, Message]]:
     """For a window subscription: the message about the changed record, then those about the
     records it pushed out of the window or pulled into it (their current state, unchanged)."""
     assert sub.window is not None
-    out: list[tuple[str | None, Change]] = []
+    out: list[tuple[str | None, Message]] = []
     change = sub.on_change(key, old, new, memo, gone)
     if change is not None:
         out.append((key, change))

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from sortedcontainers import SortedKeyList, SortedList
 
-from ..queue.delivery import OOF as OOF_KIND
+from ..queue.delivery import OOF
 from ..records.version import RecordVersion
 
 SortKey = tuple[Any, ...]  # the order's key, unique per record: its last item is the SowKey
@@ -208,6 +208,6 @@ def in_position_order(window: Window | None, positions: bool, out: list[Item]) -
     def place(item: Item) -> tuple[bool, int]:
         key, change = item[-2], item[-1]
         position = window.position(key) if key is not None else None
-        return (change[0] != OOF_KIND, position or 0)
+        return (change[0] != OOF, position or 0)
 
     return sorted(out, key=place)

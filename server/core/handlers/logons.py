@@ -16,7 +16,7 @@ from ..protocol.commands import Header, Logon
 from ..protocol.options import parse_logon_options
 from ..session.access import TOO_MANY_ATTEMPTS, WRONG_CREDENTIALS, authenticate
 from ..session.session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
-from ..sow.txlog import OWNER, Entry
+from ..sow.txlog import OWNER, LogEntry
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -167,4 +167,6 @@ def _record_owner(engine: Engine, name: str, user_id: str) -> None:
     if engine.shared is None and any(topic.durable for topic in engine.config.topics):
         # Logged like a sequence, and before any sequence of the name: whatever a restart
         # remembers of the name's publishes, it remembers whose name it is.
-        engine.log(Entry(engine.next_apply_seq(), OWNER, "", "", user_id, name, None, engine.clock(), None))
+        engine.log(
+            LogEntry(engine.next_apply_seq(), OWNER, "", "", user_id, name, None, engine.clock(), None)
+        )

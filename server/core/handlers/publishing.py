@@ -21,7 +21,7 @@ from ..protocol.commands import Header, Publish, SowDelete
 from ..records.merge import merge_record
 from ..records.version import check_encodable
 from ..session.quota import admit_filter_pass
-from ..sow.txlog import DELETE, PUBLISH, Entry
+from ..sow.txlog import DELETE, PUBLISH, LogEntry
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 # The changes a transaction decided before this command, (topic, SowKey) -> the record's data
 # (None: deleted): its later commands are decided on them (transactions.py).
-Pending = Mapping[tuple[str, str], Any]
-NOTHING_PENDING: Pending = {}
+Decided = Mapping[tuple[str, str], Any]
+NOTHING_DECIDED: Decided = {}
 
 
 def is_duplicate(engine: Engine, session: Session, seq: int | None) -> bool:
@@ -73,8 +73,8 @@ def publish_plain(engine: Engine, session: Session, body: Publish) -> None:
 
 
 def decide_publish(
-    engine: Engine, session: Session, body: Publish, pending: Pending = NOTHING_PENDING
-) -> tuple[Entry, str | None]:
+    engine: Engine, session: Session, body: Publish, pending: Decided = NOTHING_DECIDED
+) -> tuple[LogEntry, str | None]:
     """The log entry of a publish or delta publish, and the version of the record it was decided
     against (a cluster checks it is still current; None: any will do)."""
     topic = engine.topics.get(body.topic)
@@ -83,7 +83,7 @@ def decide_publish(
     if topic is None or topic.key_spec is None:
         encoded = check_encodable(body.data)
         entitlement.check_write(None, body.data)
-        return Entry(0, PUBLISH, body.topic, "", body.data, name, body.seq, now, None, encoded), None
+        return LogEntry(0, PUBLISH, body.topic, "", body.data, name, body.seq, now, None, encoded), None
     key = topic.key_spec.sow_key(body.data)
     stored = topic.records.get(key)
     # The record it replaces matters to a delta and to a write entitlement only: a stored record
@@ -106,7 +106,7 @@ def decide_publish(
     expect = None
     if body.delta or entitlement.restricted:
         expect = ABSENT if stored is None else stream_id(stored.seq)
-    return Entry(0, PUBLISH, topic.name, key, data, name, body.seq, now, expires_at, encoded), expect
+    return LogEntry(0, PUBLISH, topic.name, key, data, name, body.seq, now, expires_at, encoded), expect
 
 
 def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete, retries: int = 0) -> None:
@@ -132,8 +132,8 @@ def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete
 
 
 def decide_delete(
-    engine: Engine, session: Session, body: SowDelete, pending: Pending = NOTHING_PENDING
-) -> tuple[list[Entry], list[str | None]]:
+    engine: Engine, session: Session, body: SowDelete, pending: Decided = NOTHING_DECIDED
+) -> tuple[list[LogEntry], list[str | None]]:
     """The log entries of a ``sow_delete`` (one per record it deletes), and the version each was
     decided against."""
     topic = engine.topics.get(body.topic)
@@ -159,7 +159,7 @@ def decide_delete(
     # A delete reaches only the records its user may see; the others are as if absent.
     keys = [key for key, data in matched.items() if not entitlement.restricted or entitlement.allows(data)]
     now, name = engine.now(), session.client_name
-    entries = [Entry(0, DELETE, topic.name, key, None, name, None, now, None) for key in keys]
+    entries = [LogEntry(0, DELETE, topic.name, key, None, name, None, now, None) for key in keys]
     # Each delete holds only while its record is still the version it was decided on (it matched
     # the filter, and its user may see it): in a cluster another node may have changed it since.
     records = topic.records
@@ -167,7 +167,7 @@ def decide_delete(
     return entries, expect
 
 
-def _data_of(topic: Topic, pending: Pending, key: str) -> Any:
+def _data_of(topic: Topic, pending: Decided, key: str) -> Any:
     """The data of record ``key`` as a transaction's earlier commands left it (None: none)."""
     if (topic.name, key) in pending:
         return pending[(topic.name, key)]  # None: deleted by an earlier command
@@ -175,7 +175,7 @@ def _data_of(topic: Topic, pending: Pending, key: str) -> Any:
     return None if version is None else version.data
 
 
-def _records(topic: Topic, pending: Pending) -> Iterator[tuple[str, Any]]:
+def _records(topic: Topic, pending: Decided) -> Iterator[tuple[str, Any]]:
     """The records of ``topic`` (key, data) as a transaction's earlier commands left them."""
     if not pending:
         for key, version in topic.records.items():

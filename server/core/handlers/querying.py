@@ -17,7 +17,7 @@ import orjson
 
 from ..broker.bookmarks import ReplayRequest, check_bookmark, parse_bookmark
 from ..errors import BAD_MESSAGE, INVALID_OPTIONS, INVALID_TOPIC, SUBID_IN_USE, CommandError
-from ..fanout.subscription import Change, Subscription
+from ..fanout.subscription import Message, Subscription
 from ..fanout.topic import Topic
 from ..fanout.windows import WindowSpec
 from ..filters import Filter, compile_filter, parse_orderby
@@ -301,7 +301,7 @@ def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool)
         version = topic.records.get(key)
         if version is None:
             continue
-        change: Change | None = None
+        change: Message | None = None
         if new.in_view(key, version.data):
             if same_view:
                 new.remember(key, view)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..records.version import RecordVersion
 from ..sow.changes import apply_entry
 from ..sow.history import Held, Past, past
-from ..sow.txlog import DELETE, EXPIRE, OWNER, PUBLISH, TX, Entry, frame, scan, transaction_changes
+from ..sow.txlog import DELETE, EXPIRE, OWNER, PUBLISH, TX, LogEntry, frame, scan, transaction_changes
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -156,7 +156,7 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
             lsn = max(lsn, version.seq)
             report.records += 1
     for payload in entries:
-        entry = Entry.from_payload(payload)
+        entry = LogEntry.from_payload(payload)
         if snapshot is not None and entry.lsn <= snapshot.lsn:
             continue
         report.entries += 1

@@ -36,7 +36,7 @@ from ..session.session import CLOSE_POLICY
 
 if TYPE_CHECKING:
     from ..engine import Engine
-    from ..fanout.subscription import Change, Subscription
+    from ..fanout.subscription import Message, Subscription
     from ..fanout.topic import Topic
     from ..filters.entitlement import Entitlement
     from ..session.session import Session
@@ -158,7 +158,7 @@ def _redecide(topic: Topic, session: Session, subscriptions: list[Subscription],
                 for key in keys:
                     into.setdefault(key, []).append(subscription)
             continue
-        changes: list[tuple[str, Change]] = []
+        changes: list[tuple[str, Message]] = []
         for key in (*gone, *came):
             change = subscription.on_change(key, records[key], records[key], {})
             if change is not None:

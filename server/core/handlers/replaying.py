@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 from ..broker.bookmarks import ReplayRequest
 from ..protocol import wire
 from ..records.version import RecordVersion
-from ..sow.txlog import DELETE, EXPIRE, PUBLISH, TX, Entry, transaction_changes
+from ..sow.txlog import DELETE, EXPIRE, PUBLISH, TX, LogEntry, transaction_changes
 
 if TYPE_CHECKING:
     from ..engine import Engine
 
 
 def replay(
-    engine: Engine, request: ReplayRequest, entries: list[Entry], full: Callable[[], bool] = lambda: False
+    engine: Engine, request: ReplayRequest, entries: list[LogEntry], full: Callable[[], bool] = lambda: False
 ) -> int:
     """Deliver log entries read back for a bookmark subscription (in log order), stopping early
     once ``full()`` says its socket has enough queued; how many were delivered (the runtime
@@ -50,7 +50,7 @@ def replay(
     return done
 
 
-def _replay_one(request: ReplayRequest, entry: Entry) -> None:
+def _replay_one(request: ReplayRequest, entry: LogEntry) -> None:
     subscription = request.subscription
     topic = subscription.topic_ref
     key = entry.key

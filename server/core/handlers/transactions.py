@@ -16,7 +16,7 @@ from ..errors import BAD_MESSAGE, CommandError
 from ..log.local import ack_duplicate
 from ..protocol.commands import Header, Publish, Transaction
 from ..session.quota import TransactionWork
-from ..sow.txlog import TX, Entry
+from ..sow.txlog import TX, LogEntry
 from .publishing import decide_delete, decide_publish, is_duplicate
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def transact(engine: Engine, session: Session, header: Header, body: Transaction
     # (p) or deletes (d) and the versions it was decided against (redis_script.py).
     written = "\n".join(("d" if data is None else "p") + key for (_, key), data in pending.items())
     guard = "\n".join(f"{key}={version}" for key, version in expects.items()) or None
-    transaction = Entry(0, TX, "", written if stream else "", changes, name, seq, engine.now(), None)
+    transaction = LogEntry(0, TX, "", written if stream else "", changes, name, seq, engine.now(), None)
     proposal = Proposal(stream, [transaction], [guard], session, header, body, name, seq)
     proposal.retries = retries
     engine.changes.propose(proposal)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..broker.applying import apply_change, apply_transaction
 from ..broker.changelog import PLAIN_STREAM, Proposal
-from ..sow.txlog import SEQUENCE, TX, Entry
+from ..sow.txlog import SEQUENCE, TX, LogEntry
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -43,7 +43,7 @@ class LocalLog:
         if durable and lsn is None and seq is not None and client is not None:
             # A durable command that changed nothing still logs its sequence (a restart remembers it).
             lsn = engine.next_apply_seq()
-            engine.log(Entry(lsn, SEQUENCE, name, "", None, client, seq, engine.clock(), None))
+            engine.log(LogEntry(lsn, SEQUENCE, name, "", None, client, seq, engine.clock(), None))
         if seq is not None and client is not None:
             if header.wants("persisted") and lsn is not None:
                 engine.sequences[client] = seq  # the persisted ack's waiter records it as persisted
@@ -51,7 +51,7 @@ class LocalLog:
                 accept_sequence(engine, session, seq, lsn if lsn is not None else engine.durability.last_lsn)
         ack_applied(engine, session, header, seq, lsn, **proposal.fields)
 
-    def apply(self, name: str, entries: list[Entry]) -> tuple[bool, int | None]:
+    def apply(self, name: str, entries: list[LogEntry]) -> tuple[bool, int | None]:
         """Number and apply ``entries``, changes to topic ``name``, and log them when the topic
         is durable: whether it is, and the LSN of the last entry logged (None: none was)."""
         engine = self.engine
@@ -69,7 +69,7 @@ class LocalLog:
                 lsn = entry.lsn
         return durable, lsn
 
-    def _transaction(self, entry: Entry) -> int | None:
+    def _transaction(self, entry: LogEntry) -> int | None:
         """Apply a transaction; the LSN of its log entry, None when it changed no durable topic."""
         engine = self.engine
         entry.lsn = engine.next_apply_seq()
@@ -78,7 +78,9 @@ class LocalLog:
         durable = [change for change in entry.data if (t := topics.get(change[1])) is not None and t.durable]
         if not durable:
             return None
-        engine.log(Entry(entry.lsn, TX, "", "", durable, entry.client_name, entry.seq, entry.timestamp, None))
+        engine.log(
+            LogEntry(entry.lsn, TX, "", "", durable, entry.client_name, entry.seq, entry.timestamp, None)
+        )
         return entry.lsn
 
 

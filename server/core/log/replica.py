@@ -18,7 +18,7 @@ from ..broker.changelog import PLAIN_STREAM, Proposal
 from ..errors import UNAVAILABLE, CommandError
 from ..handlers import publishing, transactions
 from ..protocol.commands import Publish, SowDelete
-from ..sow.txlog import TX, Entry, changed_topics
+from ..sow.txlog import TX, LogEntry, changed_topics
 from .local import ack_applied, ack_duplicate
 from .shared import CONFLICT, DUPLICATE, GONE
 
@@ -30,7 +30,7 @@ log = logging.getLogger("server.cluster")
 MAX_RETRIES = 20  # a record changed by other nodes this many times while one delta was decided
 
 
-def apply(engine: Engine, stream: str, entry: Entry, origin: str) -> None:
+def apply(engine: Engine, stream: str, entry: LogEntry, origin: str) -> None:
     """Apply one stream entry (numbered by its ID) and fan it out; ack its proposal when it is ours."""
     shared = engine.shared
     assert shared is not None

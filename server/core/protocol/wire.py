@@ -47,8 +47,8 @@ def unsubscribed(sub_id: Any, reason: str) -> bytes:
 
 
 # The commands of the two messages about a record (their heads start ``{"c":"p"`` or ``"oof"``).
-P = b"p"
-OOF = b"oof"
+P_COMMAND = b"p"
+OOF_COMMAND = b"oof"
 
 
 def body(fields: dict[str, Any]) -> bytes:

@@ -32,8 +32,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.wire import OOF as OOF_COMMAND
-from ..protocol.wire import P, head
+from ..protocol.wire import OOF_COMMAND, P_COMMAND, head
 from ..records.version import RecordVersion
 from .delivery import FULL, INSERT, OOF, Delivery
 
@@ -153,7 +152,7 @@ class RecordEntry:
             groups.setdefault(group, []).append(sub)
         parts: list[bytes] = []
         for (is_oof, body, own_head, _), subs in groups.items():
-            command = OOF_COMMAND if is_oof else P
+            command = OOF_COMMAND if is_oof else P_COMMAND
             if own_head is not None:
                 parts.append(own_head)
             elif len(subs) == 1:

@@ -19,9 +19,7 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.wire import OOF as OOF_COMMAND
-from ..protocol.wire import P as P_COMMAND
-from ..protocol.wire import head
+from ..protocol.wire import OOF_COMMAND, P_COMMAND, head
 from .latency import TopicLatency
 
 if TYPE_CHECKING:

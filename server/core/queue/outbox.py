@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 # A stream may yield this to end the current frame early (the ``bs`` batch size of a query).
 FRAME_BREAK = b""
 
-Entry = bytes | RunBatch | Delivery | RecordEntry | SnapshotStream | TxBlock | TxMerge
+QueueItem = bytes | RunBatch | Delivery | RecordEntry | SnapshotStream | TxBlock | TxMerge
 Joinable = TxBlock | TxMerge | Delivery | RunBatch | RecordEntry  # what a merged block takes in
 
 
@@ -47,7 +47,7 @@ class Outbox:
     def __init__(self, max_bytes: int, max_messages: int) -> None:
         self.max_bytes = max_bytes
         self.max_messages = max_messages
-        self._entries: deque[Entry] = deque()
+        self._entries: deque[QueueItem] = deque()
         self.queued_bytes = 0
         self.queued_messages = 0
         self.keyed = False
@@ -65,7 +65,7 @@ class Outbox:
             self.queued_messages + count <= self.max_messages and self.queued_bytes + size <= self.max_bytes
         )
 
-    def _add(self, entry: Entry, size: int, count: int) -> int:
+    def _add(self, entry: QueueItem, size: int, count: int) -> int:
         self._entries.append(entry)
         self.queued_bytes += size
         self.queued_messages += count

@@ -1,7 +1,7 @@
 """Applying one change to a topic's SOW: the one step every path takes.
 
 A live publish, delete or expiry, recovery reading the transaction log back, and a cluster node
-reading the shared log, each build a log ``Entry`` and apply it here. Applying uses nothing but
+reading the shared log, each build a log ``LogEntry`` and apply it here. Applying uses nothing but
 the entry and the SOW it applies to (its LSN is the record version's sequence, its timestamp the
 version's time and its expiry the one the entry carries): no clock, no randomness, no node
 identity, so the same ordered entries give the same SOW wherever they are applied. That is what
@@ -13,12 +13,12 @@ from __future__ import annotations
 from ..records.version import RecordVersion
 from .history import Past
 from .store import Sow
-from .txlog import DELETE, EXPIRE, PUBLISH, Entry
+from .txlog import DELETE, EXPIRE, PUBLISH, LogEntry
 
-Change = tuple[RecordVersion | None, RecordVersion | None]  # (what was there, what is there now)
+VersionChange = tuple[RecordVersion | None, RecordVersion | None]  # (what was there, what is there now)
 
 
-def apply_entry(sow: Sow, entry: Entry) -> Change:
+def apply_entry(sow: Sow, entry: LogEntry) -> VersionChange:
     """Apply ``entry`` to ``sow``; the version it replaced or removed, and the new one. The
     topic's history (when it keeps one) notes every change."""
     old, new = _apply(sow, entry)
@@ -33,7 +33,7 @@ def apply_entry(sow: Sow, entry: Entry) -> Change:
     return old, new
 
 
-def _apply(sow: Sow, entry: Entry) -> Change:
+def _apply(sow: Sow, entry: LogEntry) -> VersionChange:
     op = entry.op
     if op == PUBLISH:
         new = RecordVersion(

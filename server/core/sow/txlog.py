@@ -6,7 +6,7 @@ one frame holds one group commit: a JSON array of entries, written and synced to
 LAST frame is a write that was never acknowledged as persisted, while a bad frame anywhere else is
 damage to acknowledged data: ``scan_segment`` skips it and finds every intact frame after it.
 
-Entry payloads: ``[lsn, op, topic, key, data, client_name, s, timestamp, expires_at]`` with
+LogEntry payloads: ``[lsn, op, topic, key, data, client_name, s, timestamp, expires_at]`` with
 ``op`` one of ``p`` (a publish or delta publish: ``data`` is the stored, merged record), ``d`` (a
 delete), ``x`` (an expiry; in a cluster's shared log ``data`` is the LSN of the version that
 expires, and the entry changes nothing once that version is gone), ``n`` (a durable command that
@@ -34,7 +34,7 @@ OWNER = "o"  # a client name's owner (with [auth]): it goes where the name's seq
 TX = "t"
 
 
-def changed_topics(entry: Entry) -> Iterable[str]:
+def changed_topics(entry: LogEntry) -> Iterable[str]:
     """The topics whose records ``entry`` changes (none for a sequence or an owner)."""
     if entry.op == TX:
         return {change[1] for change in entry.data}
@@ -47,7 +47,7 @@ MAX_FRAME = 256 * 1024 * 1024
 
 
 @dataclass(slots=True)
-class Entry:
+class LogEntry:
     lsn: int
     op: str
     topic: str
@@ -75,15 +75,15 @@ class Entry:
         )
 
     @classmethod
-    def from_payload(cls, payload: Any) -> Entry:
+    def from_payload(cls, payload: Any) -> LogEntry:
         lsn, op, topic, key, data, client_name, seq, timestamp, expires_at = payload
         return cls(lsn, op, topic, key, data, client_name, seq, timestamp, expires_at)
 
 
-def transaction_changes(entry: Entry) -> list[Entry]:
+def transaction_changes(entry: LogEntry) -> list[LogEntry]:
     """The changes of a transaction entry, as entries of its LSN, time and (no) sequence."""
     return [
-        Entry(entry.lsn, op, topic, key, data, None, None, entry.timestamp, expires_at)
+        LogEntry(entry.lsn, op, topic, key, data, None, None, entry.timestamp, expires_at)
         for op, topic, key, data, expires_at in entry.data
     ]
 
