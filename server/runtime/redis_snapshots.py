@@ -22,13 +22,12 @@ from typing import Any
 
 import orjson
 
-from ..core.broker.applying import apply_change
+from ..core.broker.applying import load
 from ..core.broker.changelog import PLAIN_STREAM, SEQ_BITS, lsn_of, stream_id
 from ..core.engine import Engine
 from ..core.log.shared import SharedLog
 from ..core.records.version import RecordVersion
 from ..core.settings.config import ClusterSettings
-from ..core.sow.txlog import DELETE, PUBLISH, LogEntry
 from .redis_script import TRIM, WRITE_SNAPSHOT
 
 log = logging.getLogger("server.cluster")
@@ -85,15 +84,8 @@ class Snapshots:
             raise ValueError(f"the snapshot of {topic!r} has an unknown format")
         lsn = int(document["lsn"])
         target = self.engine.topics[topic]
-        timers = self.engine.timers
-        if not target.records and not reseeded:  # a node starting: nothing to tell anyone
-            for key, data, seq, timestamp, expires_at in document["records"]:
-                version = RecordVersion(key, data, seq, timestamp, expires_at)
-                version.compact()  # stored records keep only their encoding (core/records/version.py)
-                target.sow.put(version)
-                if expires_at is not None:
-                    timers.expire_at(topic, key, expires_at)
-        else:
+        tell = bool(target.records) or reseeded  # a node starting: nothing to tell anyone
+        if tell:
             self.resyncs += 1
             if not reseeded:  # after a re-seed the node has said why already (redis_log.py)
                 log.error(
@@ -102,20 +94,15 @@ class Snapshots:
                     self.shared.node,
                     topic,
                 )
-            kept: set[str] = set()
-            for key, data, seq, timestamp, expires_at in document["records"]:
-                kept.add(key)
-                current = target.records.get(key)
-                if current is None or current.seq != seq:
-                    entry = LogEntry(seq, PUBLISH, topic, key, data, None, None, timestamp, expires_at)
-                    apply_change(target, entry, timers)
-            now = time.time()
-            for key in [key for key in target.records if key not in kept]:
-                apply_change(target, LogEntry(lsn, DELETE, topic, key, None, None, None, now, None), timers)
+        versions = (
+            RecordVersion(key, data, seq, ts, expires_at)
+            for key, data, seq, ts, expires_at in document["records"]
+        )
+        # The store makes the SOW the snapshot's and its history start there; subscribers hear the
+        # difference, a record the snapshot no longer holds as deleted now.
+        load(target, versions, lsn, self.engine.timers, told_at=time.time() if tell else None)
+        if tell:
             self.engine.settle()
-        history = target.sow.history
-        if history is not None:
-            history.reset(lsn)  # the changes the snapshot stands for are not known one by one
         self.shared.positions[topic] = lsn
         return lsn
 

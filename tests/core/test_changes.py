@@ -12,7 +12,6 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.core.sow.changes import apply_entry
 from server.core.sow.store import Sow
 
 from .harness import Harness, entries_of
@@ -51,7 +50,7 @@ def test_the_log_rebuilds_the_live_sow_exactly(operations: list[tuple[Any, ...]]
     rebuilt = Sow()
     for entry in entries_of(h):
         if entry.topic == "t":
-            apply_entry(rebuilt, entry)
+            rebuilt.apply(entry)
     live = h.engine.topics["t"].records
 
     def state(records: Any) -> dict[str, tuple[Any, ...]]:

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..records.version import RecordVersion
-from ..sow.changes import apply_entry
 from ..sow.history import Held, Past, past
 from ..sow.txlog import DELETE, EXPIRE, OWNER, PUBLISH, TX, LogEntry, frame, scan, transaction_changes
 
@@ -138,23 +137,19 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
         lsn = snapshot.lsn
         sequences.update(snapshot.sequences)
         owners.update(snapshot.owners)
-        for durable_topic in durable.values():
-            history = durable_topic.sow.history
-            if history is not None:
-                # A snapshot without the topic's history stands for changes not known one by one.
-                floor, changes = snapshot.histories.get(durable_topic.name, (snapshot.lsn, []))
-                history.reset(floor)
-                for past in changes:
-                    history.note(past)
+        rows: dict[str, list[RecordVersion]] = {name: [] for name in durable}
         for name, version in snapshot.rows:
-            topic = durable.get(name)
-            if topic is None:
+            loaded = rows.get(name)
+            if loaded is None:
                 report.skipped_topics.add(name)
                 continue
-            version.compact()  # stored records keep only their encoding (records/version.py)
-            topic.sow.put(version)
+            loaded.append(version)
             lsn = max(lsn, version.seq)
-            report.records += 1
+        for name, durable_topic in durable.items():
+            # A snapshot without the topic's history stands for changes not known one by one.
+            floor, changes = snapshot.histories.get(name, (snapshot.lsn, []))
+            # The expiries are armed below, once the tail has had its say.
+            durable_topic.sow.load(rows[name], floor, changes)
     for payload in entries:
         entry = LogEntry.from_payload(payload)
         if snapshot is not None and entry.lsn <= snapshot.lsn:
@@ -173,7 +168,7 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
                 if change.op in (PUBLISH, DELETE, EXPIRE):
                     report.skipped_topics.add(change.topic)
                 continue
-            apply_entry(topic.sow, change)
+            topic.sow.apply(change)
     for topic in durable.values():
         for version in topic.records.values():
             version.compact()  # the log's tail restored records whole (nothing fanned them out)
