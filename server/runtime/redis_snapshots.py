@@ -84,8 +84,8 @@ class Snapshots:
         if document.get("format") != SNAPSHOT_FORMAT:
             raise ValueError(f"the snapshot of {topic!r} has an unknown format")
         lsn = int(document["lsn"])
-        target = self.engine.topics[topic]
-        timers = self.engine.timers
+        target = self.engine.broker.topics[topic]
+        timers = self.engine.broker.timers
         if not target.records and not reseeded:  # a node starting: nothing to tell anyone
             for key, data, seq, timestamp, expires_at in document["records"]:
                 version = RecordVersion(key, data, seq, timestamp, expires_at)
@@ -112,7 +112,7 @@ class Snapshots:
             now = time.time()
             for key in [key for key in target.records if key not in kept]:
                 apply_change(target, LogEntry(lsn, DELETE, topic, key, None, None, None, now, None), timers)
-            self.engine.settle()
+            self.engine.broker.settle()
         history = target.sow.history
         if history is not None:
             history.reset(lsn)  # the changes the snapshot stands for are not known one by one
@@ -122,12 +122,12 @@ class Snapshots:
     async def write_all(self) -> None:
         """Write every topic's snapshot that is newer than Redis's, and trim behind it."""
         keep_after_ms = int((time.time() - self.settings.retention_s) * 1000)
-        for topic in self.engine.config.topics:
+        for topic in self.engine.broker.config.topics:
             lsn = self.shared.position(topic.name)
             if lsn == 0:
                 continue  # nothing was ever applied: no snapshot to write
             # Versions are immutable: the list is the SOW as of ``lsn``, however long encoding takes.
-            versions = list(self.engine.topics[topic.name].records.values())
+            versions = list(self.engine.broker.topics[topic.name].records.values())
             document = await encode(lsn, versions)
             snapshot, snapshot_id, trimmed = self.keys(topic.name)
             marker = self.marker()
