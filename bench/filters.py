@@ -83,11 +83,11 @@ def fan_out(filter_for: Callable[[int], str], subscribers: int = 1000, publishes
     """Microseconds per publish into an engine with ``subscribers`` filtered subscriptions."""
     engine = Engine(parse_config({"topic": [{"name": "t", "key": ["/id"]}]}), time.time)
     for n in range(subscribers):
-        session = engine.open_session(lambda: None)
+        session = engine.broker.open_session(lambda: None)
         engine.receive(
             session, orjson.dumps({"c": "subscribe", "t": "t", "sub_id": 1, "filter": filter_for(n)})
         )
-    publisher = engine.open_session(lambda: None)
+    publisher = engine.broker.open_session(lambda: None)
     frames = [
         orjson.dumps({"c": "publish", "t": "t", "data": {**RECORD, "id": n % subscribers}})
         for n in range(publishes)

@@ -44,7 +44,7 @@ class PushServer(uvicorn.Server):
         ``StartupError`` when the log needs an operator)."""
         if self.store is not None:
             self.store.recover()
-        self.hub.engine.begin_run()
+        self.hub.engine.broker.begin_run()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         if self.store is not None:
@@ -101,7 +101,7 @@ def build_server(config: Config, capacity: Capacity | None = None) -> PushServer
         data_dir = Path(settings.data_dir)
         store = LogStore(
             data_dir,
-            hub.engine,
+            hub.engine.broker,
             settings.log_retention_s,
             settings.log_retention_bytes,
             settings.recover_damaged_log,

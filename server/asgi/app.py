@@ -78,7 +78,7 @@ async def topics(request: Request) -> Response:
     the request's Basic credentials may read)."""
     hub = request.app.state.hub
     user = topics_reader(request, hub)
-    return JSONResponse(topic_listing(hub.engine.topics, user))
+    return JSONResponse(topic_listing(hub.engine.broker.topics, user))
 
 
 class WebSocketFirst:

@@ -61,15 +61,15 @@ def topics_reader(request: Request, hub: Hub) -> UserConfig | None:
     users = hub.config.users
     if users is None:
         return None
-    engine = hub.engine
-    address, now = _address(request), engine.clock()
+    broker = hub.engine.broker
+    address, now = _address(request), broker.clock()
     credentials = basic_credentials(request.headers.get("authorization"))
     if credentials is None:
-        if engine.logon_throttle.blocked(address, now):
+        if broker.logon_throttle.blocked(address, now):
             raise _too_many_attempts()
         raise HTTPException(401, "auth failure: credentials required", BASIC_CHALLENGE)
     try:
-        return authenticate(users, engine.logon_throttle, *credentials, address, now)
+        return authenticate(users, broker.logon_throttle, *credentials, address, now)
     except CommandError as error:
         if error.detail == TOO_MANY_ATTEMPTS:
             raise _too_many_attempts() from None
@@ -79,15 +79,15 @@ def topics_reader(request: Request, hub: Hub) -> UserConfig | None:
 def check_metrics(request: Request, hub: Hub) -> None:
     """``/metrics``: the ``metrics_token`` when one is set (wrong tokens are throttled like wrong
     passwords); otherwise, under ``[auth]``, a loopback client."""
-    settings, engine = hub.config.server, hub.engine
-    address, now = _address(request), engine.clock()
-    if settings.metrics_token is not None and engine.logon_throttle.blocked(address, now):
+    settings, broker = hub.config.server, hub.engine.broker
+    address, now = _address(request), broker.clock()
+    if settings.metrics_token is not None and broker.logon_throttle.blocked(address, now):
         raise _too_many_attempts()
     given = bearer_token(request.headers.get("authorization"))
     verdict = metrics_access(hub.config.users is not None, settings.metrics_token, given, address)
     if verdict is MetricsAccess.TOKEN_REQUIRED:
         if given is not None:
-            count_failure(engine.logon_throttle, address, now)
+            count_failure(broker.logon_throttle, address, now)
         raise HTTPException(401, "auth failure: metrics token required", BEARER_CHALLENGE)
     if verdict is MetricsAccess.FORBIDDEN:
         raise HTTPException(403, "metrics are served to this host only unless metrics_token is set")

@@ -20,15 +20,15 @@ class HubCollector(Collector):
         self.hub = hub
 
     def collect(self) -> Iterator[Metric]:
-        engine = self.hub.engine
+        broker = self.hub.engine.broker
         yield GaugeMetricFamily(
             "push_connections", "Open WebSocket connections", value=len(self.hub.connections)
         )
-        yield CounterMetricFamily("push_commands", "Commands processed", value=engine.commands_processed)
+        yield CounterMetricFamily("push_commands", "Commands processed", value=broker.commands_processed)
         yield CounterMetricFamily(
             "push_background_conflations",
             "Socket queues conflated early, in idle time, past a quarter of their limit",
-            value=engine.background_conflations,
+            value=broker.background_conflations,
         )
         groups = topics_by_label(self.hub)
         records = GaugeMetricFamily("push_sow_records", "Records in each topic's SOW", labels=["topic"])

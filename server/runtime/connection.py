@@ -57,7 +57,8 @@ class Connection:
         self.max_frame_bytes = max_frame_bytes
         self.binary = binary
         self.wake = Wake()
-        self.session: Session = engine.open_session(self.wake.set)
+        self.broker = engine.broker
+        self.session: Session = self.broker.open_session(self.wake.set)
         self.session.try_write = self.try_write
         self.writer: asyncio.Task[None] | None = None
         self.sending = False  # the writer has taken a frame and waits for the peer to take it
@@ -71,14 +72,14 @@ class Connection:
         outbox, handle = self.session.outbox, self.handle
         # Not while the writer waits to send a frame it has taken: the next frames would pass it.
         while not self.sending and handle.can_write_now():
-            frame = outbox.take_frame(self.max_frame_bytes, self.engine.clock())
+            frame = outbox.take_frame(self.max_frame_bytes, self.broker.clock())
             if frame is None:
                 return
             handle.write_now(frame, self.binary)
 
     async def receive(self, frame: bytes | str) -> None:
         """Execute one frame's commands in order, yielding to the other sockets between slices."""
-        engine, session, cluster = self.engine, self.session, self.cluster
+        engine, broker, session, cluster = self.engine, self.broker, self.session, self.cluster
         commands = engine.decode(session, frame)
         if cluster is not None:
             await cluster.before(commands)
@@ -89,7 +90,7 @@ class Connection:
                 end = min(count, done + SLICE_COMMANDS)
                 while done < end and session.close_code is None:
                     if cluster is not None and cluster.waits(session, commands[done]):
-                        engine.settle()
+                        broker.settle()
                         await cluster.settled(session)
                         continue
                     engine.execute(session, commands[done])
@@ -97,15 +98,15 @@ class Connection:
                     if time.perf_counter() > deadline:
                         break
                 if done < count:
-                    engine.settle()  # the slice's fan-out goes out before others run
+                    broker.settle()  # the slice's fan-out goes out before others run
                     await asyncio.sleep(0)
         finally:
-            engine.settle()
+            broker.settle()
         if cluster is not None:
             await cluster.paced(session)
 
     async def _write_loop(self) -> None:
-        session, outbox, clock = self.session, self.session.outbox, self.engine.clock
+        session, outbox, clock = self.session, self.session.outbox, self.broker.clock
         handle, binary = self.handle, self.binary
         try:
             while True:
@@ -185,7 +186,7 @@ class Connection:
 
     def finish(self) -> None:
         """The socket is gone: forget the session, free everything queued for it, stop the writer."""
-        self.engine.close_session(self.session)
+        self.broker.close_session(self.session)
         self.session.outbox.close()
         if self.writer is not None and not self.writer.done():
             self.writer.cancel()

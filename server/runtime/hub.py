@@ -9,7 +9,8 @@ import time
 from collections.abc import AsyncGenerator, Callable
 
 from ..core.broker.bookmarks import ReplayRequest
-from ..core.engine import Clock, Engine
+from ..core.broker.broker import Clock
+from ..core.engine import Engine
 from ..core.settings.config import Config
 from ..core.sow.txlog import LogEntry
 from .connection import Connection, SendFrame
@@ -37,34 +38,34 @@ class Hub:
         self.shutting_down = False
         self._timer_changed = asyncio.Event()
         self._timer_task: asyncio.Task[None] | None = None
-        self.engine.timers.on_earlier = lambda due: self._timer_changed.set()
+        self.engine.broker.timers.on_earlier = lambda due: self._timer_changed.set()
         self.store: LogStore | None = None  # the transaction log, when a topic is durable
         self.cluster: RedisLog | None = None  # with [cluster]: the shared log in Redis
         self._replay_requested = asyncio.Event()
         self._replay_task: asyncio.Task[None] | None = None
-        self.replays = Replays(self.engine, self._read_log)
-        self.engine.on_replay = self._replay_requested.set
+        self.replays = Replays(self.engine.broker, self._read_log)
+        self.engine.broker.on_replay = self._replay_requested.set
         self._crowded = asyncio.Event()
         self._background_task: asyncio.Task[None] | None = None
-        self.engine.on_crowded = self._crowded.set
+        self.engine.broker.on_crowded = self._crowded.set
 
     @property
     def config(self) -> Config:
         """The engine's configuration: its ``[auth]`` is reloaded on SIGHUP (reload.py)."""
-        return self.engine.config
+        return self.engine.broker.config
 
     async def _run_timers(self) -> None:
         """Sleep until the engine's next interval ends (or an earlier one is scheduled), then advance."""
-        engine = self.engine
+        broker = self.engine.broker
         while True:
-            due = engine.timers.next_due()
+            due = broker.timers.next_due()
             timeout = None if due is None else max(0.0, due - self.clock())
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._timer_changed.wait()
             self._timer_changed.clear()
             try:
-                engine.advance(self.clock())
+                broker.advance(self.clock())
             except Exception:
                 log.exception("a timer (record expiry or subscription conflation) failed; carrying on")
 
@@ -83,7 +84,7 @@ class Hub:
     async def _run_background_conflation(self) -> None:
         """Conflate queues past a quarter of their limit before they reach it, in the loop's idle
         time: each slice waits until every other ready reader, writer and timer has run."""
-        engine = self.engine
+        broker = self.engine.broker
         while True:
             await self._crowded.wait()
             self._crowded.clear()
@@ -91,7 +92,7 @@ class Hub:
             while more:
                 await asyncio.sleep(0)  # behind everything that was ready
                 try:
-                    more = engine.conflate_crowded(_time_up(time.perf_counter() + BACKGROUND_SLICE_S))
+                    more = broker.conflate_crowded(_time_up(time.perf_counter() + BACKGROUND_SLICE_S))
                 except Exception:
                     log.exception("background conflation failed; carrying on")
                     more = False
@@ -100,8 +101,9 @@ class Hub:
         while True:
             await self._replay_requested.wait()
             self._replay_requested.clear()
-            while self.engine.replays:
-                self.replays.add(self.engine.replays.popleft())
+            replays = self.engine.broker.replays
+            while replays:
+                self.replays.add(replays.popleft())
 
     def _read_log(self, request: ReplayRequest) -> AsyncGenerator[list[LogEntry]] | None:
         """The log a bookmark replay reads, a chunk at a time: a cluster's stream in Redis, or the

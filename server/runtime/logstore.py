@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..core.broker.bookmarks import EpochHistory, epoch_of
-from ..core.engine import Engine
+from ..core.broker.broker import Broker
 from ..core.errors import StartupError
 from ..core.handlers import recovery
 from ..core.sow.txlog import Damage, LogEntry, SegmentScan
@@ -62,12 +62,12 @@ class LogStore:
     def __init__(
         self,
         data_dir: Path,
-        engine: Engine,
+        broker: Broker,
         retention_s: float,
         retention_bytes: int,
         recover_damaged: bool = False,
     ) -> None:
-        self.engine = engine
+        self.broker = broker
         self.recover_damaged = recover_damaged  # start even when acknowledged frames are damaged
         self.epoch_file = data_dir / "epochs.json"
         self._history = EpochHistory()
@@ -90,7 +90,7 @@ class LogStore:
     # -- start-up -------------------------------------------------------------------------
 
     def recover(self) -> recovery.Restored:
-        """Rebuild the engine's durable state from disk and claim a new LSN epoch (before the server
+        """Rebuild the broker's durable state from disk and claim a new LSN epoch (before the server
         accepts connections). Raises ``StartupError``, changing nothing on disk, when acknowledged
         log frames are damaged and ``recover_damaged`` is off."""
         started = time.perf_counter()
@@ -118,7 +118,7 @@ class LogStore:
         # damage again rather than forget which bookmarks it took.
         self._begin_epoch(history, max(self._last_snapshot_lsn, tail.lsn), tail.damaged)
         self._repair(tail)
-        restored = recovery.restore(self.engine, snapshot, tail.payloads)
+        restored = recovery.restore(self.broker, snapshot, tail.payloads)
         self._tail_base = -restored.entries
         self._open_segment(restored.lsn + 1)
         log.info(
@@ -191,7 +191,7 @@ class LogStore:
         lost = [(found.lsn_before, found.lsn_after) for found in damaged]
         self._history = history.restart(lsn, lost)
         _write_durably(self.epoch_file, self._history.encode())
-        self.engine.lsns.begin_epoch(self._history.epoch, self._history.lost, self._claim_epoch)
+        self.broker.lsns.begin_epoch(self._history.epoch, self._history.lost, self._claim_epoch)
 
     def _claim_epoch(self) -> int:
         """The LSNs of this epoch are used up: the next one, on disk before its first LSN."""
@@ -216,7 +216,7 @@ class LogStore:
     # -- writing --------------------------------------------------------------------------
 
     def start(self) -> None:
-        self.engine.on_log = self._wake.set
+        self.broker.on_log = self._wake.set
         self._writer = asyncio.create_task(self._write_loop(), name="txlog-writer")
 
     async def _write_loop(self) -> None:
@@ -224,7 +224,7 @@ class LogStore:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while (taken := self.engine.durability.take()) is not None:
+            while (taken := self.broker.durability.take()) is not None:
                 data, lsn = taken
                 while True:  # the same group commit, until the disk takes it
                     try:
@@ -235,7 +235,7 @@ class LogStore:
                             "cannot write the transaction log; persisted acks wait, retrying in 1 s"
                         )
                         await asyncio.sleep(1)
-                self.engine.made_durable(lsn)
+                self.broker.made_durable(lsn)
             if self._snapshot_due() and not self._snapshotting:
                 self._snapshotting = True
                 asyncio.create_task(self._snapshot(), name="snapshot")  # noqa: RUF006 - tracked by the flag
@@ -267,14 +267,14 @@ class LogStore:
     # -- snapshots and retention ----------------------------------------------------------
 
     def _snapshot_due(self) -> bool:
-        tail = self.engine.durability.appended - self._tail_base
-        records = sum(len(t.records) for t in self.engine.topics.values() if t.durable)
+        tail = self.broker.durability.appended - self._tail_base
+        records = sum(len(t.records) for t in self.broker.topics.values() if t.durable)
         return tail >= max(SNAPSHOT_MIN_ENTRIES, 2 * records)
 
     async def _snapshot(self) -> None:
         try:
-            state = recovery.capture(self.engine)
-            appended = self.engine.durability.appended  # the entries the snapshot holds
+            state = recovery.capture(self.broker)
+            appended = self.broker.durability.appended  # the entries the snapshot holds
             await asyncio.get_running_loop().run_in_executor(self._io, self._write_snapshot, state)
             self._last_snapshot_lsn = state.lsn
             self._tail_base = appended
@@ -340,12 +340,12 @@ class LogStore:
         if self._writer is not None:
             self._writer.cancel()
         loop = asyncio.get_running_loop()
-        while (taken := self.engine.durability.take()) is not None:
+        while (taken := self.broker.durability.take()) is not None:
             data, lsn = taken
             await loop.run_in_executor(self._io, self._write, data, lsn)
-            self.engine.made_durable(lsn)
-        if self.engine.durability.last_lsn > self._last_snapshot_lsn:
-            await loop.run_in_executor(self._io, self._write_snapshot, recovery.capture(self.engine))
+            self.broker.made_durable(lsn)
+        if self.broker.durability.last_lsn > self._last_snapshot_lsn:
+            await loop.run_in_executor(self._io, self._write_snapshot, recovery.capture(self.broker))
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

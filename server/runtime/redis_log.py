@@ -75,8 +75,8 @@ class RedisLog:
         self.engine = engine
         self.settings = settings
         self.shared = SharedLog(node)
-        engine.shared = self.shared
-        engine.changes = self.shared  # every change goes through Redis, this node's own too
+        engine.broker.shared = self.shared
+        engine.broker.changes = self.shared  # every change goes through Redis, this node's own too
         self.ready = False  # the state is loaded: /healthz may answer 200 (while available)
         self.prefix = "{" + settings.name + "}"
         # redis-py types every answer as ``bytes | str | None``: read through ``Any``, in the
@@ -85,7 +85,7 @@ class RedisLog:
         self._applied = asyncio.Event()  # replaced after every batch applied: wakes catch_up waiters
         self._tasks: list[asyncio.Task[None]] = []
         self._settled: dict[Session, asyncio.Event] = {}
-        self.names = RedisNames(self.redis, engine, self.shared, self.prefix)
+        self.names = RedisNames(self.redis, engine.broker, self.shared, self.prefix)
         self.shared.on_settled = self._on_settled
         self.snapshots = Snapshots(
             self.redis,
@@ -96,8 +96,10 @@ class RedisLog:
             self.stream_key,
             lambda: self.seeding.marker,
         )
-        self.seeding = Seeding(self.redis, engine, self.shared, self.prefix, self.snapshots)
-        self.writer = Writer(self.redis, engine, self.names, self.seeding, self.stream_key, self.caught_up)
+        self.seeding = Seeding(self.redis, engine.broker, self.shared, self.prefix, self.snapshots)
+        self.writer = Writer(
+            self.redis, engine.broker, self.names, self.seeding, self.stream_key, self.caught_up
+        )
 
     # -- keys ---------------------------------------------------------------------------------
 
@@ -105,7 +107,7 @@ class RedisLog:
         return f"{self.prefix}:plain" if stream == PLAIN_STREAM else f"{self.prefix}:stream:{stream}"
 
     def _streams(self) -> list[str]:
-        return [topic.name for topic in self.engine.config.topics] + [PLAIN_STREAM]
+        return [topic.name for topic in self.engine.broker.config.topics] + [PLAIN_STREAM]
 
     # -- life ---------------------------------------------------------------------------------
 
@@ -158,11 +160,11 @@ class RedisLog:
         started = time.perf_counter()
         engine, shared = self.engine, self.shared
         await self.seeding.settle(starting=True)
-        for topic in engine.config.topics:
+        for topic in engine.broker.config.topics:
             await self._bring_up_to_date(topic.name)
         await self._load_rest()
         self.ready = shared.available = True
-        records = sum(len(topic.records) for topic in engine.topics.values())
+        records = sum(len(topic.records) for topic in engine.broker.topics.values())
         log.info(
             "cluster node %s loaded %d records from Redis in %.2f s",
             shared.node,
@@ -178,7 +180,7 @@ class RedisLog:
         sequences = await self.redis.hgetall(f"{self.prefix}:seqs")
         # The cluster's, not this node's: after a re-seed that left this node's state out, a
         # sequence only this node had seen is not the cluster's any more.
-        self.engine.sequences = {name.decode(): int(seq) for name, seq in sequences.items()}
+        self.engine.broker.load_sequences({name.decode(): int(seq) for name, seq in sequences.items()})
 
     async def _reseed(self, loss: Loss) -> None:
         """Redis lost the shared log: say so once, take part in re-seeding it
@@ -191,7 +193,7 @@ class RedisLog:
             try:
                 if kept is None:
                     kept = await self.seeding.settle(starting=False, stale=True)
-                for topic in self.engine.config.topics:
+                for topic in self.engine.broker.config.topics:
                     position = await self.snapshots.resync(topic.name, reseeded=True)
                     await self._catch_up(topic.name, position)
                 await self._load_rest()
@@ -225,7 +227,7 @@ class RedisLog:
         loss = await self.seeding.check()  # a Redis back without its data (core/log/loss.py)
         if loss is not None:
             raise LogLost(loss)
-        for topic in self.engine.config.topics:
+        for topic in self.engine.broker.config.topics:
             await self._bring_up_to_date(topic.name)
         await self._catch_up(PLAIN_STREAM, self.shared.position(PLAIN_STREAM))
         doubtful = self._settle_doubtful()
@@ -237,10 +239,10 @@ class RedisLog:
             count = len(proposal.entries)
             if count and proposal.waiting == -count:  # every entry came back
                 proposal.waiting = 0
-                replica.done(self.engine, proposal)
+                replica.done(self.engine.broker, proposal)
             else:
                 self.shared.outgoing.append(proposal)
-        self.engine.settle()
+        self.engine.broker.settle()
         self.shared.available = True
         if self.shared.outgoing:
             self.writer.proposed.set()
@@ -282,7 +284,7 @@ class RedisLog:
                 check_at = time.monotonic() + self.settings.snapshot_interval_s
                 if (loss := await self.seeding.check()) is not None:
                     raise LogLost(loss)
-                for topic in self.engine.config.topics:
+                for topic in self.engine.broker.config.topics:
                     await self._bring_up_to_date(topic.name)
             positions: dict[Any, Any] = {key: stream_id(shared.position(s)) for key, s in streams.items()}
             if not shared.available:
@@ -304,10 +306,10 @@ class RedisLog:
         engine = self.engine
         for entry, origin in numbered(batch):
             try:
-                replica.apply(engine, stream, entry, origin)
+                replica.apply(engine.broker, stream, entry, origin)
             except Exception:
                 log.exception("applying %s of %r failed; carrying on", stream_id(entry.lsn), stream)
-        engine.settle()
+        engine.broker.settle()
         self._applied.set()
         self._applied = asyncio.Event()
 
@@ -342,7 +344,7 @@ class RedisLog:
         for raw in commands:
             if isinstance(raw, dict) and raw.get("bm") not in (None, "now", "0"):
                 topic = raw.get("t")
-                if isinstance(topic, str) and topic in self.engine.topics and self.shared.available:
+                if isinstance(topic, str) and topic in self.engine.broker.topics and self.shared.available:
                     try:
                         async with asyncio.timeout(SYNC_TIMEOUT_S):
                             await self.sync(topic)

@@ -15,8 +15,8 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from ..core.broker.broker import Broker
 from ..core.broker.changelog import NameClaim
-from ..core.engine import Engine
 from ..core.errors import NAME_IN_USE, UNAVAILABLE, CommandError
 from ..core.handlers import logons
 from ..core.log.shared import SharedLog
@@ -30,9 +30,9 @@ RETRY_S = 0.5
 
 
 class RedisNames:
-    def __init__(self, redis: Any, engine: Engine, shared: SharedLog, prefix: str) -> None:
+    def __init__(self, redis: Any, broker: Broker, shared: SharedLog, prefix: str) -> None:
         self.redis = redis
-        self.engine = engine
+        self.broker = broker
         self.shared = shared
         self.prefix = prefix
         self.channel = f"{prefix}:names:taken"
@@ -50,7 +50,7 @@ class RedisNames:
         shared.claims.clear()
         releases, shared.releases = shared.releases, []
         self._sending = releases
-        auth = "1" if self.engine.config.users is not None else "0"
+        auth = "1" if self.broker.config.users is not None else "0"
         for claim in claims:
             name = claim.body.client_name
             args = [name, claim.holder, claim.body.user_id or "", auth, f"{self.prefix}:node:", self.channel]
@@ -61,7 +61,7 @@ class RedisNames:
 
     def answer(self, claims: list[NameClaim], answers: list[Any]) -> None:
         """Redis's answers to ``claims`` (an exception: it could not be reached)."""
-        engine = self.engine
+        broker = self.broker
         for claim, answer in zip(claims, answers, strict=False):
             refusal = None
             if isinstance(answer, Exception):
@@ -69,13 +69,12 @@ class RedisNames:
             elif answer[0] == b"ok":
                 name = claim.body.client_name
                 assert name is not None
-                seq = int(answer[1])
-                engine.sequences[name] = max(engine.sequences.get(name, 0), seq)
+                broker.accept_sequence(name, int(answer[1]))
             else:
                 who = "another user" if answer[0] == b"in use" else "its owner"
                 refusal = CommandError(NAME_IN_USE, f"client name is held by {who} elsewhere in the cluster")
             self.shared.claimed(claim)
-            logons.claimed(engine, claim, refusal)
+            logons.claimed(broker, claim, refusal)
 
     def refuse(self, claims: list[NameClaim], error: Exception) -> None:
         """The round trip failed: the claims are refused, and released in case Redis ran them;
@@ -97,7 +96,7 @@ class RedisNames:
                     message = await pubsub.get_message(timeout=1.0)
                     if message is not None and message.get("type") == "message":
                         name, _, holder = message["data"].decode().partition("\n")
-                        logons.taken_elsewhere(self.engine, name, holder)
+                        logons.taken_elsewhere(self.broker, name, holder)
             except (RedisError, OSError):
                 await asyncio.sleep(RETRY_S)
             finally:

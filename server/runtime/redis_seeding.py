@@ -35,8 +35,8 @@ import logging
 import secrets
 from typing import Any
 
+from ..core.broker.broker import Broker
 from ..core.broker.changelog import PLAIN_STREAM, lsn_of, stream_id
-from ..core.engine import Engine
 from ..core.log.loss import LIVE, SEEDING, Loss, Marker, marker_loss, parse_marker, stream_loss
 from ..core.log.shared import SharedLog
 from .redis_script import NEWER_ID
@@ -150,10 +150,10 @@ class Seeding:
     """This node's incarnation of the cluster, the checks against it, and re-seeding."""
 
     def __init__(
-        self, redis: Any, engine: Engine, shared: SharedLog, prefix: str, snapshots: Snapshots
+        self, redis: Any, broker: Broker, shared: SharedLog, prefix: str, snapshots: Snapshots
     ) -> None:
         self.redis = redis
-        self.engine = engine
+        self.broker = broker
         self.shared = shared
         self.prefix = prefix
         self.snapshots = snapshots
@@ -170,7 +170,7 @@ class Seeding:
         return self.mine.encode() if self.mine is not None else ""
 
     def _topics(self) -> list[str]:
-        return [topic.name for topic in self.engine.config.topics]
+        return [topic.name for topic in self.broker.config.topics]
 
     # -- checks -------------------------------------------------------------------------------
 
@@ -258,14 +258,14 @@ class Seeding:
 
     async def _add(self, seeding: Marker) -> None:
         """Add this node's state to the re-seed under ``seeding``."""
-        engine, shared, marker = self.engine, self.shared, seeding.encode()
+        broker, shared, marker = self.broker, self.shared, seeding.encode()
         await self._fields(marker, self.hash_key, "s", "", [(shared.node, "busy")])
         for topic in self._topics():
             lsn = shared.position(topic)
             if lsn == 0:
                 continue  # nothing applied: nothing to add
             # Versions are immutable: the list is the SOW as of ``lsn``, however long encoding takes.
-            versions = list(engine.topics[topic].records.values())
+            versions = list(broker.topics[topic].records.values())
             document = await encode(lsn, versions)
             snapshot, snapshot_id, _ = self.snapshots.keys(topic)
             hash_key = f"{self.prefix}:versions:{topic}"
@@ -275,10 +275,10 @@ class Seeding:
             ):
                 pairs = [(v.key, stream_id(v.seq)) for v in versions]
                 await self._fields(marker, hash_key, "v", at, pairs, snapshot_id)
-        await self._fields(marker, f"{self.prefix}:seqs", "m", "", list(engine.sequences.items()))
-        await self._fields(marker, f"{self.prefix}:owners", "n", "", list(engine.name_owners.items()))
+        await self._fields(marker, f"{self.prefix}:seqs", "m", "", list(broker.sequences.items()))
+        await self._fields(marker, f"{self.prefix}:owners", "n", "", list(broker.name_owners.items()))
         # Who holds each client name now (one name, one connection): the sockets of the nodes.
-        holders = [(name, f"{shared.holder(s)} {s.user_id or ''}") for name, s in engine.client_names.items()]
+        holders = [(name, f"{shared.holder(s)} {s.user_id or ''}") for name, s in broker.client_names.items()]
         await self._fields(marker, f"{self.prefix}:names", "n", "", holders)
         await self._fields(marker, self.hash_key, "s", "", [(shared.node, "done")])
         log.warning(

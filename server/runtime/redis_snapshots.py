@@ -83,7 +83,7 @@ class Snapshots:
         if document.get("format") != SNAPSHOT_FORMAT:
             raise ValueError(f"the snapshot of {topic!r} has an unknown format")
         lsn = int(document["lsn"])
-        target = self.engine.topics[topic]
+        target = self.engine.broker.topics[topic]
         tell = bool(target.records) or reseeded  # a node starting: nothing to tell anyone
         if tell:
             self.resyncs += 1
@@ -100,21 +100,21 @@ class Snapshots:
         )
         # The store makes the SOW the snapshot's and its history start there; subscribers hear the
         # difference, a record the snapshot no longer holds as deleted now.
-        load(target, versions, lsn, self.engine.timers, told_at=time.time() if tell else None)
+        load(target, versions, lsn, self.engine.broker.timers, told_at=time.time() if tell else None)
         if tell:
-            self.engine.settle()
+            self.engine.broker.settle()
         self.shared.positions[topic] = lsn
         return lsn
 
     async def write_all(self) -> None:
         """Write every topic's snapshot that is newer than Redis's, and trim behind it."""
         keep_after_ms = int((time.time() - self.settings.retention_s) * 1000)
-        for topic in self.engine.config.topics:
+        for topic in self.engine.broker.config.topics:
             lsn = self.shared.position(topic.name)
             if lsn == 0:
                 continue  # nothing was ever applied: no snapshot to write
             # Versions are immutable: the list is the SOW as of ``lsn``, however long encoding takes.
-            versions = list(self.engine.topics[topic.name].records.values())
+            versions = list(self.engine.broker.topics[topic.name].records.values())
             document = await encode(lsn, versions)
             snapshot, snapshot_id, trimmed = self.keys(topic.name)
             marker = self.marker()

@@ -15,8 +15,8 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from ..core.broker.broker import Broker
 from ..core.broker.changelog import NameClaim, Proposal, lsn_of
-from ..core.engine import Engine
 from ..core.log import replica
 from ..core.log.shared import CONFLICT, LOST, OK, SharedLog
 from .redis_names import RedisNames
@@ -32,16 +32,16 @@ class Writer:
     def __init__(
         self,
         redis: Any,
-        engine: Engine,
+        broker: Broker,
         names: RedisNames,
         seeding: Seeding,
         stream_key: Callable[[str], str],
         caught_up: Callable[[str, int], Awaitable[None]],
     ) -> None:
         self.redis = redis
-        self.engine = engine
-        assert engine.shared is not None
-        self.shared: SharedLog = engine.shared
+        self.broker = broker
+        assert broker.shared is not None
+        self.shared: SharedLog = broker.shared
         self.names = names
         self.seeding = seeding
         self.stream_key = stream_key
@@ -63,7 +63,7 @@ class Writer:
 
     async def _send(self, proposals: list[Proposal]) -> None:
         """One round trip: the proposals, then the client name claims and releases."""
-        engine = self.engine
+        broker = self.broker
         claims: list[NameClaim] = []
         try:
             async with self.redis.pipeline(transaction=False) as pipe:
@@ -89,16 +89,16 @@ class Writer:
         for proposal, answer in zip(proposals, answers, strict=True):
             if isinstance(answer, Exception):
                 log.error("the shared log refused a change to %r: %s", proposal.topic, answer)
-                replica.refused(engine, proposal, "the shared log refused the change")
+                replica.refused(broker, proposal, "the shared log refused the change")
                 continue
             outcome = answer[0].decode()
             detail = answer[1].decode() if len(answer) > 1 else ""
             if outcome == LOST:  # Redis lost the log: nothing appended (the reader re-seeds it)
                 self.shared.available = False
-                replica.refused(engine, proposal, "the cluster's shared log is being rebuilt; try again")
+                replica.refused(broker, proposal, "the cluster's shared log is being rebuilt; try again")
                 continue
             appended = len(answer) - 1 if outcome == OK else 0
-            replica.answered(engine, proposal, outcome, detail, appended)
+            replica.answered(broker, proposal, outcome, detail, appended)
             if outcome == CONFLICT:
                 task = asyncio.create_task(self._retry(proposal, lsn_of(detail)), name="cluster-retry")
                 self.retries.add(task)
@@ -106,4 +106,4 @@ class Writer:
 
     async def _retry(self, proposal: Proposal, lsn: int) -> None:
         await self.caught_up(proposal.topic, lsn)
-        replica.retry(self.engine, proposal)
+        replica.retry(self.broker, proposal)

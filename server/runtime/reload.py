@@ -28,7 +28,7 @@ OVERRIDABLE = ("host", "port", "data_dir", "recover_damaged_log")
 
 def reload_auth(engine: Engine) -> bool:
     """Reload ``[auth]`` from the file the engine's configuration was read from; whether it was."""
-    current = engine.config
+    current = engine.broker.config
     path = current.source
     if path is None:
         log.warning("SIGHUP: no configuration file to reload [auth] from (the built-in demo is in use)")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from ..core.broker.bookmarks import ReplayRequest
-from ..core.engine import Engine
+from ..core.broker.broker import Broker
 from ..core.handlers import replaying
 from ..core.queue.outbox import Outbox
 from ..core.session.session import Session
@@ -53,8 +53,8 @@ class _Lane:
 
 
 class Replays:
-    def __init__(self, engine: Engine, source: LogSource) -> None:
-        self.engine = engine
+    def __init__(self, broker: Broker, source: LogSource) -> None:
+        self.broker = broker
         self.source = source
         self._lanes: dict[Session, _Lane] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -93,10 +93,10 @@ class Replays:
             task.cancel()
 
     async def _replay(self, request: ReplayRequest) -> None:
-        engine, subscription = self.engine, request.subscription
+        broker, subscription = self.broker, request.subscription
         try:
             # Alone, the log is being written up to where live begins (a cluster's is in Redis).
-            while engine.shared is None and engine.durability.durable_lsn < request.until_lsn:
+            while broker.shared is None and broker.durability.durable_lsn < request.until_lsn:
                 if subscription.closed:
                     return
                 await asyncio.sleep(WRITTEN_S)
@@ -109,12 +109,12 @@ class Replays:
                         if chunk is None:
                             break
                         await self._send(request, chunk)
-            replaying.finish(engine, request)
+            replaying.finish(broker, request)
         except Exception:
             log.exception(
                 "bookmark replay for subscription %r failed; ending the subscription", subscription.sub_id
             )
-            replaying.abort(engine, request, "replay_failed")
+            replaying.abort(broker, request, "replay_failed")
 
     async def _send(self, request: ReplayRequest, chunk: list[LogEntry]) -> None:
         """Replay ``chunk`` in steps, each once the socket has taken what came before: a step ends
@@ -132,5 +132,5 @@ class Replays:
                 await asyncio.sleep(PACE_S)
             if subscription.closed:
                 return
-            done += replaying.replay(self.engine, request, chunk[done : done + STEP], crowded)
+            done += replaying.replay(self.broker, request, chunk[done : done + STEP], crowded)
             await asyncio.sleep(0)  # everything else that is ready runs between steps

@@ -32,7 +32,7 @@ def label_of(topic: Topic) -> str:
 
 def topics_by_label(hub: Hub) -> dict[str, list[Topic]]:
     groups: dict[str, list[Topic]] = {}
-    for topic in hub.engine.topics.values():
+    for topic in hub.engine.broker.topics.values():
         groups.setdefault(label_of(topic), []).append(topic)
     return groups
 
@@ -48,7 +48,7 @@ def merged(histograms: list[Histogram]) -> Histogram:
 def queue_depths(hub: Hub) -> dict[str, int]:
     """Messages about changes waiting in every socket queue, per label (only non-empty queues are read)."""
     depths: dict[str, int] = {}
-    topics = hub.engine.topics
+    topics = hub.engine.broker.topics
     for connection in hub.connections:
         outbox = connection.session.outbox
         if outbox.queued_messages:
@@ -122,7 +122,7 @@ class Status:
             "now": format_timestamp(now),
             "started": format_timestamp(self.started),
             "connections": len(hub.connections),
-            "commands": engine.commands_processed,
+            "commands": engine.broker.commands_processed,
             "queued_bytes": sum(c.session.outbox.queued_bytes for c in hub.connections),
             "latency_window_s": WINDOW_S,
             "topics": rows,

@@ -29,7 +29,7 @@ def node(redis_server: RedisProcess, name: str) -> RedisLog:
 def append(client: redis.Redis, first: int, last: int) -> None:
     """Publishes of records ``first`` to ``last``, as a node's script would append them."""
     engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/id"]}]}), time.time)
-    spec = engine.topics["orders"].key_spec
+    spec = engine.broker.topics["orders"].key_spec
     assert spec is not None
     for n in range(first, last + 1):
         data = {"id": n}
@@ -38,7 +38,7 @@ def append(client: redis.Redis, first: int, last: int) -> None:
 
 
 def orders(log: RedisLog) -> list[int]:
-    return sorted(version.data["id"] for version in log.engine.topics["orders"].records.values())
+    return sorted(version.data["id"] for version in log.engine.broker.topics["orders"].records.values())
 
 
 async def test_a_lagging_node_does_not_put_back_an_older_snapshot(redis_server: RedisProcess) -> None:

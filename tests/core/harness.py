@@ -51,10 +51,11 @@ class Harness:
         self.config: Config = parse_config(document)
         self.clock = FakeClock()
         self.engine = Engine(self.config, self.clock)
+        self.broker = self.engine.broker
 
     def peer(self, address: str | None = None) -> Peer:
         """A new client; ``address`` is its remote address (what logon throttling counts by)."""
-        return Peer(self.engine, self.engine.open_session(lambda: None, address))
+        return Peer(self.engine, self.engine.broker.open_session(lambda: None, address))
 
 
 def publish(order: int, **fields: Any) -> dict[str, Any]:
@@ -86,14 +87,14 @@ def acks(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 def entries_of(h: Harness) -> list[LogEntry]:
     """The log entries the engine appended since the last call (what the log writer would write)."""
-    taken = h.engine.durability.take()
+    taken = h.broker.durability.take()
     return [] if taken is None else [LogEntry.from_payload(p) for p in entries_in(scan(taken[0]).payloads)]
 
 
 def replay_all(h: Harness, log: list[LogEntry]) -> None:
     """What the runtime does for every bookmark replay requested: read ``log`` back, then go live."""
-    while h.engine.replays:
-        request = h.engine.replays.popleft()
+    while h.broker.replays:
+        request = h.broker.replays.popleft()
         mark = request.bookmark
         chosen = [
             e
@@ -101,5 +102,5 @@ def replay_all(h: Harness, log: list[LogEntry]) -> None:
             if mark.after_lsn < e.lsn <= request.until_lsn
             and (mark.since is None or e.timestamp >= mark.since)
         ]
-        replaying.replay(h.engine, request, chosen)
-        replaying.finish(h.engine, request)
+        replaying.replay(h.broker, request, chosen)
+        replaying.finish(h.broker, request)

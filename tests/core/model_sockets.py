@@ -118,7 +118,7 @@ class EngineSockets(RuleBasedStateMachine):
                 raise UnexpectedClose(f"{what}; the unsubscribe policy drops subscriptions instead")
             raise UnexpectedClose(what)
         client.closed = True
-        self.h.engine.close_session(client.peer.session)
+        self.h.broker.close_session(client.peer.session)
         for sub in subs:
             self.model.unsubscribe(sub)
         # The user connects again (a new socket, nothing subscribed), so the run goes on.

@@ -69,7 +69,7 @@ def test_one_socket_cannot_keep_more_than_its_share_of_distinct_window_orders() 
         assert window(peer, n, f"/qty, /x{n}")["status"] == "success"
     ack = window(peer, "over", "/qty, /x_over")
     assert ack["reason"].startswith("invalid options: window orders:"), ack
-    orders = h.engine.topics["orders"]._orders
+    orders = h.broker.topics["orders"]._orders
     assert len(orders) == SOCKET_ORDERS  # the refused window's order is not kept
     # Windows over an order the socket already uses cost nothing more; another socket has its own share.
     assert window(peer, "same", "/qty, /x0", top_n=5)["status"] == "success"
@@ -117,7 +117,7 @@ def test_a_transaction_is_bounded_by_the_work_of_its_one_step_not_its_count() ->
     per_delete = records * (RECORD_UNITS + compile_filter("/qty = 1").cost)
     assert 0 < int(match[1]) <= TX_WORK_BUDGET // per_delete
     assert match[2].startswith(f"this transaction would do more than {TX_WORK_BUDGET} units of work")
-    assert len(h.engine.topics["orders"].records) == records  # nothing applied
+    assert len(h.broker.topics["orders"].records) == records  # nothing applied
     assert watcher.take() == []
     # What the budget allows still runs: deletes by key, many publishes, a few deletes by filter.
     allowed = [{"c": "sow_delete", "t": "orders", "sow_keys": [f"k{n}"]} for n in range(4000)]
@@ -179,8 +179,8 @@ def test_a_pass_of_a_costly_filter_over_a_big_topic_is_refused_before_it_runs() 
     assert reasons["tx"].startswith("bad message: cmds[0]: this transaction would do more than")
     # A subscription's filter is refused by the socket's filter budget first (it runs per publish).
     assert reasons["sas"].startswith("invalid options: filter budget"), reasons["sas"]
-    assert len(h.engine.topics["orders"].records) == 20_000
-    assert h.engine.topics["orders"].subscribers == {}  # the refused subscription was not added
+    assert len(h.broker.topics["orders"].records) == 20_000
+    assert h.broker.topics["orders"].subscribers == {}  # the refused subscription was not added
     # Cheap filters over the same topic, and the costly one over a small topic, pass.
     assert (
         processed(peer.send({"c": "sow", "t": "orders", "cid": 1, "filter": cheap}), 1)["status"] == "success"

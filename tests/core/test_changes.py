@@ -44,14 +44,14 @@ def test_the_log_rebuilds_the_live_sow_exactly(operations: list[tuple[Any, ...]]
     for op, record, value, extra in operations:
         if op == "tick":
             h.clock.now += extra
-            h.engine.advance(h.clock.now)
+            h.broker.advance(h.clock.now)
         else:
             feed.send(command(op, record, value, extra))
     rebuilt = Sow()
     for entry in entries_of(h):
         if entry.topic == "t":
             rebuilt.apply(entry)
-    live = h.engine.topics["t"].records
+    live = h.broker.topics["t"].records
 
     def state(records: Any) -> dict[str, tuple[Any, ...]]:
         return {k: (v.data, v.seq, v.timestamp, v.expires_at) for k, v in records.items()}

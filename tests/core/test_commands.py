@@ -158,14 +158,14 @@ def test_queue_overflow_closes_with_4001() -> None:
 def test_plain_topics_exist_only_while_someone_listens(hub: Harness) -> None:
     publisher, watcher = hub.peer(), hub.peer()
     publisher.send(*[{"c": "publish", "t": f"noise-{n}", "data": {"n": n}} for n in range(100)])
-    assert set(hub.engine.topics) == {"orders", "trades"}
+    assert set(hub.engine.broker.topics) == {"orders", "trades"}
     watcher.send(
         {"c": "subscribe", "t": "chat", "sub_id": "a"}, {"c": "subscribe", "t": "chat", "sub_id": "b"}
     )
     watcher.send({"c": "unsubscribe", "sub_id": "a"})
-    assert "chat" in hub.engine.topics
-    hub.engine.close_session(watcher.session)
-    assert set(hub.engine.topics) == {"orders", "trades"}
+    assert "chat" in hub.engine.broker.topics
+    hub.engine.broker.close_session(watcher.session)
+    assert set(hub.engine.broker.topics) == {"orders", "trades"}
 
 
 def test_failed_and_one_off_queries_leave_no_topic_behind(hub: Harness) -> None:
@@ -173,7 +173,7 @@ def test_failed_and_one_off_queries_leave_no_topic_behind(hub: Harness) -> None:
     peer.send({"c": "sow", "t": "ghost", "cid": 1})
     peer.send({"c": "subscribe", "t": "ghost", "cid": 2, "filter": "/a >"})
     peer.send({"c": "sow_and_subscribe", "t": "ghost", "cid": 3, "o": "bogus"})
-    assert set(hub.engine.topics) == {"orders", "trades"}
+    assert set(hub.engine.broker.topics) == {"orders", "trades"}
 
 
 def test_unix_timestamp_reads_the_clock_when_evaluated(hub: Harness) -> None:

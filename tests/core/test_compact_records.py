@@ -45,7 +45,7 @@ def test_a_spliced_encoding_is_the_body_orjson_writes(
 
 
 def stored(h: Harness, order: int) -> RecordVersion:
-    return next(v for v in h.engine.topics["orders"].records.values() if v.data["order"] == order)
+    return next(v for v in h.broker.topics["orders"].records.values() if v.data["order"] == order)
 
 
 def test_a_stored_record_is_compact_once_its_fan_out_is_done_and_reads_back_the_same() -> None:
@@ -137,7 +137,7 @@ def test_readers_that_only_look_leave_stored_and_past_versions_compact() -> None
     reader.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "z", "o": "resume", "bm": "0"})
     feed.send({"c": "sow_delete", "t": "orders", "filter": "/qty > 16"})
     reader.take()
-    sow = h.engine.topics["orders"].sow
+    sow = h.broker.topics["orders"].sow
     assert all(version.is_compact for version in sow.records.values())
     assert sow.history is not None
     past = [change.old for change in map(history.past, sow.history.held()) if change.old is not None]
@@ -152,7 +152,7 @@ def test_a_held_record_stays_decoded_and_leaves_the_history_like_any_other() -> 
     reader.send({"c": "subscribe", "t": "orders", "sub_id": "a", "o": "oof"})
     feed.send(*[publish(n, qty=n) for n in range(5)])  # five new records: three leave the history
     assert [m["data"]["qty"] for m in reader.take()] == [0, 1, 2, 3, 4]
-    sow = h.engine.topics["orders"].sow
+    sow = h.broker.topics["orders"].sow
     held = list(sow.records.values())
     assert held and all(type(v) is HeldRecordVersion and not v.is_compact for v in held)
     assert sow.history is not None and len(sow.history) == 2
@@ -207,8 +207,8 @@ def test_records_restored_from_the_log_tail_are_compact() -> None:
     source.peer().send(*[publish(n, qty=n) for n in range(3)])
     tail = [orjson.loads(entry.encode()) for entry in entries_of(source)]
     restored = Harness(topics=[{"name": "orders", "key": ["/order"], "durable": True}])
-    recovery.restore(restored.engine, None, tail)
-    versions = list(restored.engine.topics["orders"].records.values())
+    recovery.restore(restored.broker, None, tail)
+    versions = list(restored.broker.topics["orders"].records.values())
     assert len(versions) == 3 and all(version.is_compact for version in versions)
 
 
@@ -216,11 +216,11 @@ def test_the_changes_of_one_frame_share_one_timestamp_and_the_next_frame_reads_t
     h = Harness()
     feed = h.peer()
     ticks = iter(range(100, 1000))
-    h.engine.clock = lambda: float(next(ticks))  # a clock that moves at every reading
+    h.broker.clock = lambda: float(next(ticks))  # a clock that moves at every reading
     feed.send(publish(1), publish(2), publish(3))
-    versions = list(h.engine.topics["orders"].records.values())
+    versions = list(h.broker.topics["orders"].records.values())
     assert len({id(version.timestamp) for version in versions}) == 1
     feed.send(publish(4))
-    assert h.engine.topics["orders"].records[versions[0].key].timestamp < max(
-        version.timestamp for version in h.engine.topics["orders"].records.values()
+    assert h.broker.topics["orders"].records[versions[0].key].timestamp < max(
+        version.timestamp for version in h.broker.topics["orders"].records.values()
     )

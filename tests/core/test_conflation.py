@@ -25,7 +25,7 @@ def test_conflate_keeps_the_latest_value_of_every_record_and_the_socket_open() -
     latest = {m["data"]["id"]: m["data"]["u"] for m in got}
     assert latest == dict.fromkeys(range(5), 29)
     assert len(got) <= 20
-    assert h.engine.topics["c"].counters["conflated"] > 0
+    assert h.broker.topics["c"].counters["conflated"] > 0
 
 
 def test_conflate_does_nothing_while_the_queue_has_room() -> None:
@@ -42,7 +42,7 @@ def test_off_closes_the_socket_with_4001() -> None:
     stalled.send({"c": "subscribe", "t": "o", "sub_id": "s"})
     publisher.send(*[publish("o", 1, u=u) for u in range(25)])
     assert stalled.session.close_code == 4001
-    assert h.engine.topics["o"].counters["closed_slow"] == 1
+    assert h.broker.topics["o"].counters["closed_slow"] == 1
     assert publisher.session.close_code is None
 
 
@@ -59,7 +59,7 @@ def test_unsubscribe_drops_queued_updates_and_the_subscription_but_keeps_the_soc
     assert "slow" not in stalled.session.subscriptions and "other" in stalled.session.subscriptions
     publisher.send(publish("u", 1, u=99), publish("c", 1, u=99))
     assert [m["t"] for m in deliveries(stalled)] == ["c"]
-    counters = h.engine.topics["u"].counters
+    counters = h.broker.topics["u"].counters
     assert counters["unsubscribed"] == 1 and counters["dropped"] > 0
 
 

@@ -110,14 +110,14 @@ def test_background_conflation_conflates_a_crowded_queue_early_and_drops_nothing
     stalled.send({"c": "subscribe", "t": "c", "sub_id": "c"}, {"c": "subscribe", "t": "u", "sub_id": "u"})
     fast.send({"c": "subscribe", "t": "c", "sub_id": "c"})
     publisher.send(*[publish("c", n % 3, u=n) for n in range(20)], publish("u", 1, u=0))
-    assert not h.engine.crowded  # a fifth of the queue: nothing to do
+    assert not h.broker.crowded  # a fifth of the queue: nothing to do
     fast.take()
     publisher.send(*[publish("c", n % 3, u=n) for n in range(20, 30)])
     fast.take()
-    assert list(h.engine.crowded) == [stalled.session]  # past a quarter; the fast one is not
-    assert h.engine.conflate_crowded(lambda: False) is False
+    assert list(h.broker.crowded) == [stalled.session]  # past a quarter; the fast one is not
+    assert h.broker.conflate_crowded(lambda: False) is False
     assert stalled.session.outbox.queued_messages == 4  # three records and the unsubscribe topic's
-    assert h.engine.background_conflations == 1
+    assert h.broker.background_conflations == 1
     publisher.send(*[publish("c", n % 3, u=n) for n in range(30, 300)])
     got = stalled.take()
     assert {m["data"]["id"]: m["data"]["u"] for m in got if m["t"] == "c"} == {0: 297, 1: 298, 2: 299}
@@ -129,12 +129,12 @@ def test_background_conflation_can_be_turned_off_and_skips_sessions_without_conf
     publisher, stalled = off.peer(), off.peer()
     stalled.send({"c": "subscribe", "t": "c", "sub_id": "c"})
     publisher.send(*[publish("c", n % 3, u=n) for n in range(50)])
-    assert not off.engine.crowded
+    assert not off.broker.crowded
     h = hub(max_messages=100)
     publisher, stalled = h.peer(), h.peer()
     stalled.send({"c": "logon", "o": "conflation=off"}, {"c": "subscribe", "t": "c", "sub_id": "c"})
     publisher.send(*[publish("c", n % 3, u=n) for n in range(50)])
-    assert not h.engine.crowded
+    assert not h.broker.crowded
 
 
 @pytest.mark.parametrize("first", ["older", "merged"])

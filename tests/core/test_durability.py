@@ -27,9 +27,9 @@ def hub() -> Harness:
 
 def sync(h: Harness) -> None:
     """What the runtime's log writer does: take what is pending and say it is on disk."""
-    taken = h.engine.durability.take()
+    taken = h.broker.durability.take()
     if taken is not None:
-        h.engine.made_durable(taken[1])
+        h.broker.made_durable(taken[1])
 
 
 def publish(t: str, record_id: int, seq: int | None = None, **fields: Any) -> dict[str, Any]:
@@ -112,7 +112,7 @@ def test_a_duplicate_is_not_logged_again_and_its_persisted_ack_waits_for_the_ori
     duplicate = peer.send({**publish("orders", 1, seq=1), "cid": "d"})
     assert [(m["a"], m.get("reason")) for m in duplicate] == [("processed", "duplicate")]
     assert len(entries_of(h)) == 1
-    h.engine.made_durable(h.engine.durability.last_lsn)
+    h.broker.made_durable(h.broker.durability.last_lsn)
     acks = peer.take()
     assert {
         "c": "ack",
@@ -154,7 +154,7 @@ def test_snapshot_round_trip_and_restore_with_the_log_tail() -> None:
     peer.send(
         {"c": "logon", "client_name": "feed"}, *[publish("orders", n, seq=n + 1, v=n) for n in range(3)]
     )
-    snapshot = recovery.capture(h.engine)
+    snapshot = recovery.capture(h.broker)
     encoded = b"".join(recovery.encode_snapshot(snapshot))
     decoded = recovery.decode_snapshot(encoded)
     assert decoded is not None and decoded.lsn == snapshot.lsn and len(decoded.rows) == 3
@@ -166,7 +166,7 @@ def test_snapshot_round_trip_and_restore_with_the_log_tail() -> None:
     tail = entries_of(h)
     fresh = hub()
     report = recovery.restore(
-        fresh.engine,
+        fresh.broker,
         decoded,
         [
             orjson.loads(
@@ -177,10 +177,10 @@ def test_snapshot_round_trip_and_restore_with_the_log_tail() -> None:
             for e in before + tail
         ],
     )
-    records = {v.data["id"]: v.data for v in fresh.engine.topics["orders"].records.values()}
+    records = {v.data["id"]: v.data for v in fresh.broker.topics["orders"].records.values()}
     assert records == {0: {"id": 0, "v": 0}, 1: {"id": 1, "v": 100}}
     assert report.entries == 2, "entries the snapshot covers are skipped"
-    assert fresh.engine.sequences == {"feed": 5}
+    assert fresh.broker.sequences == {"feed": 5}
     assert fresh.peer().send({"c": "logon", "cid": 1, "client_name": "feed"})[0]["s"] == 5
     newer = fresh.peer()
     newer.send(publish("orders", 9))
@@ -192,7 +192,7 @@ def test_snapshot_round_trip_and_restore_with_the_log_tail() -> None:
 
 def tick(h: Harness, seconds: float) -> None:
     h.clock.now += seconds
-    h.engine.advance(h.clock.now)
+    h.broker.advance(h.clock.now)
 
 
 def test_records_expire_with_an_expired_oof() -> None:
@@ -211,20 +211,20 @@ def test_records_expire_with_an_expired_oof() -> None:
     tick(h, 3)
     expired = [m for m in watcher.take() if m["c"] == "oof"]
     assert [(m["c"], m["data"]["id"], m["reason"]) for m in expired] == [("oof", 2, "expired")]
-    assert {v.data["id"] for v in h.engine.topics["quotes"].records.values()} == {1, 3}
+    assert {v.data["id"] for v in h.broker.topics["quotes"].records.values()} == {1, 3}
     assert [e.op for e in entries_of(h)].count("x") == 2, "expiries of durable topics are logged"
 
 
 def test_expiries_survive_a_restart() -> None:
     h = hub()
     h.peer().send(publish("quotes", 1), publish("quotes", 2))
-    snapshot = recovery.capture(h.engine)
+    snapshot = recovery.capture(h.broker)
     fresh = hub()
     fresh.clock.now = h.clock.now
-    recovery.restore(fresh.engine, snapshot, [])
-    assert len(fresh.engine.topics["quotes"].records) == 2
+    recovery.restore(fresh.broker, snapshot, [])
+    assert len(fresh.broker.topics["quotes"].records) == 2
     tick(fresh, 11)
-    assert fresh.engine.topics["quotes"].records == {}
+    assert fresh.broker.topics["quotes"].records == {}
 
 
 # -- bookmarks ----------------------------------------------------------------------------
@@ -303,9 +303,9 @@ def test_a_failed_replay_ends_the_subscription_and_tells_the_client() -> None:
     publisher, watcher = h.peer(), h.peer()
     publisher.send(publish("orders", 1))
     watcher.send({"c": "subscribe", "t": "orders", "sub_id": "b", "bm": "0"})
-    request = h.engine.replays.popleft()
+    request = h.broker.replays.popleft()
     publisher.send(publish("orders", 2))  # waits in the replaying subscription
-    replaying.abort(h.engine, request, "replay_failed")
+    replaying.abort(h.broker, request, "replay_failed")
     assert watcher.take() == [{"c": "unsubscribed", "sub_id": "b", "reason": "replay_failed"}]
     publisher.send(publish("orders", 3))
     assert watcher.take() == [] and "b" not in watcher.session.subscriptions
@@ -317,11 +317,11 @@ def test_the_expiry_heap_holds_one_entry_per_record_however_often_it_is_publishe
     for round_number in range(50):
         publisher.send(*[publish("quotes", n, r=round_number) for n in range(20)])
         h.clock.now += 0.1
-    assert h.engine.timers.expiry_entries == 20
+    assert h.broker.timers.expiry_entries == 20
     tick(h, 9)  # the first lifetimes have ended, but every record was published again since
-    assert len(h.engine.topics["quotes"].records) == 20 and h.engine.timers.expiry_entries == 20
+    assert len(h.broker.topics["quotes"].records) == 20 and h.broker.timers.expiry_entries == 20
     tick(h, 10)
-    assert h.engine.topics["quotes"].records == {} and h.engine.timers.expiry_entries == 0
+    assert h.broker.topics["quotes"].records == {} and h.broker.timers.expiry_entries == 0
 
 
 def test_a_bookmark_replay_with_deltas_and_oof_is_defined() -> None:
@@ -370,11 +370,11 @@ def test_a_replay_keeps_the_last_version_of_a_record_only_where_a_delete_can_use
     plain.send({"c": "subscribe", "t": "orders", "sub_id": "p", "bm": "0"})
     oof.send({"c": "subscribe", "t": "orders", "sub_id": "o", "bm": "0", "o": "oof"})
     kept: dict[Any, list[int]] = {}
-    while h.engine.replays:
-        request = h.engine.replays.popleft()
-        replaying.replay(h.engine, request, log)
+    while h.broker.replays:
+        request = h.broker.replays.popleft()
+        replaying.replay(h.broker, request, log)
         kept[request.subscription.sub_id] = sorted(v.data["id"] for v in request.state.values())
-        replaying.finish(h.engine, request)
+        replaying.finish(h.broker, request)
     assert kept == {"p": [], "o": [0, 2, 3, 4]}
     assert [m["c"] for m in plain.take()] == ["p"] * 5
     assert [(m["c"], m["data"]["id"]) for m in oof.take() if m["c"] == "oof"] == [("oof", 1)]

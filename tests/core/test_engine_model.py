@@ -304,7 +304,7 @@ class EngineMachine(EngineSockets):
     def tick(self, seconds: float) -> None:
         """Time passes: records expire, conflation intervals end."""
         self.h.clock.now += seconds
-        self.h.engine.advance(self.h.clock.now)
+        self.h.broker.advance(self.h.clock.now)
         self.model.expire(self.h.clock.now)
         self._settle()
 
@@ -318,7 +318,7 @@ class EngineMachine(EngineSockets):
         if self.clients:
             self._drain_and_check()
             # What the run exercised (pytest --hypothesis-show-statistics).
-            for name, topic in self.h.engine.topics.items():
+            for name, topic in self.h.broker.topics.items():
                 for counter, value in topic.counters.items():
                     if value:
                         event(f"{counter} on {name}")
@@ -335,7 +335,7 @@ class EngineMachine(EngineSockets):
         the model's, and every command must have had its one processed ack."""
         while True:  # an expiry starts an interval of its own: advance until none expires
             self.h.clock.now += INTERVAL
-            self.h.engine.advance(self.h.clock.now)
+            self.h.broker.advance(self.h.clock.now)
             if not self.model.expire(self.h.clock.now):
                 break
         self._settle(everyone=True)  # stalled clients read too, and stay stalled afterwards

@@ -121,14 +121,14 @@ class Client:
 
 
 def sow_of(h: Harness) -> dict[str, Any]:
-    return {key: version.data for key, version in h.engine.topics["orders"].records.items()}
+    return {key: version.data for key, version in h.broker.topics["orders"].records.items()}
 
 
 def run(h: Harness, clients: list[Client], operation: tuple[Any, ...]) -> None:
     kind = operation[0]
     if kind == "advance":
         h.clock.now += operation[1]
-        h.engine.advance(h.clock.now)
+        h.broker.advance(h.clock.now)
         return
     client = clients[operation[1]]
     peer = client.peer

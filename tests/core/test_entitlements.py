@@ -80,7 +80,7 @@ def test_a_record_leaving_the_entitlement_is_an_entitlement_oof_with_the_last_al
     assert sorted(m["data"]["order"] for m in of_type(snapshot, "sow")) == [1, 3]
     feed.send(order(3, "Bob", qty=31, secret="moved"))
     h.clock.now += 2
-    h.engine.advance(h.clock.now)
+    h.broker.advance(h.clock.now)
     got = alice.take()
     assert [(m["c"], m["reason"]) for m in got] == [("oof", "entitlement")]
     body = got[0]["data"]

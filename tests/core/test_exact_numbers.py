@@ -26,7 +26,7 @@ def failures(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def stored(h: Harness) -> list[Any]:
-    return sorted(v.data["order"] for v in h.engine.topics["orders"].records.values())
+    return sorted(v.data["order"] for v in h.broker.topics["orders"].records.values())
 
 
 def test_two_orders_past_64_bits_are_refused_not_merged_into_one() -> None:
@@ -90,7 +90,7 @@ def test_one_and_one_point_zero_are_still_one_key_at_every_size() -> None:
     for whole in (1, 2**63, 2**64 - 1 - (2**64 - 1) % 2048):  # exactly representable as doubles
         send_raw(peer, f'{{"c":"publish","t":"orders","data":{{"order":{whole},"v":"int"}}}}')
         send_raw(peer, f'{{"c":"publish","t":"orders","data":{{"order":{float(whole)!r},"v":"float"}}}}')
-    assert [v.data["v"] for v in h.engine.topics["orders"].records.values()] == ["float"] * 3
+    assert [v.data["v"] for v in h.broker.topics["orders"].records.values()] == ["float"] * 3
 
 
 def test_long_digit_runs_in_strings_and_fractions_are_read_as_they_are() -> None:
@@ -98,7 +98,7 @@ def test_long_digit_runs_in_strings_and_fractions_are_read_as_they_are() -> None
     peer = h.peer()
     fraction = "0.12345678901234567890123"
     send_raw(peer, f'{{"c":"publish","t":"orders","data":{{"order":1,"f":{fraction},"s":"-{"9" * 30}"}}}}')
-    [version] = h.engine.topics["orders"].records.values()
+    [version] = h.broker.topics["orders"].records.values()
     assert version.data == {"order": 1, "f": orjson.loads(fraction), "s": "-" + "9" * 30}
 
 
@@ -107,7 +107,7 @@ def test_nineteen_digit_integers_are_ordinary_integers() -> None:
     peer = h.peer()
     peer.send(*[publish(n, ts=1_700_000_000_000_000_000 + n) for n in range(100)])  # nanoseconds
     assert len(stored(h)) == 100
-    assert all(type(v.data["ts"]) is int for v in h.engine.topics["orders"].records.values())
+    assert all(type(v.data["ts"]) is int for v in h.broker.topics["orders"].records.values())
 
 
 @pytest.mark.parametrize("number", ["1e400", "-1e400", "9" * 400])

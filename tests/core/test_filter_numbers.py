@@ -99,7 +99,7 @@ def test_numbers_no_double_holds_are_a_bad_filter_with_its_column(
     ):
         [ack] = peer.send(command)
         assert ack["status"] == "failure" and ack["reason"].startswith(reason)
-    assert len(h.engine.topics["orders"].records) == 1
+    assert len(h.broker.topics["orders"].records) == 1
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], "no traceback is logged"
 
 

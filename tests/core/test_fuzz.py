@@ -42,7 +42,7 @@ def test_fuzz_target(name: str) -> None:
 def test_the_frame_checks_can_fail() -> None:
     # A rig that checks nothing would pass every frame: the properties must catch a broken SOW.
     rig = EngineRig()
-    rig.engine.topics["orders"].sow.load((), 0)  # the SOW changes behind the observers' backs
+    rig.engine.broker.topics["orders"].sow.load((), 0)  # the SOW changes behind the observers' backs
     with pytest.raises(AssertionError, match="observer's view differs"):
         rig.step(RawFrame(b'{"c":"heartbeat","cid":1}'))
 

@@ -16,7 +16,7 @@ SHOW = {"c": "visibility", "hidden": False, "cid": "v"}
 
 def tick(h: Harness, seconds: float) -> None:
     h.clock.now += seconds
-    h.engine.advance(h.clock.now)
+    h.broker.advance(h.clock.now)
 
 
 def live(messages: list[dict[str, Any]]) -> list[tuple[str, int, Any]]:

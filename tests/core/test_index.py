@@ -85,7 +85,7 @@ def test_a_thousand_equality_subscriptions_evaluate_only_the_matching_one() -> N
     for n, watcher in enumerate(watchers):
         watcher.send({"c": "subscribe", "t": "orders", "sub_id": "s", "filter": f"/order = {n}"})
     calls = 0
-    topic = hub.engine.topics["orders"]
+    topic = hub.engine.broker.topics["orders"]
     for sub in [s for subs in topic.subscribers.values() for s in subs]:
         original = sub.matches
 

@@ -13,7 +13,7 @@ from .harness import Harness, Peer, publish
 
 def tick(h: Harness, seconds: float) -> None:
     h.clock.now += seconds
-    h.engine.advance(h.clock.now)
+    h.broker.advance(h.clock.now)
 
 
 def live(peer: Peer) -> list[dict[str, Any]]:
@@ -159,4 +159,4 @@ def test_an_unsubscribed_subscription_delivers_nothing_more() -> None:
     watcher.send({"c": "unsubscribe", "sub_id": "s"})
     tick(h, 0.2)
     assert live(watcher) == []
-    assert h.engine.timers.next_due() is None
+    assert h.broker.timers.next_due() is None

@@ -25,7 +25,7 @@ def receive(h: Harness, peer: Any, command: dict[str, Any]) -> None:
 
 
 def written(h: Harness, topic: str = "orders") -> Histogram:
-    return h.engine.topics[topic].latency.written
+    return h.broker.topics[topic].latency.written
 
 
 def test_quantiles_interpolate_within_a_bucket() -> None:
@@ -100,7 +100,7 @@ def test_a_conflated_record_is_timed_from_its_newest_change() -> None:
     histogram = written(h)
     assert histogram.count == 1  # one message went out
     assert histogram.sum == pytest.approx(0.5, abs=1e-5)
-    assert h.engine.topics["orders"].counters["conflated"] == 1
+    assert h.broker.topics["orders"].counters["conflated"] == 1
     assert reader.session.outbox.conflated == 1
 
 
@@ -131,11 +131,11 @@ def test_persisted_latency_is_observed_when_the_log_is_synced() -> None:
     publisher = h.peer()
     start = h.clock.now
     publisher.send(publish(1), publish(2))
-    persisted = h.engine.topics["orders"].latency.persisted
+    persisted = h.broker.topics["orders"].latency.persisted
     assert persisted.count == 0  # not on disk yet
     entries = entries_of(h)
     h.clock.now = start + 0.004
-    h.engine.made_durable(entries[-1].lsn)
+    h.broker.made_durable(entries[-1].lsn)
     assert persisted.count == 2
     assert persisted.sum == pytest.approx(0.008, abs=1e-5)
 

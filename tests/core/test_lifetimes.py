@@ -24,7 +24,7 @@ def publish(record_id: int, lifetime: float | None, topic: str = "quotes") -> di
 
 def tick(h: Harness, seconds: float) -> None:
     h.clock.now += seconds
-    h.engine.advance(h.clock.now)
+    h.broker.advance(h.clock.now)
 
 
 def watch(h: Harness, topic: str = "quotes") -> Peer:
@@ -45,9 +45,9 @@ def test_a_republish_expires_at_its_own_lifetime(first: float, second: float, ex
     tick(h, 0.5)
     publisher.send(publish(1, second))
     tick(h, expires_after - 0.01)
-    assert expired(watcher) == [] and h.engine.topics["quotes"].records
+    assert expired(watcher) == [] and h.broker.topics["quotes"].records
     tick(h, 0.02)
-    assert expired(watcher) == [1] and not h.engine.topics["quotes"].records
+    assert expired(watcher) == [1] and not h.broker.topics["quotes"].records
 
 
 @pytest.mark.parametrize("topic", ["quotes", "timed"])
@@ -58,7 +58,7 @@ def test_a_republish_with_e_0_never_expires(topic: str) -> None:
     publisher.send(publish(1, 0, topic))
     tick(h, 13)
     tick(h, 3600)
-    assert expired(watcher) == [] and len(h.engine.topics[topic].records) == 1
+    assert expired(watcher) == [] and len(h.broker.topics[topic].records) == 1
 
 
 def test_a_shorter_lifetime_then_a_longer_one_keeps_the_longer() -> None:
@@ -89,17 +89,17 @@ def test_lifetimes_shortened_again_and_again_do_not_grow_the_heap() -> None:
     publisher = h.peer()
     for lifetime in range(10_000, 0, -1):
         publisher.send(publish(lifetime % 3, lifetime))
-    assert h.engine.timers.expiry_entries <= 200, "stale entries are swept"
+    assert h.broker.timers.expiry_entries <= 200, "stale entries are swept"
     tick(h, 3.01)
-    assert not h.engine.topics["quotes"].records
+    assert not h.broker.topics["quotes"].records
     tick(h, 10_000)
-    assert h.engine.timers.expiry_entries == 0
+    assert h.broker.timers.expiry_entries == 0
 
 
 def test_the_runtime_is_woken_for_the_earlier_expiry() -> None:
     h = Harness(TOPICS)
     wakes: list[float] = []
-    h.engine.timers.on_earlier = wakes.append
+    h.broker.timers.on_earlier = wakes.append
     publisher = h.peer()
     publisher.send(publish(1, 12))
     publisher.send(publish(1, 1))

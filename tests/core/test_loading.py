@@ -21,7 +21,7 @@ def running() -> tuple[Harness, Peer, dict[int, RecordVersion]]:
     watcher = h.peer()
     watcher.send(*[{"c": "publish", "t": "orders", "data": {"order": n, "v": 1}} for n in (1, 2, 3)])
     watcher.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "s", "o": "resume,oof", "cid": "c"})
-    stored = {version.data["order"]: version for version in h.engine.topics["orders"].records.values()}
+    stored = {version.data["order"]: version for version in h.broker.topics["orders"].records.values()}
     return h, watcher, stored
 
 
@@ -38,14 +38,14 @@ def snapshot(h: Harness, stored: dict[int, RecordVersion]) -> list[RecordVersion
 
 
 def orders(h: Harness) -> dict[int, Any]:
-    return {v.data["order"]: v.data["v"] for v in h.engine.topics["orders"].records.values()}
+    return {v.data["order"]: v.data["v"] for v in h.broker.topics["orders"].records.values()}
 
 
 def test_subscribers_hear_only_the_difference_and_a_removed_record_leaves_at_the_snapshot() -> None:
     h, watcher, stored = running()
-    topic = h.engine.topics["orders"]
-    load(topic, snapshot(h, stored), 10, h.engine.timers, told_at=h.clock.now)
-    h.engine.settle()
+    topic = h.broker.topics["orders"]
+    load(topic, snapshot(h, stored), 10, h.broker.timers, told_at=h.clock.now)
+    h.broker.settle()
     told = {m["data"]["order"]: m for m in watcher.take()}
     assert {n: (m["c"], m.get("reason"), m["bm"]) for n, m in told.items()} == {
         2: ("p", None, "8"),
@@ -60,14 +60,14 @@ def test_subscribers_hear_only_the_difference_and_a_removed_record_leaves_at_the
 
 def test_every_version_stored_has_its_expiry_armed() -> None:
     h, watcher, stored = running()
-    load(h.engine.topics["orders"], snapshot(h, stored), 10, h.engine.timers, told_at=h.clock.now)
-    h.engine.settle()
+    load(h.broker.topics["orders"], snapshot(h, stored), 10, h.broker.timers, told_at=h.clock.now)
+    h.broker.settle()
     watcher.take()
     h.clock.now += 6
-    h.engine.advance(h.clock.now)
+    h.broker.advance(h.clock.now)
     assert orders(h) == {1: 1, 2: 2}, "order 4 expired at the snapshot's lifetime"
     h.clock.now += 5
-    h.engine.advance(h.clock.now)
+    h.broker.advance(h.clock.now)
     assert orders(h) == {2: 2}, "order 1 kept its lifetime, order 2 has the snapshot's longer one"
     assert [(m["c"], m["data"]["order"]) for m in watcher.take()] == [("oof", 4), ("oof", 1)]
 
@@ -78,10 +78,10 @@ def test_a_server_starting_tells_nobody_and_arms_every_expiry() -> None:
     watcher.send({"c": "subscribe", "t": "orders", "sub_id": "s", "cid": "c"})
     now = h.clock.now
     versions = [RecordVersion(f"k{n}", {"order": n, "v": 1}, n, now, now + n) for n in (1, 2)]
-    load(h.engine.topics["orders"], versions, 2, h.engine.timers)
-    h.engine.settle()
+    load(h.broker.topics["orders"], versions, 2, h.broker.timers)
+    h.broker.settle()
     assert watcher.take() == [] and orders(h) == {1: 1, 2: 1}
-    assert all(v.is_compact for v in h.engine.topics["orders"].records.values())
+    assert all(v.is_compact for v in h.broker.topics["orders"].records.values())
     h.clock.now += 1.5
-    h.engine.advance(h.clock.now)
+    h.broker.advance(h.clock.now)
     assert orders(h) == {2: 1}

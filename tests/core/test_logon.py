@@ -46,13 +46,13 @@ def sync(h: Harness) -> list[Any]:
     """Write what the engine logged (as the runtime does) and return the entries, as payloads."""
     entries = entries_of(h)
     if entries:
-        h.engine.made_durable(entries[-1].lsn)
+        h.broker.made_durable(entries[-1].lsn)
     return [orjson.loads(e.encode()) for e in entries]
 
 
 def restarted(entries: list[Any], snapshot: recovery.Snapshot | None = None) -> Harness:
     fresh = Harness(topics=DURABLE, auth=USERS)
-    recovery.restore(fresh.engine, snapshot, entries)
+    recovery.restore(fresh.broker, snapshot, entries)
     return fresh
 
 
@@ -66,7 +66,7 @@ def test_another_user_is_refused_a_client_name_and_closed_1008(owner_connected: 
     assert logon(alice, "alice")["status"] == "success"
     alice.send(publish(7))
     if not owner_connected:
-        h.engine.close_session(alice.session)
+        h.broker.close_session(alice.session)
     bob = h.peer()
     refused = logon(bob, "bob")
     assert refused["status"] == "failure" and refused["reason"].startswith("name in use")
@@ -103,7 +103,7 @@ def test_without_auth_a_name_is_only_guarded_while_its_holder_is_connected() -> 
     refused_peer = h.peer()
     refused = logon(refused_peer, "y")
     assert refused["reason"].startswith("name in use") and refused_peer.session.close_code == 1008
-    h.engine.close_session(first.session)
+    h.broker.close_session(first.session)
     assert logon(h.peer(), "y")["status"] == "success", "user ids are taken on trust without [auth]"
 
 
@@ -123,7 +123,7 @@ def test_ownership_survives_a_restart_from_a_snapshot() -> None:
     h = Harness(topics=DURABLE, auth=USERS)
     logon(h.peer(), "alice")
     sync(h)
-    encoded = b"".join(recovery.encode_snapshot(recovery.capture(h.engine)))
+    encoded = b"".join(recovery.encode_snapshot(recovery.capture(h.broker)))
     snapshot = recovery.decode_snapshot(encoded)
     assert snapshot is not None and snapshot.owners == {"feed": "alice"}
     fresh = restarted([], snapshot)
@@ -141,7 +141,7 @@ def test_snapshots_and_logs_written_before_owners_existed_are_still_read() -> No
     snapshot = recovery.decode_snapshot(old)
     assert snapshot is not None and snapshot.sequences == {"feed": 4} and snapshot.owners == {}
     fresh = restarted([[6, "p", "orders", "k2", {"order": 2}, "feed", 5, 0.0, None]], snapshot)
-    assert len(fresh.engine.topics["orders"].records) == 2
+    assert len(fresh.broker.topics["orders"].records) == 2
     assert logon(fresh.peer(), "bob")["s"] == 5, "an unowned name goes to the first user after the upgrade"
     assert logon(fresh.peer(), "alice")["reason"].startswith("name in use")
 
@@ -149,7 +149,7 @@ def test_snapshots_and_logs_written_before_owners_existed_are_still_read() -> No
 def test_without_durable_topics_ownership_is_kept_in_memory_only() -> None:
     h = Harness(topics=PLAIN, auth=USERS)
     logon(h.peer(), "alice")
-    assert h.engine.durability.take() is None, "nothing to log when no topic is durable"
+    assert h.broker.durability.take() is None, "nothing to log when no topic is durable"
     assert logon(h.peer(), "bob")["reason"].startswith("name in use")
 
 
@@ -159,7 +159,7 @@ def test_a_name_whose_owner_left_the_configuration_is_free_again() -> None:
     entries = sync(h)
     only_bob = {"user": [USERS["user"][1]]}
     fresh = Harness(topics=DURABLE, auth=only_bob)
-    recovery.restore(fresh.engine, None, entries)
+    recovery.restore(fresh.broker, None, entries)
     assert logon(fresh.peer(), "bob")["status"] == "success"
     restarted_again = restarted(entries + sync(fresh))
     assert logon(restarted_again.peer(), "alice")["reason"].startswith("name in use"), "bob owns it now"

@@ -78,8 +78,8 @@ frames = st.tuples(st.integers(0, 3), st.lists(commands(), min_size=1, max_size=
 def _server(general: bool) -> tuple[Harness, list[Any]]:
     h = Harness(topics=TOPICS, auth={"user": USERS})
     if general:
-        h.engine.changes = LocalLog(h.engine)  # not ``engine.local``: every command decoded in full
-    assert (h.engine.changes is h.engine.local) is not general  # which path Engine.execute takes
+        h.broker.changes = LocalLog(h.broker)  # not ``broker.local``: every command decoded in full
+    assert (h.broker.changes is h.broker.local) is not general  # which path Engine.execute takes
     peers = [h.peer() for _ in range(4)]
     # feed and desk log on, each with a subscriber; the fourth socket never logs on.
     for peer, user in zip(peers[:3], ["feed", "desk", "feed"], strict=True):
@@ -101,13 +101,13 @@ def test_a_plain_publish_does_on_the_lane_what_it_does_on_the_general_path(
     for sender, frame in sent:
         for h, peers in ((lane, lane_peers), (general, general_peers)):
             h.clock.now += tick  # expiries (quotes live 5 s) fall due alike on both
-            h.engine.advance(h.clock.now)
+            h.broker.advance(h.clock.now)
             peers[sender].send(*copy.deepcopy(frame))
         for lane_peer, general_peer in zip(lane_peers, general_peers, strict=True):
             assert lane_peer.take() == general_peer.take()
     for name in ("orders", "quotes"):
-        lane_records = {k: v.data for k, v in lane.engine.topics[name].records.items()}
-        general_records = {k: v.data for k, v in general.engine.topics[name].records.items()}
+        lane_records = {k: v.data for k, v in lane.broker.topics[name].records.items()}
+        general_records = {k: v.data for k, v in general.broker.topics[name].records.items()}
         assert lane_records == general_records
 
 
@@ -126,7 +126,7 @@ def test_the_lane_is_taken_and_refuses_what_the_general_path_refuses() -> None:
     assert [(m["status"], m["reason"]) for m in failures] == [
         ("failure", "bad message: key field /id must be a string, number or boolean, not missing")
     ]
-    assert sorted(v.data["id"] for v in h.engine.topics["orders"].records.values()) == [1, 2]
+    assert sorted(v.data["id"] for v in h.broker.topics["orders"].records.values()) == [1, 2]
     # The failure comes between the first publish's delivery and the third's.
     failure = next(i for i, m in enumerate(messages) if m["c"] == "ack")
     assert [m["data"]["id"] for m in messages[:failure]] == [1]

@@ -222,7 +222,7 @@ def test_conflation_and_hidden_views_defer_the_re_decision_like_any_change(
     reload(h, user("alice", BOB), FEED)
     assert alice.take() == []
     h.clock.now += 2
-    h.engine.advance(h.clock.now)
+    h.broker.advance(h.clock.now)
     assert sorted((m["c"], m["data"]["order"], m.get("reason")) for m in alice.take()) == [
         ("oof", 1, "entitlement"),
         ("oof", 3, "entitlement"),
@@ -255,7 +255,7 @@ def test_the_socket_of_a_user_who_no_longer_exists_is_closed_with_1008(h: Harnes
     done = reload(h, user("bob", BOB), FEED)
     assert done.closed == 1
     assert alice.session.close_code == CLOSE_POLICY
-    assert alice.session.id not in h.engine.sessions and not alice.session.subscriptions
+    assert alice.session.id not in h.broker.sessions and not alice.session.subscriptions
     feed.send(order(1, "Alice", qty=11))
     assert alice.take() == []
     assert bob.session.close_code is None
@@ -326,12 +326,12 @@ def test_auth_added_closes_the_sockets_that_never_authenticated() -> None:
 def test_a_logon_the_cluster_answers_after_a_reload_is_decided_by_the_new_users(
     h: Harness, reloaded: list[dict[str, Any]] | None
 ) -> None:
-    h.engine.shared = shared = SharedLog("node")
+    h.broker.shared = shared = SharedLog("node")
     alice = h.peer()
     assert alice.send({"c": "logon", "cid": "l", "user_id": "alice", "pw": "pw", "client_name": "desk"}) == []
     claim = shared.claims.popleft()  # on its way to Redis when [auth] changes
     reload(h, *(reloaded or [None]))
-    logons.claimed(h.engine, claim, None)
+    logons.claimed(h.broker, claim, None)
     if reloaded is None:  # (no [auth]: the engine alone, a SIGHUP never turns it off)
         assert acks(alice.take()) == [("processed", "success")] and alice.session.user is None
         return
@@ -361,7 +361,7 @@ def test_a_bookmark_from_before_a_reload_that_moved_the_topic_gets_the_whole_sna
     alice = logged_on(h, "alice")
     got = alice.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "r", "o": "resume"})
     bm = of_type(got, "group_end")[0]["bm"]
-    h.engine.close_session(alice.session)  # she is away when [auth] changes
+    h.broker.close_session(alice.session)  # she is away when [auth] changes
     for users in reloads:
         reload(h, *users)
     feed.send(order(5, "Bob"))

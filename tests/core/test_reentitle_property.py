@@ -117,7 +117,7 @@ def fresh(h: Harness, command: dict[str, Any]) -> dict[str, Any]:
     h.engine.receive(peer.session, orjson.dumps({**command, "t": "orders", "sub_id": "f"}))
     got = Views()
     got.receive(peer.take(), lambda data: True)
-    h.engine.close_session(peer.session)
+    h.broker.close_session(peer.session)
     return got.views.get("f", {})
 
 
@@ -158,7 +158,7 @@ def test_after_a_reload_every_view_is_what_a_fresh_subscription_sees(
             h.engine.reload_auth(users(value))
             entitlement[0] = value
         h.clock.now += 2  # every conflation interval ends
-        h.engine.advance(h.clock.now)
+        h.broker.advance(h.clock.now)
         messages = viewer.take()
         if kind == "reload":  # only records whose place flipped: an entry is new to its view
             for message in messages:

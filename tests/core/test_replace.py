@@ -61,7 +61,7 @@ def test_changes_waiting_for_a_conflation_interval_are_not_lost(h: Harness) -> N
     out = subscribe(peer, "subscribe", "replace")
     assert [m["data"]["qty"] for m in of_type(out, "p")] == [2]
     h.clock.now += 10
-    h.engine.advance(h.clock.now)
+    h.broker.advance(h.clock.now)
     assert peer.take() == [], "delivered once, not again at the interval's end"
 
 

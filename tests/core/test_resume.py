@@ -61,7 +61,7 @@ def test_a_resume_sends_only_what_changed_entered_or_left() -> None:
     bm = last_bm(first)
     view = view_of(first)
     watcher.session.close_code = 1000  # the socket is gone
-    h.engine.close_session(watcher.session)
+    h.broker.close_session(watcher.session)
     publisher.send(
         publish(1, qty=11),  # changed
         publish(20, qty=20),  # entered
@@ -135,7 +135,7 @@ def test_expired_and_entitlement_reasons() -> None:
     bm = last_bm(subscribe(watcher))
     publisher.send(publish(2, owner="bob", qty=2, secret="b"))
     h.clock.now += 6
-    h.engine.advance(h.clock.now)
+    h.broker.advance(h.clock.now)
     again = h.peer()
     again.send({"c": "logon", "user_id": "alice", "pw": "pw"})
     got = subscribe(again, bm=bm)
@@ -215,7 +215,7 @@ def test_a_resumed_view_ends_equal_to_the_servers(
             view = view_of([m], view)
     bookmarks = [int(m["bm"]) for m in received if "bm" in m]
     bm = max(bookmarks) if newest else bookmarks[-1]  # either resumes
-    h.engine.close_session(watcher.session)
+    h.broker.close_session(watcher.session)
     run(away)
     got = h.peer().send({**subscription, "bm": str(bm)})
     assert of_type(got, "group_end")[0]["resumed"] is True
@@ -231,7 +231,7 @@ def test_the_history_is_bounded_in_bytes() -> None:
     assert of_type(subscribe(h.peer(), bm=bm), "group_end")[0]["resumed"] is True
     for n in range(5):
         publisher.send(publish(1, pad=str(n) * 10_000))
-    history = h.engine.topics["orders"].sow.history
+    history = h.broker.topics["orders"].sow.history
     assert history is not None and history.bytes <= 50_000
     assert of_type(subscribe(h.peer(), bm=bm), "group_end")[0]["resumed"] is False
 

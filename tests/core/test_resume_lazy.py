@@ -60,7 +60,7 @@ def run(h: Harness, feed: Peer, ops: list[Op]) -> None:
             feed.send({"c": "sow_delete", "t": "orders", "filter": f"/order = {order}"})
         else:
             h.clock.now += 3
-            h.engine.advance(h.clock.now)
+            h.broker.advance(h.clock.now)
 
 
 def applied(view: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -133,7 +133,7 @@ def test_a_lazy_resume_sends_what_the_eager_one_did(
     received += watcher.take()
     bookmarks = [int(m["bm"]) for m in received if "bm" in m]
     bm = max(bookmarks) if newest else bookmarks[-1]  # the last one received, or the newest
-    h.engine.close_session(watcher.session)
+    h.broker.close_session(watcher.session)
     run(h, feed, away)
 
     again, reference = logged_on(h, user), Reference()

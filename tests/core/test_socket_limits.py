@@ -230,7 +230,7 @@ def test_an_unsubscribed_conflated_subscription_releases_everything() -> None:
         peer.take()
     gc.collect()
     assert all(ref() is None for ref in refs), "nothing keeps an ended subscription alive"
-    assert h.engine.timers.interval_entries == 0
+    assert h.broker.timers.interval_entries == 0
 
 
 def test_a_closed_socket_releases_its_conflated_subscriptions() -> None:
@@ -239,10 +239,10 @@ def test_a_closed_socket_releases_its_conflated_subscriptions() -> None:
     peer.send({"c": "subscribe", "t": "orders", "sub_id": "s", "o": "conflation=60s"})
     ref = weakref.ref(peer.session.subscriptions["s"])
     publisher.send(*[publish(n) for n in range(20)])
-    h.engine.close_session(peer.session)
+    h.broker.close_session(peer.session)
     peer.session.outbox.close()
     gc.collect()
-    assert ref() is None and h.engine.timers.interval_entries == 0
+    assert ref() is None and h.broker.timers.interval_entries == 0
 
 
 def test_interval_entries_of_replaced_subscriptions_are_swept() -> None:
@@ -253,7 +253,7 @@ def test_interval_entries_of_replaced_subscriptions_are_swept() -> None:
             {"c": "subscribe", "t": "orders", "sub_id": "s", "o": f"replace,conflation={round_ % 50 + 1}s"}
         )
         publisher.send(publish(round_ % 10))
-    assert h.engine.timers.interval_entries < 140, "ended subscriptions' entries do not pile up"
+    assert h.broker.timers.interval_entries < 140, "ended subscriptions' entries do not pile up"
 
 
 def test_distinct_select_lists_stay_within_the_shared_cache() -> None:

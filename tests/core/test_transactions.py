@@ -81,7 +81,7 @@ def test_the_transaction_is_one_log_entry_with_one_sequence() -> None:
     assert (processed["a"], processed["s"]) == ("processed", 7)
     again = publisher.send(tx(publish(1, qty=5), s=7))
     assert again[-1]["reason"] == "duplicate"
-    assert h.engine.topics["orders"].records[next(iter(h.engine.topics["orders"].records))].data["qty"] == 1
+    assert h.broker.topics["orders"].records[next(iter(h.broker.topics["orders"].records))].data["qty"] == 1
 
 
 @pytest.mark.parametrize(
@@ -101,7 +101,7 @@ def test_a_bad_command_refuses_the_whole_transaction(bad: dict[str, Any], reason
     got = publisher.send(tx(publish(1, qty=1), bad, publish(3, qty=3)))
     assert [m["c"] for m in got] == ["ack"] and got[0]["status"] == "failure"
     assert got[0]["reason"].startswith(reason), got[0]["reason"]
-    assert not h.engine.topics["orders"].records and watcher.take() == []
+    assert not h.broker.topics["orders"].records and watcher.take() == []
 
 
 @pytest.mark.parametrize("cmds", [None, [], "x", [1]])
@@ -122,7 +122,7 @@ def test_later_commands_see_the_earlier_ones() -> None:
             {"c": "sow_delete", "t": "orders", "filter": "/qty = 3"},
         )
     )
-    records = {v.data["order"]: v.data for v in h.engine.topics["orders"].records.values()}
+    records = {v.data["order"]: v.data for v in h.broker.topics["orders"].records.values()}
     assert records == {1: {"order": 1, "qty": 2, "px": 5}}
 
 
@@ -148,8 +148,8 @@ def test_a_restart_rebuilds_a_transaction_from_its_one_entry() -> None:
     )
     log = entries_of(h)
     restarted = Harness(topics=DURABLE)
-    recovery.restore(restarted.engine, None, [orjson.loads(entry.encode()) for entry in log])
-    assert [v.data for v in restarted.engine.topics["orders"].records.values()] == [{"order": 2, "qty": 2}]
+    recovery.restore(restarted.broker, None, [orjson.loads(entry.encode()) for entry in log])
+    assert [v.data for v in restarted.broker.topics["orders"].records.values()] == [{"order": 2, "qty": 2}]
 
 
 @pytest.mark.parametrize(
@@ -170,12 +170,12 @@ def test_a_conflation_interval_never_delivers_part_of_a_transaction(subscribe: d
     h.clock.now += 0.3
     publisher.send(tx(publish(3, qty=3), publish(4, qty=3)))  # shares order 3: one group
     h.clock.now += 0.2
-    h.engine.advance(h.clock.now)  # order 1 is due: the whole group goes with it
+    h.broker.advance(h.clock.now)  # order 1 is due: the whole group goes with it
     [frame] = frames(watcher)
     assert [m["c"] for m in frame] == ["tx_begin", "p", "p", "p", "p", "tx_end"]
-    assert sorted(m["k"] for m in frame if m["c"] == "p") == sorted(h.engine.topics["orders"].records)
+    assert sorted(m["k"] for m in frame if m["c"] == "p") == sorted(h.broker.topics["orders"].records)
     h.clock.now += 5
-    h.engine.advance(h.clock.now)
+    h.broker.advance(h.clock.now)
     assert frames(watcher) == []
 
 
@@ -207,7 +207,7 @@ def test_a_transaction_held_by_several_subscriptions_of_a_socket_is_still_one_bl
     h = Harness()
     clock = TickingClock(h.clock.now)
     if when == "interval ends, moving clock":
-        h.engine.clock = clock
+        h.broker.clock = clock
     publisher, watcher = h.peer(), h.peer()
     watcher.send(
         *[
@@ -222,12 +222,12 @@ def test_a_transaction_held_by_several_subscriptions_of_a_socket_is_still_one_bl
         watcher.engine.receive(watcher.session, b'{"c":"visibility","hidden":false}')
     elif when == "interval ends":
         h.clock.now += 5
-        h.engine.advance(h.clock.now)
+        h.broker.advance(h.clock.now)
     else:
-        due = h.engine.timers.next_due()
+        due = h.broker.timers.next_due()
         assert due is not None
         clock.now = due  # the runtime wakes at the earliest end, not at every subscription's
-        h.engine.advance(clock())
+        h.broker.advance(clock())
     [frame] = frames(watcher)
     assert [m["c"] for m in frame] == ["tx_begin", "p", "p", "p", "tx_end"]
     assert sorted(m["sids"][0] for m in frame if m["c"] == "p") == ["a", "b", "c"]
@@ -249,7 +249,7 @@ def test_the_unsubscribe_policy_drops_subscriptions_whose_updates_wait_in_a_tran
     assert [(m["c"], m.get("sub_id"), m.get("reason")) for m in messages] == [
         ("unsubscribed", "q", "back_pressure")
     ]
-    assert h.engine.topics["quotes"].counters["dropped"] == 4
+    assert h.broker.topics["quotes"].counters["dropped"] == 4
 
 
 def test_a_subscription_dropped_to_make_room_gets_nothing_of_the_transaction() -> None:

@@ -248,7 +248,7 @@ def test_an_unsubscribe_topics_messages_go_with_its_subscription_the_rest_merges
     assert outbox.queued_messages == 3
     dropped = outbox.relieve()
     assert [sub.sub_id for sub in dropped] == ["u"]
-    assert h.engine.topics["u"].counters["dropped"] == 2
+    assert h.broker.topics["u"].counters["dropped"] == 2
     assert shape(peer) == [[("p", 1, 1)]]
 
 
@@ -297,9 +297,9 @@ def test_background_conflation_merges_transactions_before_the_queue_fills() -> N
     peer = stalled(h, {"c": "subscribe", "t": "c", "sub_id": "s"})
     feed(h, *[tx(publish("c", 1, u=u), publish("c", 2, u=u)) for u in range(4)])
     outbox = peer.session.outbox
-    assert outbox.queued_messages == 16 and peer.session in h.engine.crowded  # past a quarter
-    assert not h.engine.conflate_crowded(lambda: False)
-    assert outbox.queued_messages == 2 and h.engine.background_conflations == 1
+    assert outbox.queued_messages == 16 and peer.session in h.broker.crowded  # past a quarter
+    assert not h.broker.conflate_crowded(lambda: False)
+    assert outbox.queued_messages == 2 and h.broker.background_conflations == 1
     assert shape(peer) == [[("p", 1, 3), ("p", 2, 3)]]
 
 

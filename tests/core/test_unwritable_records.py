@@ -46,7 +46,7 @@ def test_a_record_too_deep_to_write_is_refused_and_changes_nothing(topic: str, l
     assert reasons(send_raw(publisher, publish(topic, 1, levels))) == [
         f"bad message: data nested more than {MAX_RECORD_DEPTH} levels deep"
     ]
-    assert h.engine.topics[topic].records == {} and entries_of(h) == []
+    assert h.broker.topics[topic].records == {} and entries_of(h) == []
     assert watcher.take() == []
     # The topic still answers: nothing was stored that a snapshot would have to write.
     assert [m["c"] for m in publisher.send({"c": "sow", "t": topic, "cid": 2})] == [
@@ -77,7 +77,7 @@ def test_a_delta_publish_is_checked_as_the_record_it_would_store() -> None:
     publisher.send({"c": "publish", "t": "orders", "data": {"order": 1, "qty": 5}})
     frame = publish("orders", 1, 300, command="delta_publish")
     assert reasons(send_raw(publisher, frame))[0].startswith("bad message: data nested more than")
-    [version] = h.engine.topics["orders"].records.values()
+    [version] = h.broker.topics["orders"].records.values()
     assert version.data == {"order": 1, "qty": 5}
 
 
@@ -97,4 +97,4 @@ def test_one_refused_publish_does_not_stop_the_rest_of_its_frame() -> None:
     frame = f"[{publish('orders', 1, 300, cid=1)},{publish('orders', 2, 3, cid=2)}]"
     acks = [(m["cid"], m["status"]) for m in send_raw(publisher, frame)]
     assert acks == [(1, "failure"), (2, "success")]
-    assert [v.data["order"] for v in h.engine.topics["orders"].records.values()] == [2]
+    assert [v.data["order"] for v in h.broker.topics["orders"].records.values()] == [2]

@@ -68,7 +68,7 @@ def test_windows_with_the_same_gates_and_order_share_one_ordering() -> None:
     for peer, skip in ((a, 0), (b, 5)):
         window(peer, top_n=5, skip_n=skip, orderby="/x, /id", filter="/x >= 0")
     a.send({"c": "sow_and_subscribe", "t": "t", "sub_id": "other", "top_n": 5, "orderby": "/id"})
-    topic = h.engine.topics["t"]
+    topic = h.broker.topics["t"]
     assert len(topic._orders) == 2
     a.send({"c": "unsubscribe", "sub_id": "w"})
     assert len(topic._orders) == 2

@@ -27,7 +27,7 @@ from .windows_cases import AUTH, TOPICS, publish
 VALUES = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", ""]), st.none(), st.booleans())
 ORDERS = st.sampled_from([None, "/s", "/s DESC", "/s, /id DESC", "/lvl DESC, /s", "/n/a"])
 FILTERS = st.sampled_from([None, "/lvl > 1", "/lvl <= 6"])
-KEYS = Harness(topics=TOPICS).engine.topics["t"].key_spec
+KEYS = Harness(topics=TOPICS).broker.topics["t"].key_spec
 assert KEYS is not None
 
 
@@ -192,7 +192,7 @@ def test_every_window_rebuilt_from_its_messages_is_the_window(
                     assert got == [], f"a change outside the window sent {got}"
                 check(viewer, sow)
         h.clock.now += 2  # past every conflation interval
-        h.engine.advance(h.clock.now)
+        h.broker.advance(h.clock.now)
         for viewer in viewers:
             viewer.receive(viewer.peer.take())
             check(viewer, sow)

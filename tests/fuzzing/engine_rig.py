@@ -143,7 +143,7 @@ class EngineRig:
         ):
             if message.get("c") == "ack":
                 assert message.get("status") == "success", f"setting up the rig failed: {message}"
-        self.engine.close_session(feed.session)
+        self.engine.broker.close_session(feed.session)
         self.views = {"full": _View(), "delta": _View()}
         self._observe()
 
@@ -160,11 +160,11 @@ class EngineRig:
     def stored(self) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
         """The SOW of every topic (record versions are immutable: identity is enough) and the
         publisher sequences."""
-        sow = {name: dict(self.engine.topics[name].records) for name in SOW_TOPICS}
-        return sow, dict(self.engine.sequences)
+        sow = {name: dict(self.engine.broker.topics[name].records) for name in SOW_TOPICS}
+        return sow, dict(self.engine.broker.sequences)
 
     def _sow_data(self, topic: str) -> dict[str, Any]:
-        return {key: version.data for key, version in self.engine.topics[topic].records.items()}
+        return {key: version.data for key, version in self.engine.broker.topics[topic].records.items()}
 
     # -- one step --------------------------------------------------------------------------------
 
@@ -172,7 +172,7 @@ class EngineRig:
         if isinstance(step, Tick):
             self.harness.clock.now += step.seconds
             with captured_failures() as failures:
-                self.engine.advance(self.harness.clock.now)
+                self.engine.broker.advance(self.harness.clock.now)
             assert not failures.failures, "advance() failed unexpectedly:\n" + "\n".join(failures.failures)
             # What the tick sent the attacker (an expiry pulling a record into its window, say) is
             # read now: the next frame's checks are about that frame's messages alone.
@@ -181,7 +181,9 @@ class EngineRig:
             return
         frame = frame_bytes(step)
         if self.attacker.session.close_code is not None:
-            self.engine.close_session(self.attacker.session)  # the runtime would; the client reconnects
+            self.engine.broker.close_session(
+                self.attacker.session
+            )  # the runtime would; the client reconnects
             self.attacker = self._connect(ATTACKER)
         before = self.stored()
         started = time.perf_counter()

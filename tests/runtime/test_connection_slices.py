@@ -33,7 +33,7 @@ async def test_a_big_frame_yields_to_other_tasks_and_keeps_its_order() -> None:
 
     async def other_socket() -> None:
         while True:
-            ticks.append(len(engine.topics["orders"].records))
+            ticks.append(len(engine.broker.topics["orders"].records))
             await asyncio.sleep(0)
 
     other = asyncio.create_task(other_socket())
@@ -43,10 +43,10 @@ async def test_a_big_frame_yields_to_other_tasks_and_keeps_its_order() -> None:
     assert len(ticks) >= 20_000 // SLICE_COMMANDS, "the other task ran between slices"
     assert any(seen > 0 for seen in ticks[1:-1]), "while the frame was being processed"
     # In order: the last publish of each order is the one stored.
-    assert sorted(v.data["n"] for v in engine.topics["orders"].records.values()) == list(
+    assert sorted(v.data["n"] for v in engine.broker.topics["orders"].records.values()) == list(
         range(19_990, 20_000)
     )
-    assert engine.commands_processed == 20_000
+    assert engine.broker.commands_processed == 20_000
 
 
 async def test_a_frame_that_is_not_json_is_one_failure() -> None:

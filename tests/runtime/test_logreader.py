@@ -45,18 +45,18 @@ def store_with(tmp_path: Path, frames: int, pad: int = 40) -> tuple[Engine, LogS
     """A log of ``frames`` group commits of one publish each, a second apart; their LSNs."""
     clock = Clock()
     engine = Engine(parse_config(DURABLE), clock)
-    store = LogStore(tmp_path, engine, 1e9, 1 << 40)
+    store = LogStore(tmp_path, engine.broker, 1e9, 1 << 40)
     store.recover()
-    session = engine.open_session(lambda: None)
+    session = engine.broker.open_session(lambda: None)
     lsns = []
     for n in range(frames):
         clock.now = NOW + n
         command = {"c": "publish", "t": "orders", "data": {"id": n, "pad": "x" * pad}}
         engine.receive(session, orjson.dumps(command))
-        taken = engine.durability.take()
+        taken = engine.broker.durability.take()
         assert taken is not None
         store._write(*taken)
-        engine.made_durable(taken[1])
+        engine.broker.made_durable(taken[1])
         lsns.append(taken[1])
     return engine, store, lsns
 
@@ -167,10 +167,10 @@ def test_retention_removes_the_oldest_segments_first(tmp_path: Path, small: None
     old = time.time() - 7200
     for segment in before[1:]:
         os.utime(segment, (old, old))
-    store._apply_retention(engine.durability.last_lsn)
+    store._apply_retention(engine.broker.durability.last_lsn)
     assert segments(tmp_path) == before
     os.utime(before[0], (old, old))
-    store._apply_retention(engine.durability.last_lsn)
+    store._apply_retention(engine.broker.durability.last_lsn)
     assert segments(tmp_path) == before[-1:]
     crash(store)
 

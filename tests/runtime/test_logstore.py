@@ -22,7 +22,7 @@ from server.runtime.logstore import LogStore
 
 async def test_a_failed_sync_is_cut_off_retried_and_acknowledged(tmp_path: Path, monkeypatch: Any) -> None:
     engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}), time.time)
-    store = LogStore(tmp_path, engine, 1e9, 1 << 40)
+    store = LogStore(tmp_path, engine.broker, 1e9, 1 << 40)
     store.recover()
     failures: list[int] = []
     real_sync = os.fdatasync
@@ -35,13 +35,13 @@ async def test_a_failed_sync_is_cut_off_retried_and_acknowledged(tmp_path: Path,
 
     monkeypatch.setattr(os, "fdatasync", failing_once)  # the module logstore writes through
     store.start()
-    session = engine.open_session(lambda: None)
+    session = engine.broker.open_session(lambda: None)
     commands = [
         {"c": "publish", "t": "orders", "data": {"id": n}, "cid": n, "a": "persisted"} for n in range(10)
     ]
     engine.receive(session, orjson.dumps(commands))
     deadline = time.monotonic() + 10
-    while engine.durability.durable_lsn < engine.durability.last_lsn:
+    while engine.broker.durability.durable_lsn < engine.broker.durability.last_lsn:
         assert time.monotonic() < deadline, "the group commit was retried until it was on disk"
         await asyncio.sleep(0.05)
     await store.close()
@@ -61,7 +61,7 @@ def test_recovery_of_an_empty_or_torn_store(tmp_path: Path, damage: bytes) -> No
     (tmp_path / "txlog").mkdir()
     (tmp_path / "txlog" / f"{1:020d}.log").write_bytes(damage)
     engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}), time.time)
-    restored = LogStore(tmp_path, engine, 1e9, 1 << 40).recover()
+    restored = LogStore(tmp_path, engine.broker, 1e9, 1 << 40).recover()
     assert restored.records == 0 and restored.lsn == 0
 
 
@@ -72,7 +72,7 @@ DURABLE = {"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}
 
 def open_store(data_dir: Path, recover_damaged: bool = False) -> tuple[Engine, LogStore]:
     engine = Engine(parse_config(DURABLE), time.time)
-    store = LogStore(data_dir, engine, 1e9, 1 << 40, recover_damaged)
+    store = LogStore(data_dir, engine.broker, 1e9, 1 << 40, recover_damaged)
     store.recover()
     return engine, store
 
@@ -80,14 +80,14 @@ def open_store(data_dir: Path, recover_damaged: bool = False) -> tuple[Engine, L
 def publish_frames(engine: Engine, store: LogStore, ids: range) -> list[int]:
     """Publish ``ids``, one group commit (one frame) each, written as the log writer would; the
     LSNs handed out."""
-    session = engine.open_session(lambda: None)
+    session = engine.broker.open_session(lambda: None)
     lsns = []
     for n in ids:
         engine.receive(session, orjson.dumps({"c": "publish", "t": "orders", "data": {"id": n}}))
-        taken = engine.durability.take()
+        taken = engine.broker.durability.take()
         assert taken is not None
         store._write(*taken)
-        engine.made_durable(taken[1])
+        engine.broker.made_durable(taken[1])
         lsns.append(taken[1])
     return lsns
 
@@ -100,7 +100,7 @@ def crash(store: LogStore) -> None:
 
 
 def ids_of(engine: Engine) -> list[int]:
-    return sorted(version.data["id"] for version in engine.topics["orders"].records.values())
+    return sorted(version.data["id"] for version in engine.broker.topics["orders"].records.values())
 
 
 def flip_in_frames(segment: Path, *indexes: int) -> list[tuple[int, int]]:
@@ -181,17 +181,17 @@ def test_a_torn_last_frame_is_cut_off_with_a_warning_and_no_refusal(
 def test_lsns_never_repeat_after_a_crash_and_lost_ones_are_refused_as_bookmarks(tmp_path: Path) -> None:
     engine, store = open_store(tmp_path)
     durable = publish_frames(engine, store, range(1, 4))
-    session = engine.open_session(lambda: None)
+    session = engine.broker.open_session(lambda: None)
     engine.receive(
         session, orjson.dumps([{"c": "publish", "t": "orders", "data": {"id": n}} for n in (4, 5)])
     )
-    handed_out = engine.lsns.last  # delivered to subscribers, never written: the crash loses them
+    handed_out = engine.broker.lsns.last  # delivered to subscribers, never written: the crash loses them
     crash(store)
 
     engine, store = open_store(tmp_path)
     assert ids_of(engine) == [1, 2, 3]
-    assert engine.next_apply_seq() > handed_out > durable[-1]
-    watcher = engine.open_session(lambda: None)
+    assert engine.broker.lsns.next() > handed_out > durable[-1]
+    watcher = engine.broker.open_session(lambda: None)
 
     def subscribe(bm: int) -> dict[str, Any]:
         engine.receive(
@@ -208,7 +208,7 @@ def test_lsns_never_repeat_after_a_crash_and_lost_ones_are_refused_as_bookmarks(
     crash(store)
     engine, store = open_store(tmp_path)  # a restart that wrote nothing: still a new epoch
     assert orjson.loads((tmp_path / "epochs.json").read_bytes())["epoch"] == 3
-    assert engine.next_apply_seq() > handed_out
+    assert engine.broker.lsns.next() > handed_out
 
 
 def test_a_damaged_epoch_history_refuses_to_start(tmp_path: Path) -> None:
@@ -225,7 +225,7 @@ def test_a_damaged_epoch_history_refuses_to_start(tmp_path: Path) -> None:
 def trimmed_store(tmp_path: Path, recover_damaged: bool = False) -> tuple[Engine, LogStore]:
     """A store whose retention removes every segment a snapshot covers at once."""
     engine = Engine(parse_config(DURABLE), time.time)
-    store = LogStore(tmp_path, engine, 0.0, 0, recover_damaged)
+    store = LogStore(tmp_path, engine.broker, 0.0, 0, recover_damaged)
     store.recover()
     return engine, store
 
@@ -239,9 +239,9 @@ def test_a_damaged_newest_snapshot_whose_log_is_gone_refuses_to_start(
     monkeypatch.setattr(logstore, "SEGMENT_BYTES", 100)  # a segment every frame or two
     engine, store = trimmed_store(tmp_path)
     publish_frames(engine, store, range(1, 11))
-    store._write_snapshot(recovery.capture(engine))
+    store._write_snapshot(recovery.capture(engine.broker))
     publish_frames(engine, store, range(11, 21))
-    store._write_snapshot(recovery.capture(engine))  # retention: the segments before it go
+    store._write_snapshot(recovery.capture(engine.broker))  # retention: the segments before it go
     crash(store)
     _older, newest = sorted((tmp_path / "snapshots").glob("*.snapshot"))
     newest.write_bytes(newest.read_bytes()[:40])  # torn
@@ -260,9 +260,9 @@ def test_a_damaged_newest_snapshot_whose_log_is_gone_refuses_to_start(
 def test_a_damaged_newest_snapshot_loses_nothing_while_the_log_still_holds_it(tmp_path: Path) -> None:
     engine, store = open_store(tmp_path)  # retention keeps everything
     publish_frames(engine, store, range(1, 11))
-    store._write_snapshot(recovery.capture(engine))
+    store._write_snapshot(recovery.capture(engine.broker))
     publish_frames(engine, store, range(11, 21))
-    store._write_snapshot(recovery.capture(engine))
+    store._write_snapshot(recovery.capture(engine.broker))
     crash(store)
     newest = sorted((tmp_path / "snapshots").glob("*.snapshot"))[-1]
     newest.write_bytes(newest.read_bytes()[:40])

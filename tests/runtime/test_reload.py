@@ -31,14 +31,14 @@ def test_only_auth_is_taken_and_other_changes_are_logged(
     path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     engine = engine_of(path)
-    before = engine.config
+    before = engine.broker.config
     write_config(
         path, {"heartbeat_s": 3, "port": 9}, [*TOPICS, {"name": "b", "key": ["/b"]}], auth_section(BOB)
     )
     with caplog.at_level(logging.INFO):
         assert reload_auth(engine)
-    assert engine.config.users is not None and list(engine.config.users) == ["bob"]
-    assert engine.config.server == before.server and engine.config.topics == before.topics
+    assert engine.broker.config.users is not None and list(engine.broker.config.users) == ["bob"]
+    assert engine.broker.config.server == before.server and engine.broker.config.topics == before.topics
     assert f"SIGHUP: reloaded [auth] from {path} (1 user(s)); 0 socket(s) closed" in caplog.text
     # The port is the command line's: only heartbeat_s is a change of the file's [server].
     assert f"SIGHUP: [server], [[topic]] changed in {path}; only [auth] is reloaded" in caplog.text
@@ -57,15 +57,15 @@ def test_a_file_that_cannot_be_taken_changes_nothing_and_says_why(
     path: Path, text: str, reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     engine = engine_of(path)
-    users = engine.config.users
+    users = engine.broker.config.users
     path.write_text(text)
     assert not reload_auth(engine)
-    assert engine.config.users is users
+    assert engine.broker.config.users is users
     [record] = caplog.records
     assert record.levelno == logging.ERROR
     assert record.getMessage().startswith(f"SIGHUP: {path} not reloaded, the [auth] settings in use stay: ")
     assert reason in record.getMessage()
-    assert with_current_auth(engine.config) is engine.config  # nor does a worker starting again
+    assert with_current_auth(engine.broker.config) is engine.broker.config  # nor does a worker starting again
 
 
 def test_a_missing_file_changes_nothing(path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -50,7 +50,7 @@ class RecordingLog:
 def durable(h: Harness) -> list[LogEntry]:
     """What the log writer does: everything pending is on disk."""
     log = entries_of(h)
-    h.engine.made_durable(h.engine.durability.last_lsn)
+    h.broker.made_durable(h.broker.durability.last_lsn)
     return log
 
 
@@ -59,14 +59,14 @@ async def test_a_sockets_replays_run_a_few_at_a_time_in_order_then_go_live() -> 
     feed = h.peer()
     feed.send(*[{"c": "publish", "t": "orders", "data": {"id": n}} for n in range(5)])
     source = RecordingLog(durable(h))
-    runner = Replays(h.engine, source)
+    runner = Replays(h.broker, source)
     watchers: list[Peer] = [h.peer(), h.peer()]
     for watcher in watchers:
         for n in range(12):
             command = {"c": "subscribe", "t": "orders", "sub_id": n, "bm": "0", "a": "completed", "cid": n}
             watcher.send(command)
-    while h.engine.replays:
-        runner.add(h.engine.replays.popleft())
+    while h.broker.replays:
+        runner.add(h.broker.replays.popleft())
     feed.send({"c": "publish", "t": "orders", "data": {"id": 99}})  # live, while they wait
     durable(h)
     for _ in range(2000):
@@ -96,12 +96,12 @@ async def test_a_replay_unsubscribed_while_it_waits_never_starts() -> None:
     h = Harness(topics=TOPICS)
     h.peer().send(*[{"c": "publish", "t": "orders", "data": {"id": n}} for n in range(3)])
     source = RecordingLog(durable(h))
-    runner = Replays(h.engine, source)
+    runner = Replays(h.broker, source)
     watcher = h.peer()
     for n in range(6):
         watcher.send({"c": "subscribe", "t": "orders", "sub_id": n, "bm": "0"})
-    while h.engine.replays:
-        runner.add(h.engine.replays.popleft())
+    while h.broker.replays:
+        runner.add(h.broker.replays.popleft())
     watcher.send({"c": "unsubscribe", "sub_id": 5})
     for _ in range(2000):
         if not runner._tasks:

@@ -2,7 +2,7 @@
 
 The path is a straight line: validate, deduplicate by (client name, ``s``), merge (delta
 publish), check entitlements, then propose the change's log entries to the server's
-``ChangeLog`` (fanout/ports.py). Alone (log/local.py) the change is applied, logged and acked at once;
+``ChangeLog`` (broker/changelog.py). Alone (log/local.py) the change is applied, logged and acked at once;
 in a cluster (log/shared.py) it is applied and acked when the shared log brings it back, and a
 change decided against a record version that another node replaced meanwhile is decided again
 here (``retries``), on the newer version.
@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 from ..broker.changelog import ABSENT, PLAIN_STREAM, Proposal, stream_id
 from ..errors import BAD_MESSAGE, INVALID_TOPIC, CommandError
 from ..filters import compile_filter
-from ..log.local import ack_duplicate
 from ..protocol.commands import Header, Publish, SowDelete
 from ..records.merge import merge_record
 from ..records.version import check_encodable
 from ..session.quota import admit_filter_pass
 from ..sow.txlog import DELETE, PUBLISH, LogEntry
+from .acks import ack_duplicate, check_logged_on, received
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..broker.broker import Broker
     from ..fanout.topic import Topic
     from ..session.session import Session
 
@@ -34,52 +34,52 @@ Decided = Mapping[tuple[str, str], Any]
 NOTHING_DECIDED: Decided = {}
 
 
-def is_duplicate(engine: Engine, session: Session, seq: int | None) -> bool:
+def is_duplicate(broker: Broker, session: Session, seq: int | None) -> bool:
     name = session.client_name
-    return name is not None and seq is not None and seq <= engine.sequences.get(name, 0)
+    return name is not None and seq is not None and seq <= broker.sequences.get(name, 0)
 
 
-def publish(engine: Engine, session: Session, header: Header, body: Publish, retries: int = 0) -> None:
+def publish(broker: Broker, session: Session, header: Header, body: Publish, retries: int = 0) -> None:
     """Publish or delta publish (``retries``: how often a cluster decided it again, on a newer
     version of the record that another node wrote meanwhile)."""
     session.check_write(body.topic)
     seq, name = body.seq, session.client_name
-    if seq is not None and is_duplicate(engine, session, seq):
-        ack_duplicate(engine, session, header, seq)
+    if seq is not None and is_duplicate(broker, session, seq):
+        ack_duplicate(broker, session, header, seq)
         return
-    engine.changes.check_available()
-    entry, expect = decide_publish(engine, session, body)
+    broker.changes.check_available()
+    entry, expect = decide_publish(broker, session, body)
     # Everything that can refuse the command has run: from here on it is the log's.
     if header.acks and not retries:
-        engine.received(session, header)
-    topic = engine.topics.get(body.topic)
+        received(session, header)
+    topic = broker.topics.get(body.topic)
     # A plain topic: nothing stored, the publish only passes through; it is refused or accepted
     # the same whether or not someone listens.
     stream = topic.name if topic is not None and topic.is_sow else PLAIN_STREAM
     proposal = Proposal(stream, [entry], [expect], session, header, body, name, seq)
     proposal.retries = retries
-    engine.changes.propose(proposal)
+    broker.changes.propose(proposal)
 
 
-def publish_plain(engine: Engine, session: Session, body: Publish) -> None:
-    """A plain publish (``commands.plain_publish``: no cid, acks or sequence number) on a server
-    alone. Nothing is acked and the local log applies a change at once, so it is decided as
-    ``publish`` decides it and applied without a proposal: a feed's frames of plain publishes
+def publish_plain(broker: Broker, session: Session, body: Publish) -> None:
+    """A plain publish (``commands.plain_publish``: no cid, acks or sequence number) to a log
+    that applies a change at once (a server alone). Nothing is acked, so it is decided as
+    ``publish`` decides it and proposed with nobody to answer: a feed's frames of plain publishes
     skip the steps they do not use (a fifth of their cost in the engine)."""
-    engine.check_logged_on(session)
+    check_logged_on(broker, session)
     session.check_write(body.topic)
-    entry, _ = decide_publish(engine, session, body)
-    engine.local.apply(entry.topic, [entry])
+    entry, _ = decide_publish(broker, session, body)
+    broker.changes.propose(Proposal(entry.topic, [entry], [None]))
 
 
 def decide_publish(
-    engine: Engine, session: Session, body: Publish, pending: Decided = NOTHING_DECIDED
+    broker: Broker, session: Session, body: Publish, pending: Decided = NOTHING_DECIDED
 ) -> tuple[LogEntry, str | None]:
     """The log entry of a publish or delta publish, and the version of the record it was decided
     against (a cluster checks it is still current; None: any will do)."""
-    topic = engine.topics.get(body.topic)
-    entitlement = session.entitlement(body.topic, engine.clock)
-    now, name = engine.now(), session.client_name
+    topic = broker.topics.get(body.topic)
+    entitlement = session.entitlement(body.topic, broker.clock)
+    now, name = broker.now(), session.client_name
     if topic is None or topic.key_spec is None:
         encoded = check_encodable(body.data)
         entitlement.check_write(None, body.data)
@@ -109,37 +109,37 @@ def decide_publish(
     return LogEntry(0, PUBLISH, topic.name, key, data, name, body.seq, now, expires_at, encoded), expect
 
 
-def sow_delete(engine: Engine, session: Session, header: Header, body: SowDelete, retries: int = 0) -> None:
+def sow_delete(broker: Broker, session: Session, header: Header, body: SowDelete, retries: int = 0) -> None:
     session.check_write(body.topic)
-    topic = engine.topics.get(body.topic)
+    topic = broker.topics.get(body.topic)
     if topic is None or topic.key_spec is None:
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
-    if is_duplicate(engine, session, body.seq):
+    if is_duplicate(broker, session, body.seq):
         assert body.seq is not None
-        ack_duplicate(engine, session, header, body.seq)
+        ack_duplicate(broker, session, header, body.seq)
         return
-    engine.changes.check_available()
-    entries, expect = decide_delete(engine, session, body)
+    broker.changes.check_available()
+    entries, expect = decide_delete(broker, session, body)
     if not retries:
-        engine.received(session, header)
+        received(session, header)
     name, seq = session.client_name, body.seq
     if entries:
         entries[-1].seq = seq
     counts = {"matches": len(entries), "records_deleted": len(entries)}
     proposal = Proposal(topic.name, entries, expect, session, header, body, name, seq, counts)
     proposal.retries = retries
-    engine.changes.propose(proposal)
+    broker.changes.propose(proposal)
 
 
 def decide_delete(
-    engine: Engine, session: Session, body: SowDelete, pending: Decided = NOTHING_DECIDED
+    broker: Broker, session: Session, body: SowDelete, pending: Decided = NOTHING_DECIDED
 ) -> tuple[list[LogEntry], list[str | None]]:
     """The log entries of a ``sow_delete`` (one per record it deletes), and the version each was
     decided against."""
-    topic = engine.topics.get(body.topic)
+    topic = broker.topics.get(body.topic)
     if topic is None or topic.key_spec is None:
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
-    entitlement = session.entitlement(body.topic, engine.clock)
+    entitlement = session.entitlement(body.topic, broker.clock)
     # The records it names, as the transaction's earlier commands left them: found by key where it
     # names keys (no pass over the topic), by a pass where it has a filter.
     matched: dict[str, Any]
@@ -158,7 +158,7 @@ def decide_delete(
         matched = {key: data for key in named if (data := _data_of(topic, pending, key)) is not None}
     # A delete reaches only the records its user may see; the others are as if absent.
     keys = [key for key, data in matched.items() if not entitlement.restricted or entitlement.allows(data)]
-    now, name = engine.now(), session.client_name
+    now, name = broker.now(), session.client_name
     entries = [LogEntry(0, DELETE, topic.name, key, None, name, None, now, None) for key in keys]
     # Each delete holds only while its record is still the version it was decided on (it matched
     # the filter, and its user may see it): in a cluster another node may have changed it since.

@@ -30,10 +30,11 @@ from ..queue.outbox import FRAME_BREAK
 from ..queue.snapshots import SnapshotRecords, estimated_size, record_message
 from ..records.version import RecordVersion
 from ..session.quota import admit_filter_pass, admit_subscription, admit_window
+from .acks import ack, processed, received
 from .resuming import net_change, resume_point
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..broker.broker import Broker
     from ..session.session import Session
 
 
@@ -42,10 +43,10 @@ def _filters(text: str | None) -> tuple[Filter, ...]:
     return (compile_filter(text),) if text is not None and text.strip() else ()
 
 
-def query(engine: Engine, session: Session, header: Header, body: Query) -> None:
+def query(broker: Broker, session: Session, header: Header, body: Query) -> None:
     session.check_read(body.topic)
-    admit_subscription(session, body, engine.config.server.max_subscriptions)
-    known = engine.topics.get(body.topic)
+    admit_subscription(session, body, broker.config.server.max_subscriptions)
+    known = broker.topics.get(body.topic)
     if header.c == "sow" and (known is None or not known.is_sow):
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
     resuming = body.options.resume
@@ -62,12 +63,12 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
                 INVALID_TOPIC, f"{body.topic!r} keeps no transaction log to replay a bookmark from"
             )
         # A bookmark names one change forever, or is refused.
-        check_bookmark(bookmark, engine.not_in_log(body.topic))
+        check_bookmark(bookmark, broker.not_in_log(body.topic))
     filters = _filters(body.filter)
-    entitlement = session.entitlement(body.topic, engine.clock)
+    entitlement = session.entitlement(body.topic, broker.clock)
     orderby = parse_orderby(body.orderby) if body.orderby else None
     window = _window_spec(body, orderby, known)
-    ctx = EvalContext(engine.clock, session.user_id, session.client_name)
+    ctx = EvalContext(broker.clock, session.user_id, session.client_name)
     subscription = None
     existing = session.subscriptions.get(body.sub_id) if body.subscribe else None
     if existing is not None and not body.options.replace:
@@ -80,9 +81,9 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
     topic = (
         known
         if known is not None
-        else engine.topic(body.topic)
+        else broker.topic(body.topic)
         if body.subscribe
-        else Topic(body.topic, None, engine.run)
+        else Topic(body.topic, None, broker.run)
     )
     if body.subscribe:
         subscription = Subscription(
@@ -96,7 +97,7 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
             ctx,
             entitlement,
         )
-        subscription.schedule = engine.timers.schedule
+        subscription.schedule = broker.timers.schedule
         if window is not None:
             subscription.hold_window(window)
             admit_window(topic, subscription, existing)
@@ -109,8 +110,8 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
         # One pass of the filter over the topic (a resume reads the history; a window over an
         # order that exists already reads the order).
         admit_filter_pass(body.filter, len(known.records))
-    engine.received(session, header)
-    engine.processed(session, header)
+    received(session, header)
+    processed(session, header)
     if existing is not None and subscription is not None:
         _replace(topic, existing, subscription, body.snapshot)
     elif subscription is not None:
@@ -122,20 +123,20 @@ def query(engine: Engine, session: Session, header: Header, body: Query) -> None
             session, None, topic.name, filters, body.options, False, None, ctx, entitlement
         )
         if resuming and subscription is not None:
-            matches, returned = _resumable(engine, topic, session, body, subscription, orderby, window)
+            matches, returned = _resumable(broker, topic, session, body, subscription, orderby, window)
         else:
             matches, returned = _snapshot(topic, session, body, reader, orderby, subscription)
         if header.wants("stats"):
-            engine.ack(session, header, "stats", matches=matches, records_returned=returned)
+            ack(session, header, "stats", matches=matches, records_returned=returned)
     if bookmark is not None and subscription is not None and not bookmark.live_only:
         # Replay first: the runtime reads the log, then completed (with bm), then live.
         request = ReplayRequest(
-            subscription, bookmark, engine.log_position(topic.name), header.cid, header.wants("completed")
+            subscription, bookmark, broker.log_position(topic.name), header.cid, header.wants("completed")
         )
-        engine.request_replay(request)
+        broker.request_replay(request)
     elif header.wants("completed"):
-        fields = {"bm": str(engine.log_position(topic.name))} if bookmark is not None else {}
-        engine.ack(session, header, "completed", **fields)
+        fields = {"bm": str(broker.log_position(topic.name))} if bookmark is not None else {}
+        ack(session, header, "completed", **fields)
 
 
 def _window_spec(body: Query, orderby: OrderBy | None, topic: Topic | None) -> WindowSpec | None:
@@ -177,7 +178,7 @@ def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> tu
 
 
 def _resumable(
-    engine: Engine,
+    broker: Broker,
     topic: Topic,
     session: Session,
     body: Query,
@@ -188,8 +189,8 @@ def _resumable(
     """A ``resume`` subscription's snapshot: the net change since its bookmark when the topic's
     history reaches back to it, else the whole snapshot; ``group_end`` carries the position to
     resume from next time and, when a bookmark was given, whether it was resumed."""
-    fields: dict[str, Any] = {"bm": str(engine.applied_position(topic.name))}
-    after = resume_point(engine, topic, body.bookmark, window is not None) if topic.is_sow else None
+    fields: dict[str, Any] = {"bm": str(broker.applied_position(topic.name))}
+    after = resume_point(broker, topic, body.bookmark, window is not None) if topic.is_sow else None
     if body.bookmark is not None:
         fields["resumed"] = after is not None
     if after is None:
@@ -313,13 +314,13 @@ def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool)
             topic.deliver(old.session, (new,), key, change, timed=False)  # the view, not a change
 
 
-def unsubscribe(engine: Engine, session: Session, header: Header, body: Unsubscribe) -> None:
+def unsubscribe(broker: Broker, session: Session, header: Header, body: Unsubscribe) -> None:
     sub_ids = list(session.subscriptions) if body.sub_ids is None else body.sub_ids
-    engine.received(session, header)
+    received(session, header)
     for sub_id in sub_ids:
         subscription = session.subscriptions.pop(sub_id, None)
         if subscription is None and isinstance(sub_id, str) and sub_id.isdigit():
             subscription = session.subscriptions.pop(int(sub_id), None)
         if subscription is not None:
-            engine.unsubscribe(subscription)
-    engine.processed(session, header)
+            broker.unsubscribe(subscription)
+    processed(session, header)

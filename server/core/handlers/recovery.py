@@ -1,4 +1,4 @@
-"""Snapshots of the durable SOW, and rebuilding the engine from a snapshot plus the log tail.
+"""Snapshots of the durable SOW, and rebuilding the broker from a snapshot plus the log tail.
 
 A snapshot is framed like the log (see sow/txlog.py): a header
 ``["snapshot", format, lsn, sequences, owners]`` (``owners``: client name -> user id, absent from
@@ -23,7 +23,7 @@ from ..sow.history import Held, Past, past
 from ..sow.txlog import DELETE, EXPIRE, OWNER, PUBLISH, TX, LogEntry, frame, scan, transaction_changes
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..broker.broker import Broker
 
 log = logging.getLogger("server.recovery")
 
@@ -50,21 +50,21 @@ class Restored:
     skipped_topics: set[str] = field(default_factory=set)
 
 
-def capture(engine: Engine) -> Snapshot:
+def capture(broker: Broker) -> Snapshot:
     """The durable state now: cheap, because record versions are immutable and only referenced."""
     rows = [
         (name, version)
-        for name, topic in engine.topics.items()
+        for name, topic in broker.topics.items()
         if topic.durable
         for version in topic.records.values()
     ]
     histories = {
         name: (topic.sow.history.floor, topic.sow.history.held())
-        for name, topic in engine.topics.items()
+        for name, topic in broker.topics.items()
         if topic.durable and topic.sow.history is not None
     }
     return Snapshot(
-        engine.durability.last_lsn, dict(engine.sequences), rows, dict(engine.name_owners), histories
+        broker.durability.last_lsn, dict(broker.sequences), rows, dict(broker.name_owners), histories
     )
 
 
@@ -125,14 +125,14 @@ def _past(lsn: int, key: str, old: list[Any] | None, gone: str | None, timestamp
     return Past(lsn, key, version, gone, timestamp)
 
 
-def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -> Restored:
+def restore(broker: Broker, snapshot: Snapshot | None, entries: Iterable[Any]) -> Restored:
     """Rebuild every durable topic, the publisher sequences, the client names' owners and the LSN
     counter (no fan-out: nobody is connected yet). ``entries`` are log payloads in log order."""
     report = Restored()
     sequences: dict[str, int] = {}
     owners: dict[str, str] = {}
     lsn = 0
-    durable = {name: topic for name, topic in engine.topics.items() if topic.durable}
+    durable = {name: topic for name, topic in broker.topics.items() if topic.durable}
     if snapshot is not None:
         lsn = snapshot.lsn
         sequences.update(snapshot.sequences)
@@ -173,13 +173,13 @@ def restore(engine: Engine, snapshot: Snapshot | None, entries: Iterable[Any]) -
         for version in topic.records.values():
             version.compact()  # the log's tail restored records whole (nothing fanned them out)
             if version.expires_at is not None:
-                engine.timers.expire_at(topic.name, version.key, version.expires_at)
+                broker.timers.expire_at(topic.name, version.key, version.expires_at)
     report.records = sum(len(topic.records) for topic in durable.values())
     report.lsn = lsn
-    engine.sequences = dict(sequences)
-    engine.name_owners = owners
-    engine.durability.restored(lsn, sequences)
-    engine.restart_lsn(lsn)
+    broker.load_sequences(sequences)
+    broker.load_owners(owners)
+    broker.durability.restored(lsn, sequences)
+    broker.lsns.restart(lsn)  # the next change is numbered after everything in the log
     if report.skipped_topics:
         log.warning(
             "the log holds records of topics that are no longer durable topics, not restored: %s",

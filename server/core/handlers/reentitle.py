@@ -35,7 +35,7 @@ from ..protocol import wire
 from ..session.session import CLOSE_POLICY
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..broker.broker import Broker
     from ..fanout.subscription import Message, Subscription
     from ..fanout.topic import Topic
     from ..filters.entitlement import Entitlement
@@ -52,33 +52,33 @@ class Reentitled:
     regated: int = 0  # subscriptions whose entitlement filter changed
 
 
-def reentitle(engine: Engine, previous: Mapping[str, UserConfig] | None) -> Reentitled:
-    """Re-decide every socket against ``engine.config.users`` (the engine's own, just reloaded
+def reentitle(broker: Broker, previous: Mapping[str, UserConfig] | None) -> Reentitled:
+    """Re-decide every socket against ``broker.config.users`` (the broker's own, just reloaded
     from ``previous``)."""
-    for topic in _moved(engine, previous):
+    for topic in _moved(broker, previous):
         history = topic.sow.history
         if history is not None:
             # A view resumed from an earlier bookmark would be the net change under the new gates
             # alone: records that entered or left by the reload would be missed (PROTOCOL 11.1).
-            history.reset(engine.applied_position(topic.name) + 1)
+            history.reset(broker.applied_position(topic.name) + 1)
     done = Reentitled()
-    for session in list(engine.sessions.values()):
+    for session in list(broker.sessions.values()):
         if session.close_code is None:
-            _reauthorize(engine, session, done)
+            _reauthorize(broker, session, done)
     return done
 
 
-def _reauthorize(engine: Engine, session: Session, done: Reentitled) -> None:
-    users = engine.config.users
+def _reauthorize(broker: Broker, session: Session, done: Reentitled) -> None:
+    users = broker.config.users
     if users is None:
         user = None  # no [auth]: anyone may do anything
     elif session.user is not None:
         user = users.get(session.user.user_id)
         if user is None:
-            _close(engine, session, "not entitled: the user no longer exists", done)
+            _close(broker, session, "not entitled: the user no longer exists", done)
             return
     elif session.logged_on or session.subscriptions:
-        _close(engine, session, "not entitled: logon required", done)
+        _close(broker, session, "not entitled: logon required", done)
         return
     else:
         return  # not logged on yet: its logon is checked against the new users
@@ -88,25 +88,25 @@ def _reauthorize(engine: Engine, session: Session, done: Reentitled) -> None:
         if subscription.closed or subscription.dropped:
             continue
         if user is not None and not user.may_read(subscription.topic):
-            _end(engine, session, subscription)
+            _end(broker, session, subscription)
             done.ended += 1
-        elif _gate(session.entitlement(subscription.topic, engine.clock)) != _gate(subscription.entitlement):
+        elif _gate(session.entitlement(subscription.topic, broker.clock)) != _gate(subscription.entitlement):
             moved.setdefault(subscription.topic_ref, []).append(subscription)
             done.regated += 1
     for topic, subscriptions in moved.items():
-        _redecide(topic, session, subscriptions, session.entitlement(topic.name, engine.clock))
+        _redecide(topic, session, subscriptions, session.entitlement(topic.name, broker.clock))
 
 
-def _moved(engine: Engine, previous: Mapping[str, UserConfig] | None) -> list[Topic]:
+def _moved(broker: Broker, previous: Mapping[str, UserConfig] | None) -> list[Topic]:
     """The topics some user who was there (connected or not, with bookmarks of their views) now
     reads through another gate, newly reads, or no longer reads. A user new to ``[auth]`` holds no
     bookmark: one removed before had them all ended then."""
-    users = engine.config.users
+    users = broker.config.users
     if previous is None or users is None:
-        return [] if previous is users else list(engine.topics.values())
+        return [] if previous is users else list(broker.topics.values())
     return [
         topic
-        for name, topic in engine.topics.items()
+        for name, topic in broker.topics.items()
         if any(_rows(user, name) != _rows(users.get(user_id), name) for user_id, user in previous.items())
     ]
 
@@ -123,16 +123,16 @@ def _gate(entitlement: Entitlement) -> str | None:
     return entitlement.filter.text if entitlement.filter is not None else None
 
 
-def _close(engine: Engine, session: Session, reason: str, done: Reentitled) -> None:
+def _close(broker: Broker, session: Session, reason: str, done: Reentitled) -> None:
     session.request_close(CLOSE_POLICY, reason)
-    engine.close_session(session)
+    broker.close_session(session)
     done.closed += 1
 
 
-def _end(engine: Engine, session: Session, subscription: Subscription) -> None:
+def _end(broker: Broker, session: Session, subscription: Subscription) -> None:
     if session.subscriptions.get(subscription.sub_id) is subscription:
         del session.subscriptions[subscription.sub_id]
-    engine.unsubscribe(subscription)
+    broker.unsubscribe(subscription)
     session.send(wire.unsubscribed(subscription.sub_id, ENTITLEMENT))
 
 

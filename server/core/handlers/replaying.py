@@ -17,11 +17,11 @@ from ..records.version import RecordVersion
 from ..sow.txlog import DELETE, EXPIRE, PUBLISH, TX, LogEntry, transaction_changes
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..broker.broker import Broker
 
 
 def replay(
-    engine: Engine, request: ReplayRequest, entries: list[LogEntry], full: Callable[[], bool] = lambda: False
+    broker: Broker, request: ReplayRequest, entries: list[LogEntry], full: Callable[[], bool] = lambda: False
 ) -> int:
     """Deliver log entries read back for a bookmark subscription (in log order), stopping early
     once ``full()`` says its socket has enough queued; how many were delivered (the runtime
@@ -38,15 +38,15 @@ def replay(
         if entry.op == TX:  # replayed whole, between tx_begin and tx_end (PROTOCOL 11.3)
             changes = [change for change in transaction_changes(entry) if change.topic == topic.name]
             if changes:
-                engine.tx_frames.begin(str(entry.lsn))
+                broker.tx_frames.begin(str(entry.lsn))
                 try:
                     for change in changes:
                         _replay_one(request, change)
                 finally:
-                    engine.tx_frames.end()
+                    broker.tx_frames.end()
         elif entry.topic == topic.name:
             _replay_one(request, entry)
-    engine.settle()
+    broker.settle()
     return done
 
 
@@ -76,7 +76,7 @@ def _replay_one(request: ReplayRequest, entry: LogEntry) -> None:
         topic.deliver(subscription.session, (subscription,), key, change, timed=False)
 
 
-def abort(engine: Engine, request: ReplayRequest, reason: str) -> None:
+def abort(broker: Broker, request: ReplayRequest, reason: str) -> None:
     """The log could not be read back: end the subscription (its client is told) rather than
     let it go live with a gap."""
     subscription = request.subscription
@@ -85,13 +85,13 @@ def abort(engine: Engine, request: ReplayRequest, reason: str) -> None:
     session = subscription.session
     if session.subscriptions.get(subscription.sub_id) is subscription:
         del session.subscriptions[subscription.sub_id]
-    engine.unsubscribe(subscription)
+    broker.unsubscribe(subscription)
     subscription.replay_buffer.clear()
     session.send(wire.unsubscribed(subscription.sub_id, reason))
-    engine.settle()
+    broker.settle()
 
 
-def finish(engine: Engine, request: ReplayRequest) -> None:
+def finish(broker: Broker, request: ReplayRequest) -> None:
     """The replay caught up: completed (with bm), then the live changes that waited for it."""
     subscription = request.subscription
     if subscription.closed:
@@ -105,4 +105,4 @@ def finish(engine: Engine, request: ReplayRequest) -> None:
         change = subscription.replayed(key, old, new, {}, gone)
         if change is not None:
             topic.deliver(session, (subscription,), key, change)
-    engine.settle()
+    broker.settle()

@@ -22,13 +22,13 @@ from ..protocol import wire
 from ..queue.snapshots import record_message
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..broker.broker import Broker
     from ..fanout.subscription import Subscription
     from ..fanout.topic import Topic
     from ..records.version import RecordVersion
 
 
-def resume_point(engine: Engine, topic: Topic, bookmark: str | None, window: bool) -> int | None:
+def resume_point(broker: Broker, topic: Topic, bookmark: str | None, window: bool) -> int | None:
     """The LSN a ``resume`` subscription resumes after, or None: it gets the whole snapshot
     (no bookmark, a malformed or unknown one, one older than the history holds, or a window,
     whose edges a net change does not describe)."""
@@ -38,7 +38,7 @@ def resume_point(engine: Engine, topic: Topic, bookmark: str | None, window: boo
     lsn = int(bookmark)
     if history is None or not history.holds(lsn):
         return None
-    if lsn and engine.not_in_log(topic.name)(lsn) is not None:
+    if lsn and broker.not_in_log(topic.name)(lsn) is not None:
         return None  # issued by no one, or lost in a crash: the client may hold what we lost
     return lsn
 

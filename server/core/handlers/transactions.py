@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 from ..broker.changelog import PLAIN_STREAM, Proposal
 from ..errors import BAD_MESSAGE, CommandError
-from ..log.local import ack_duplicate
 from ..protocol.commands import Header, Publish, Transaction
 from ..session.quota import TransactionWork
 from ..sow.txlog import TX, LogEntry
+from .acks import ack_duplicate, received
 from .publishing import decide_delete, decide_publish, is_duplicate
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..broker.broker import Broker
     from ..session.session import Session
 
 
-def transact(engine: Engine, session: Session, header: Header, body: Transaction, retries: int = 0) -> None:
+def transact(broker: Broker, session: Session, header: Header, body: Transaction, retries: int = 0) -> None:
     """``retries``: how often a cluster decided it again (log/replica.py)."""
     for index, command in enumerate(body.commands):
         try:
@@ -32,24 +32,24 @@ def transact(engine: Engine, session: Session, header: Header, body: Transaction
         except CommandError as error:
             raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
     name, seq = session.client_name, body.seq
-    if seq is not None and is_duplicate(engine, session, seq):
-        ack_duplicate(engine, session, header, seq)
+    if seq is not None and is_duplicate(broker, session, seq):
+        ack_duplicate(broker, session, header, seq)
         return
-    stream = _stream(engine, body) if engine.shared is not None else ""
-    engine.changes.check_available()
+    stream = _stream(broker, body) if broker.shared is not None else ""
+    broker.changes.check_available()
     pending: dict[tuple[str, str], Any] = {}
     expects: dict[str, str] = {}  # per record: the version its first change was decided against
     changes: list[list[Any]] = []
     work = TransactionWork()
     for index, command in enumerate(body.commands):
         try:
-            work.charge(command, engine.topics.get(command.topic), len(pending))
+            work.charge(command, broker.topics.get(command.topic), len(pending))
             if isinstance(command, Publish):
-                entry, expect = decide_publish(engine, session, command, pending)
+                entry, expect = decide_publish(broker, session, command, pending)
                 decided, expected = [entry], [expect]
             else:
-                decided, expected = decide_delete(engine, session, command, pending)
-            work.changed(engine.topics.get(command.topic), len(decided))
+                decided, expected = decide_delete(broker, session, command, pending)
+            work.changed(broker.topics.get(command.topic), len(decided))
         except CommandError as error:
             raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
         for entry, expect in zip(decided, expected, strict=True):
@@ -59,23 +59,23 @@ def transact(engine: Engine, session: Session, header: Header, body: Transaction
                 pending[(entry.topic, entry.key)] = entry.data
             changes.append([entry.op, entry.topic, entry.key, entry.data, entry.expires_at])
     if not retries:
-        engine.received(session, header)
+        received(session, header)
     # In a cluster the script reads, as the entry's key and expectation, the records it writes
     # (p) or deletes (d) and the versions it was decided against (redis_script.py).
     written = "\n".join(("d" if data is None else "p") + key for (_, key), data in pending.items())
     guard = "\n".join(f"{key}={version}" for key, version in expects.items()) or None
-    transaction = LogEntry(0, TX, "", written if stream else "", changes, name, seq, engine.now(), None)
+    transaction = LogEntry(0, TX, "", written if stream else "", changes, name, seq, broker.now(), None)
     proposal = Proposal(stream, [transaction], [guard], session, header, body, name, seq)
     proposal.retries = retries
-    engine.changes.propose(proposal)
+    broker.changes.propose(proposal)
 
 
-def _stream(engine: Engine, body: Transaction) -> str:
+def _stream(broker: Broker, body: Transaction) -> str:
     """A cluster's transaction is one entry of one topic's stream: its commands share a topic
     (or are all on plain topics)."""
     streams = []
     for command in body.commands:
-        topic = engine.topics.get(command.topic)
+        topic = broker.topics.get(command.topic)
         streams.append(topic.name if topic is not None and topic.is_sow else PLAIN_STREAM)
     for index, stream in enumerate(streams):
         if stream != streams[0]:

@@ -13,16 +13,17 @@ import math
 from typing import TYPE_CHECKING
 
 from ..protocol.commands import Header, Visibility
+from .acks import processed, received
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..broker.broker import Broker
     from ..fanout.tx_frames import Released
     from ..session.session import Session
 
 
-def set_visibility(engine: Engine, session: Session, header: Header, body: Visibility) -> None:
-    engine.received(session, header)
-    interval = engine.config.server.hidden_interval_s if body.hidden else None
+def set_visibility(broker: Broker, session: Session, header: Header, body: Visibility) -> None:
+    received(session, header)
+    interval = broker.config.server.hidden_interval_s if body.hidden else None
     if (interval is None) != (session.hidden_interval is None):
         session.hidden_interval = interval
         owed: list[Released] = []
@@ -35,4 +36,4 @@ def set_visibility(engine: Engine, session: Session, header: Header, body: Visib
             subscription.topic_ref.resort(session)
         assert session.tx_frames is not None
         session.tx_frames.release(owed)
-    engine.processed(session, header)
+    processed(session, header)

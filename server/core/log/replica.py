@@ -17,57 +17,57 @@ from ..broker.applying import apply_change, apply_transaction
 from ..broker.changelog import PLAIN_STREAM, Proposal
 from ..errors import UNAVAILABLE, CommandError
 from ..handlers import publishing, transactions
+from ..handlers.acks import ack_applied, ack_duplicate, fail
 from ..protocol.commands import Publish, SowDelete
 from ..sow.txlog import TX, LogEntry, changed_topics
-from .local import ack_applied, ack_duplicate
 from .shared import CONFLICT, DUPLICATE, GONE
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..broker.broker import Broker
 
 log = logging.getLogger("server.cluster")
 
 MAX_RETRIES = 20  # a record changed by other nodes this many times while one delta was decided
 
 
-def apply(engine: Engine, stream: str, entry: LogEntry, origin: str) -> None:
+def apply(broker: Broker, stream: str, entry: LogEntry, origin: str) -> None:
     """Apply one stream entry (numbered by its ID) and fan it out; ack its proposal when it is ours."""
-    shared = engine.shared
+    shared = broker.shared
     assert shared is not None
     lsn = entry.lsn
     name, seq = entry.client_name, entry.seq
-    if name is not None and seq is not None and seq > engine.sequences.get(name, 0):
-        engine.sequences[name] = seq  # the highest is the highest whatever order streams are read in
+    if name is not None and seq is not None:
+        broker.accept_sequence(name, seq)
     if entry.op == TX:
-        apply_transaction(engine.topics.get, entry, engine.timers, engine.tx_frames)
+        apply_transaction(broker.topics.get, entry, broker.timers, broker.tx_frames)
     else:
-        topic = engine.topics.get(entry.topic if stream == PLAIN_STREAM else stream)
+        topic = broker.topics.get(entry.topic if stream == PLAIN_STREAM else stream)
         if topic is not None and (stream != PLAIN_STREAM or topic.config is None):
-            apply_change(topic, entry, engine.timers)
+            apply_change(topic, entry, broker.timers)
     shared.positions[stream] = lsn
     shared.applied += 1
     token = shared.own_token(origin)
     proposal = shared.pending.get(token) if token is not None else None
     if proposal is not None:
         # In a cluster a change is persisted once Redis holds it and this node applied it.
-        now = engine.clock()
+        now = broker.clock()
         for name in changed_topics(entry):
-            if (changed := engine.topics.get(name)) is not None:
+            if (changed := broker.topics.get(name)) is not None:
                 changed.latency.persisted.observe(now - entry.timestamp)
         proposal.waiting -= 1
         if proposal.waiting == 0:
-            done(engine, proposal)
+            done(broker, proposal)
 
 
-def answered(engine: Engine, proposal: Proposal, outcome: str, detail: str, appended: int) -> None:
+def answered(broker: Broker, proposal: Proposal, outcome: str, detail: str, appended: int) -> None:
     """What the Redis script said of ``proposal``: ``appended`` entries are in the stream (OK),
     or it was a duplicate, decided against a replaced version (CONFLICT), or an expiry of a
     version that is gone already (GONE)."""
-    shared = engine.shared
+    shared = broker.shared
     assert shared is not None
     if outcome == DUPLICATE:
         assert proposal.session is not None and proposal.header is not None and proposal.seq is not None
-        ack_duplicate(engine, proposal.session, proposal.header, proposal.seq)
+        ack_duplicate(broker, proposal.session, proposal.header, proposal.seq)
         shared.settle(proposal)
     elif outcome in (CONFLICT, GONE):
         shared.pending.pop(proposal.token, None)  # decided again (retry), or nothing to do
@@ -78,28 +78,28 @@ def answered(engine: Engine, proposal: Proposal, outcome: str, detail: str, appe
         # The entries may have come back through the stream before Redis's answer did.
         proposal.waiting += appended
         if proposal.waiting == 0:
-            done(engine, proposal)
-    engine.settle()
+            done(broker, proposal)
+    broker.settle()
 
 
-def refused(engine: Engine, proposal: Proposal, why: str) -> None:
+def refused(broker: Broker, proposal: Proposal, why: str) -> None:
     """Redis could not be reached: the command fails with ``unavailable`` and nothing of it is
     applied (an expiry is tried again in a second)."""
-    shared = engine.shared
+    shared = broker.shared
     assert shared is not None
     shared.settle(proposal)
     if proposal.session is None:
         for entry in proposal.entries:
-            engine.timers.expire_at(entry.topic, entry.key, engine.clock() + 1.0)
+            broker.timers.expire_at(entry.topic, entry.key, broker.clock() + 1.0)
         return
     if proposal.header is not None:
-        engine.fail(proposal.session, proposal.header.cid, CommandError(UNAVAILABLE, why), proposal.seq)
-        engine.settle()
+        fail(proposal.session, proposal.header.cid, CommandError(UNAVAILABLE, why), proposal.seq)
+        broker.settle()
 
 
-def retry(engine: Engine, proposal: Proposal) -> None:
+def retry(broker: Broker, proposal: Proposal) -> None:
     """Decide a conflicted proposal again, on the record version this node has now applied."""
-    shared = engine.shared
+    shared = broker.shared
     assert shared is not None
     session, header, body = proposal.session, proposal.header, proposal.body
     shared.settle(proposal)
@@ -107,27 +107,27 @@ def retry(engine: Engine, proposal: Proposal) -> None:
         return
     if proposal.retries >= MAX_RETRIES or body is None:
         log.warning("a change to %r conflicted %d times; refusing it", proposal.topic, proposal.retries)
-        engine.fail(session, header.cid, CommandError(UNAVAILABLE, "the record kept changing"), proposal.seq)
+        fail(session, header.cid, CommandError(UNAVAILABLE, "the record kept changing"), proposal.seq)
     else:
         try:
             if isinstance(body, Publish):
-                publishing.publish(engine, session, header, body, retries=proposal.retries + 1)
+                publishing.publish(broker, session, header, body, retries=proposal.retries + 1)
             elif isinstance(body, SowDelete):
-                publishing.sow_delete(engine, session, header, body, retries=proposal.retries + 1)
+                publishing.sow_delete(broker, session, header, body, retries=proposal.retries + 1)
             else:
-                transactions.transact(engine, session, header, body, retries=proposal.retries + 1)
+                transactions.transact(broker, session, header, body, retries=proposal.retries + 1)
         except CommandError as error:  # the record changed so that it is refused now
-            engine.fail(session, header.cid, error, proposal.seq)
-    engine.settle()
+            fail(session, header.cid, error, proposal.seq)
+    broker.settle()
 
 
-def done(engine: Engine, proposal: Proposal) -> None:
+def done(broker: Broker, proposal: Proposal) -> None:
     """The proposal is in the log and applied here: its acks."""
-    shared = engine.shared
+    shared = broker.shared
     assert shared is not None
     shared.settle(proposal)
     session, header = proposal.session, proposal.header
     if session is None or header is None:
         return
     if header.acks or header.cid is not None:
-        ack_applied(engine, session, header, proposal.seq, None, **proposal.fields)
+        ack_applied(broker, session, header, proposal.seq, None, **proposal.fields)

@@ -1,0 +1,326 @@
+"""The broker: the state every command reads, and the one writer of each piece of it.
+
+The engine (core/engine.py) decodes a frame and dispatches each command to its handler
+(core/handlers), which takes the broker and the command. What more than one module changes is
+changed here, by one method each: publisher sequences (``accept_sequence``, ``load_sequences``),
+client names (``give_name``, ``free_name``) and their owners (``record_owner``, ``load_owners``),
+the ``[auth]`` in use (``reload_users``) and the unit of work's time (``now``, ``begin_unit``).
+The rest is objects that are their own writers: the topics, the timers, the LSN sequence
+(``Lsns``), the durability, the fan-out run.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..fanout.run import FanOutRun
+from ..fanout.topic import Topic
+from ..fanout.tx_frames import TxFrames
+from ..queue.outbox import Outbox
+from ..session.access import LogonThrottle
+from ..session.session import Session
+from ..settings.functions import load_function
+from ..sow.history import History
+from ..sow.txlog import EXPIRE, LogEntry, changed_topics
+from .bookmarks import Lsns, ReplayRequest
+from .changelog import ChangeLog, Proposal, stream_id
+from .durability import Durability
+from .timers import Timers
+
+if TYPE_CHECKING:
+    from ..fanout.subscription import Subscription
+    from ..log.shared import SharedLog
+    from ..settings.config import Config, UserConfig
+
+Clock = Callable[[], float]
+# Builds the change log the broker's commands propose to, for the broker it serves.
+LogFactory = Callable[["Broker"], ChangeLog]
+
+
+class Broker:
+    def __init__(self, config: Config, clock: Clock, log: LogFactory) -> None:
+        self.config = config
+        self.clock = clock
+        self._now: float | None = None  # the time of the unit of work under way (now())
+        self.run = FanOutRun()
+        self.tx_frames = TxFrames(self.run, self.now)  # holds a transaction's messages while it is applied
+        self.topics: dict[str, Topic] = {
+            t.name: Topic(
+                t.name, t, self.run, load_function(t.conflation_merge), load_function(t.conflation_match)
+            )
+            for t in config.topics
+        }
+        settings = config.server
+        for topic in self.topics.values():
+            if topic.is_sow:  # what resuming a view reads (PROTOCOL 11.1)
+                topic.sow.history = History(
+                    settings.resume_history_changes, settings.resume_history_s, settings.resume_history_bytes
+                )
+        self.dropped: list[tuple[Session, list[Subscription]]] = []  # for back pressure, removed by settle
+        # Background conflation: sessions whose queues passed a quarter of a bound, in order,
+        # and the runtime's wake-up for them (it conflates them when it has nothing else to do).
+        self.crowded: dict[Session, None] = {}
+        self.on_crowded: Callable[[], None] = lambda: None
+        self.background_conflations = 0
+        self.commands_processed = 0
+        self.timers = Timers()  # conflation intervals and expiries; the runtime sleeps until next_due
+        self.sessions: dict[int, Session] = {}
+        self._session_ids = itertools.count(1)
+        self.client_names: dict[str, Session] = {}  # written by give_name and free_name
+        self._owners: dict[str, str] = {}  # with [auth]: client name -> the user it belongs to
+        self.logon_throttle = LogonThrottle()  # failed logons per remote address (PROTOCOL 6.7)
+        self._sequences: dict[str, int] = {}  # highest accepted publisher sequence per client name
+        self.durability = Durability()
+        self.on_log: Callable[[], None] = lambda: None  # set by the runtime: entries wait to be written
+        self.replays: deque[ReplayRequest] = deque()
+        self.on_replay: Callable[[], None] = lambda: None  # set by the runtime: a replay is requested
+        self.lsns = Lsns()  # the apply sequence: LSNs, and so bookmarks (broker/bookmarks.py)
+        self.shared: SharedLog | None = None  # with [cluster]: the shared log (set by the runtime)
+        self.local = log(self)
+        self.changes: ChangeLog = self.local  # where commands send their changes
+
+    # -- the unit of work ---------------------------------------------------------------------
+
+    def now(self) -> float:
+        """The time of the unit of work under way (a frame, or a slice of a big one), read from the
+        clock once: every change it decides carries this one float object, so a SOW loaded from
+        frames of 200 publishes keeps one per frame rather than one per record."""
+        now = self._now
+        if now is None:
+            now = self._now = self.clock()
+        return now
+
+    def begin_unit(self) -> None:
+        """A new unit of work: its own time."""
+        self._now = None
+
+    def settle(self) -> None:
+        """End of a unit of work: push the pending run, then remove the subscriptions dropped for
+        back pressure."""
+        self._now = None
+        self.run.flush()
+        dropped = self.dropped
+        while dropped:
+            # Not removed when dropped: the topic that queued the message may have been iterating
+            # its subscribers.
+            batch = dropped[:]
+            dropped.clear()
+            for session, subscriptions in batch:
+                for subscription in subscriptions:
+                    if session.subscriptions.get(subscription.sub_id) is subscription:
+                        del session.subscriptions[subscription.sub_id]
+                    self.unsubscribe(subscription)
+            self.run.flush()
+
+    # -- topics and subscriptions -------------------------------------------------------------
+
+    def topic(self, name: str) -> Topic:
+        """The topic of that name; an unconfigured name is a plain pub/sub topic, made on first use."""
+        found = self.topics.get(name)
+        if found is None:
+            found = self.topics[name] = Topic(name, None, self.run)
+        return found
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        """End a subscription and release what it holds: its views, the changes waiting for the end
+        of a conflation interval (and their timer entries), a replay's buffer."""
+        subscription.closed = True
+        subscription.waiting.clear()
+        if subscription.held is not None:
+            subscription.held.clear()
+        subscription.replay_buffer.clear()
+        self.timers.cancel(subscription)
+        topic = self.topics.get(subscription.topic)
+        if topic is None:
+            return
+        topic.remove(subscription)
+        if topic.config is None and not topic.subscribers:
+            del self.topics[topic.name]  # a plain topic lives only while someone listens
+
+    def _lifetime(self, topic: str, key: str) -> float | None:
+        found = self.topics.get(topic)
+        version = found.records.get(key) if found is not None else None
+        return None if version is None else version.expires_at
+
+    def advance(self, now: float) -> None:
+        """Expire the records whose lifetime has ended, and deliver every subscription-conflation
+        interval that has ended, by ``now``."""
+        self._now = None  # a new unit of work
+        for name, key in self.timers.expiries_due(now, self._lifetime):
+            version = self.topics[name].records.get(key)
+            if version is None:
+                continue
+            # Decided once, here, as an entry of its own that names the version it ends: applying
+            # it needs no clock, and in a cluster the first node's expiry is the only one.
+            entry = LogEntry(0, EXPIRE, name, key, version.seq, None, None, now, None)
+            self.changes.propose(Proposal(name, [entry], [stream_id(version.seq)]))
+        released = [
+            (subscription, *subscription.release(now))
+            for subscription in self.timers.intervals_due(now)
+            if not (subscription.closed or subscription.dropped)
+        ]
+        self.tx_frames.release(released)
+        self.settle()
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def open_session(self, wake: Callable[[], None], peer: str | None = None) -> Session:
+        """A new session; ``peer`` is the client's remote address (failed logons are counted by it)."""
+        settings = self.config.server
+        outbox = Outbox(settings.queue_max_bytes, settings.queue_max_messages)
+        session = Session(next(self._session_ids), outbox, wake, self.run)
+        session.peer = peer
+        session.tx_frames = self.tx_frames
+        session.on_dropped = self._note_dropped
+        if settings.background_conflation:
+            session.on_crowded = self._note_crowded
+        self.sessions[session.id] = session
+        return session
+
+    def close_session(self, session: Session) -> None:
+        """Forget a session: its subscriptions and everything they hold (the runtime frees its
+        outbox when the socket is gone)."""
+        for subscription in list(session.subscriptions.values()):
+            self.unsubscribe(subscription)
+        session.subscriptions.clear()
+        self.sessions.pop(session.id, None)
+        self.crowded.pop(session, None)
+        name = session.client_name
+        if self.free_name(session) and self.shared is not None and name is not None:
+            self.shared.release(name, session)
+
+    def _note_dropped(self, session: Session, subscriptions: list[Subscription]) -> None:
+        self.dropped.append((session, subscriptions))
+
+    def _note_crowded(self, session: Session) -> None:
+        if session.outbox.crowded and session not in self.crowded:
+            self.crowded[session] = None
+            self.on_crowded()
+
+    def conflate_crowded(self, stop: Callable[[], bool]) -> bool:
+        """Background conflation: conflate the queues past a quarter of their bounds, oldest
+        first, until ``stop`` says the time is up; whether some are left. Nothing is dropped
+        (the unsubscribe policy acts only on a full queue) and nothing is written."""
+        crowded = self.crowded
+        while crowded and not stop():
+            session = next(iter(crowded))
+            del crowded[session]
+            if session.close_code is None and session.outbox.crowded:
+                session.outbox.relieve(drop=False)
+                self.background_conflations += 1
+        return bool(crowded)
+
+    # -- identities -----------------------------------------------------------------------------
+
+    def reload_users(self, users: dict[str, UserConfig] | None) -> Mapping[str, UserConfig] | None:
+        """``[auth]`` was reloaded (PROTOCOL 6.8): its users from now on; the users before."""
+        previous, self.config = self.config.users, replace(self.config, users=users)
+        return previous
+
+    def give_name(self, name: str, session: Session) -> None:
+        """``session`` holds client name ``name`` from now on (one name, one connection: the logon
+        closed any other socket holding it)."""
+        self.client_names[name] = session
+
+    def free_name(self, session: Session) -> bool:
+        """``session`` lets go of its client name; whether it held it."""
+        name = session.client_name
+        if name is None or self.client_names.get(name) is not session:
+            return False
+        del self.client_names[name]
+        return True
+
+    @property
+    def name_owners(self) -> Mapping[str, str]:
+        """With ``[auth]``: client name -> the user it belongs to (PROTOCOL 6.7)."""
+        return self._owners
+
+    def record_owner(self, name: str, user_id: str) -> None:
+        self._owners[name] = user_id
+
+    def load_owners(self, owners: Mapping[str, str]) -> None:
+        """The owners a log holds (a restart's recovery): they replace the ones known."""
+        self._owners = dict(owners)
+
+    # -- publisher sequences (PROTOCOL 6.4) ----------------------------------------------------
+
+    @property
+    def sequences(self) -> Mapping[str, int]:
+        """The highest publisher sequence accepted per client name: a publish at or below it is
+        a duplicate."""
+        return self._sequences
+
+    def accept_sequence(self, name: str, seq: int) -> None:
+        """``seq`` of client name ``name`` is accepted: the highest is the highest, whatever
+        order the streams of a cluster are read in."""
+        if seq > self._sequences.get(name, 0):
+            self._sequences[name] = seq
+
+    def load_sequences(self, sequences: Mapping[str, int]) -> None:
+        """The sequences a log holds (recovery, or a cluster's Redis at load): they replace the
+        ones known."""
+        self._sequences = dict(sequences)
+
+    # -- the log --------------------------------------------------------------------------------
+
+    def log(self, entry: LogEntry) -> None:
+        """Append ``entry`` (numbered) to the transaction log's pending writes."""
+        waiting = bool(self.durability)
+        self.durability.append(entry.lsn, entry.encode())
+        for name in changed_topics(entry):  # how long a change takes to be on disk is measured
+            topic = self.topics.get(name)
+            if topic is not None:
+                self.durability.time(entry.lsn, topic.latency.persisted, entry.timestamp)
+        if not waiting:
+            self.on_log()
+
+    def made_durable(self, lsn: int) -> None:
+        """The runtime wrote and synced the log up to ``lsn``: send the persisted acks now due."""
+        for session, ack in self.durability.made_durable(lsn, self.clock()):
+            session.send(ack)
+        self.settle()
+
+    def request_replay(self, request: ReplayRequest) -> None:
+        self.replays.append(request)
+        self.on_replay()
+
+    # -- positions in the log -------------------------------------------------------------------
+
+    def log_position(self, topic: str) -> int:
+        """The LSN up to which the changes of ``topic`` are in the log (a bookmark replay reads up
+        to here, and live messages follow)."""
+        if self.shared is not None:
+            return self.shared.position(topic)
+        return self.durability.last_lsn
+
+    def applied_position(self, topic: str) -> int:
+        """The LSN up to which this server has applied the changes of ``topic``: a bookmark that
+        resumes a view from here misses nothing (PROTOCOL 11.1)."""
+        if self.shared is not None:
+            return self.shared.position(topic)
+        return self.lsns.last
+
+    def not_in_log(self, topic: str) -> Callable[[int], str | None]:
+        """Why an LSN of ``topic`` names no change the log holds, or None."""
+        shared = self.shared
+        if shared is not None:
+            return lambda lsn: shared.not_in_log(topic, lsn)
+        return self.lsns.not_in_log
+
+    def begin_run(self) -> None:
+        """After recovery, before the first connection. Without a transaction log, LSNs start at
+        this run's start time (in the cluster's form, ms << 20), so a bookmark of an earlier run
+        never names a change of this one; the resume histories that recovery did not restore
+        start here."""
+        if self.shared is not None:
+            return  # a cluster's bookmarks are its streams' IDs; each history starts at its load
+        if self.lsns.claim_epoch is None:
+            self.lsns.restart(int(self.clock() * 1000) << 20)
+        for topic in self.topics.values():
+            history = topic.sow.history
+            if history is not None and not topic.durable:
+                history.floor = max(history.floor, self.lsns.last)
