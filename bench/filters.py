@@ -14,6 +14,7 @@ from figures import Figure, table
 
 from server.core.engine import Engine
 from server.core.filters import compile_filter
+from server.core.log.local import LocalLog
 from server.core.settings.config import parse_config
 
 PREDICATES = [
@@ -81,7 +82,7 @@ def evaluation() -> list[Figure]:
 
 def fan_out(filter_for: Callable[[int], str], subscribers: int = 1000, publishes: int = 2000) -> float:
     """Microseconds per publish into an engine with ``subscribers`` filtered subscriptions."""
-    engine = Engine(parse_config({"topic": [{"name": "t", "key": ["/id"]}]}), time.time)
+    engine = Engine(parse_config({"topic": [{"name": "t", "key": ["/id"]}]}), time.time, LocalLog)
     for n in range(subscribers):
         session = engine.broker.open_session(lambda: None)
         engine.receive(

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import orjson
 
 from server.core.engine import Engine
+from server.core.log.local import LocalLog
 from server.core.session.session import Session
 from server.core.settings.config import parse_config
 
@@ -29,7 +30,7 @@ FRAME = 100
 
 
 def build(records: int) -> tuple[Engine, Session]:
-    engine = Engine(parse_config({"topic": [{"name": "t", "key": ["/id"]}]}), time.time)
+    engine = Engine(parse_config({"topic": [{"name": "t", "key": ["/id"]}]}), time.time, LocalLog)
     feed = engine.broker.open_session(lambda: None)
     rng = random.Random(1)
     for start in range(0, records, 1000):

@@ -22,7 +22,6 @@ from .asgi.uvicorn_websocket import LeanWebSocketProtocol
 from .core.settings.config import Config
 from .runtime.hub import Hub
 from .runtime.logstore import LogStore
-from .runtime.redis_log import RedisLog
 from .runtime.reload import reload_auth
 
 log = logging.getLogger("server")
@@ -44,7 +43,7 @@ class PushServer(uvicorn.Server):
         ``StartupError`` when the log needs an operator)."""
         if self.store is not None:
             self.store.recover()
-        self.hub.engine.broker.begin_run()
+        self.hub.engine.broker.changes.begin_run()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         if self.store is not None:
@@ -92,12 +91,10 @@ def node_name(port: int) -> str:
 def build_server(config: Config, capacity: Capacity | None = None) -> PushServer:
     """The node of ``config``; ``capacity`` when it is one of ``--workers`` (for ``/healthz``)."""
     settings = config.server
-    hub = Hub(config)
+    # With [cluster] the shared log in Redis is the cluster's transaction log: none on the node's disk.
+    hub = Hub(config, node=node_name(settings.port) if config.cluster is not None else "")
     store = None
-    if config.cluster is not None:
-        # The shared log in Redis is the cluster's transaction log: no log on the node's disk.
-        hub.cluster = RedisLog(hub.engine, config.cluster, node_name(settings.port))
-    elif any(topic.durable for topic in config.topics):
+    if config.cluster is None and any(topic.durable for topic in config.topics):
         data_dir = Path(settings.data_dir)
         store = LogStore(
             data_dir,

@@ -18,7 +18,6 @@ from .broker.broker import Broker, Clock, LogFactory
 from .errors import BAD_MESSAGE, CommandError
 from .handlers import logons, publishing, querying, reentitle, transactions, visibility
 from .handlers.acks import check_logged_on, fail, persisted_ack, processed, received
-from .log.local import LocalLog
 from .protocol import inbound, wire
 from .protocol.commands import (
     Body,
@@ -48,7 +47,9 @@ def _sequence_of(raw: Any) -> int | None:
 
 
 class Engine:
-    def __init__(self, config: Config, clock: Clock, log: LogFactory = LocalLog) -> None:
+    def __init__(self, config: Config, clock: Clock, log: LogFactory) -> None:
+        """``log`` builds the change log the broker's commands propose to (the composition root
+        chooses it: ``LocalLog``, or a cluster's ``SharedLog`` built before)."""
         self.broker = Broker(config, clock, log)
 
     def reload_auth(self, users: dict[str, UserConfig] | None) -> reentitle.Reentitled:
@@ -90,8 +91,8 @@ class Engine:
         try:
             if type(raw) is inbound.RefusedCommand:
                 raise raw.error  # the frame reader could not read it exactly (protocol/inbound.py)
-            plain = plain_publish(raw) if broker.changes is broker.local else None
-            if plain is not None:  # a feed's plain publish, alone: no proposal, no acks
+            plain = plain_publish(raw) if broker.changes.plain_lane else None
+            if plain is not None:  # a feed's plain publish, alone: no acks to decide
                 publishing.publish_plain(broker, session, plain)
             else:
                 header = decode_header(raw)

@@ -11,6 +11,8 @@ from collections.abc import AsyncGenerator, Callable
 from ..core.broker.bookmarks import ReplayRequest
 from ..core.broker.broker import Clock
 from ..core.engine import Engine
+from ..core.log.local import LocalLog
+from ..core.log.shared import SharedLog
 from ..core.settings.config import Config
 from ..core.sow.txlog import LogEntry
 from .connection import Connection, SendFrame
@@ -31,19 +33,28 @@ def _time_up(deadline: float) -> Callable[[], bool]:
 
 
 class Hub:
-    def __init__(self, config: Config, clock: Clock = time.time) -> None:
+    def __init__(self, config: Config, clock: Clock = time.time, node: str = "") -> None:
+        """With ``[cluster]``, ``node`` is this node's name in the cluster (unique, now and after
+        a restart: server/node.py)."""
         self.clock = clock
-        self.engine = Engine(config, clock)
+        self.cluster: RedisLog | None = None  # with [cluster]: the shared log in Redis
+        if config.cluster is not None:
+            # The shared log first: the engine is built with it, and the runtime keeps it to send
+            # what it holds to Redis and report what Redis answers.
+            shared = SharedLog(node)
+            self.engine = Engine(config, clock, lambda _broker: shared)
+            self.cluster = RedisLog(self.engine, shared, config.cluster)
+        else:
+            self.engine = Engine(config, clock, LocalLog)
         self.connections: set[Connection] = set()
         self.shutting_down = False
         self._timer_changed = asyncio.Event()
         self._timer_task: asyncio.Task[None] | None = None
         self.engine.broker.timers.on_earlier = lambda due: self._timer_changed.set()
         self.store: LogStore | None = None  # the transaction log, when a topic is durable
-        self.cluster: RedisLog | None = None  # with [cluster]: the shared log in Redis
         self._replay_requested = asyncio.Event()
         self._replay_task: asyncio.Task[None] | None = None
-        self.replays = Replays(self.engine.broker, self._read_log)
+        self.replays = Replays(self.engine.broker, self._read_log, on_disk=self.cluster is None)
         self.engine.broker.on_replay = self._replay_requested.set
         self._crowded = asyncio.Event()
         self._background_task: asyncio.Task[None] | None = None

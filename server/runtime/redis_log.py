@@ -34,8 +34,8 @@ from redis.exceptions import RedisError
 
 from ..core.broker.changelog import PLAIN_STREAM, lsn_of, stream_id
 from ..core.engine import Engine
-from ..core.log import replica
 from ..core.log.loss import Loss, error_line
+from ..core.log.replica import Replica
 from ..core.log.shared import SharedLog
 from ..core.session.session import Session
 from ..core.settings.config import ClusterSettings
@@ -71,12 +71,13 @@ def numbered(batch: StreamBatch) -> list[tuple[LogEntry, str]]:
 
 
 class RedisLog:
-    def __init__(self, engine: Engine, settings: ClusterSettings, node: str) -> None:
+    def __init__(self, engine: Engine, shared: SharedLog, settings: ClusterSettings) -> None:
+        """``shared``: the log ``engine`` was built with (every change goes through Redis, this
+        node's own too), kept here to send what it holds and report what Redis answers."""
         self.engine = engine
         self.settings = settings
-        self.shared = SharedLog(node)
-        engine.broker.shared = self.shared
-        engine.broker.changes = self.shared  # every change goes through Redis, this node's own too
+        self.shared = shared
+        self.replica = Replica(engine.broker, shared)
         self.ready = False  # the state is loaded: /healthz may answer 200 (while available)
         self.prefix = "{" + settings.name + "}"
         # redis-py types every answer as ``bytes | str | None``: read through ``Any``, in the
@@ -85,7 +86,7 @@ class RedisLog:
         self._applied = asyncio.Event()  # replaced after every batch applied: wakes catch_up waiters
         self._tasks: list[asyncio.Task[None]] = []
         self._settled: dict[Session, asyncio.Event] = {}
-        self.names = RedisNames(self.redis, engine.broker, self.shared, self.prefix)
+        self.names = RedisNames(self.redis, self.replica, self.prefix)
         self.shared.on_settled = self._on_settled
         self.snapshots = Snapshots(
             self.redis,
@@ -98,7 +99,7 @@ class RedisLog:
         )
         self.seeding = Seeding(self.redis, engine.broker, self.shared, self.prefix, self.snapshots)
         self.writer = Writer(
-            self.redis, engine.broker, self.names, self.seeding, self.stream_key, self.caught_up
+            self.redis, self.replica, self.names, self.seeding, self.stream_key, self.caught_up
         )
 
     # -- keys ---------------------------------------------------------------------------------
@@ -239,7 +240,7 @@ class RedisLog:
             count = len(proposal.entries)
             if count and proposal.waiting == -count:  # every entry came back
                 proposal.waiting = 0
-                replica.done(self.engine.broker, proposal)
+                self.replica.done(proposal)
             else:
                 self.shared.outgoing.append(proposal)
         self.engine.broker.settle()
@@ -303,10 +304,10 @@ class RedisLog:
                 self._apply(streams[key.decode()], batch)
 
     def _apply(self, stream: str, batch: StreamBatch) -> None:
-        engine = self.engine
+        engine, replica = self.engine, self.replica
         for entry, origin in numbered(batch):
             try:
-                replica.apply(engine.broker, stream, entry, origin)
+                replica.apply(stream, entry, origin)
             except Exception:
                 log.exception("applying %s of %r failed; carrying on", stream_id(entry.lsn), stream)
         engine.broker.settle()

@@ -15,11 +15,10 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from ..core.broker.broker import Broker
 from ..core.broker.changelog import NameClaim
 from ..core.errors import NAME_IN_USE, UNAVAILABLE, CommandError
 from ..core.handlers import logons
-from ..core.log.shared import SharedLog
+from ..core.log.replica import Replica
 from .redis_script import CLAIM, RELEASE
 
 log = logging.getLogger("server.cluster")
@@ -30,10 +29,11 @@ RETRY_S = 0.5
 
 
 class RedisNames:
-    def __init__(self, redis: Any, broker: Broker, shared: SharedLog, prefix: str) -> None:
+    def __init__(self, redis: Any, replica: Replica, prefix: str) -> None:
         self.redis = redis
-        self.broker = broker
-        self.shared = shared
+        self.replica = replica
+        self.broker = replica.broker
+        self.shared = replica.shared
         self.prefix = prefix
         self.channel = f"{prefix}:names:taken"
         self._claim = redis.register_script(CLAIM)
@@ -96,7 +96,7 @@ class RedisNames:
                     message = await pubsub.get_message(timeout=1.0)
                     if message is not None and message.get("type") == "message":
                         name, _, holder = message["data"].decode().partition("\n")
-                        logons.taken_elsewhere(self.broker, name, holder)
+                        self.replica.taken_elsewhere(name, holder)
             except (RedisError, OSError):
                 await asyncio.sleep(RETRY_S)
             finally:

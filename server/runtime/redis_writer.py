@@ -15,9 +15,8 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from ..core.broker.broker import Broker
 from ..core.broker.changelog import NameClaim, Proposal, lsn_of
-from ..core.log import replica
+from ..core.log.replica import Replica
 from ..core.log.shared import CONFLICT, LOST, OK, SharedLog
 from .redis_names import RedisNames
 from .redis_script import PROPOSE, propose_call
@@ -32,16 +31,15 @@ class Writer:
     def __init__(
         self,
         redis: Any,
-        broker: Broker,
+        replica: Replica,
         names: RedisNames,
         seeding: Seeding,
         stream_key: Callable[[str], str],
         caught_up: Callable[[str, int], Awaitable[None]],
     ) -> None:
         self.redis = redis
-        self.broker = broker
-        assert broker.shared is not None
-        self.shared: SharedLog = broker.shared
+        self.replica = replica
+        self.shared: SharedLog = replica.shared
         self.names = names
         self.seeding = seeding
         self.stream_key = stream_key
@@ -63,7 +61,7 @@ class Writer:
 
     async def _send(self, proposals: list[Proposal]) -> None:
         """One round trip: the proposals, then the client name claims and releases."""
-        broker = self.broker
+        replica = self.replica
         claims: list[NameClaim] = []
         try:
             async with self.redis.pipeline(transaction=False) as pipe:
@@ -89,16 +87,16 @@ class Writer:
         for proposal, answer in zip(proposals, answers, strict=True):
             if isinstance(answer, Exception):
                 log.error("the shared log refused a change to %r: %s", proposal.topic, answer)
-                replica.refused(broker, proposal, "the shared log refused the change")
+                replica.refused(proposal, "the shared log refused the change")
                 continue
             outcome = answer[0].decode()
             detail = answer[1].decode() if len(answer) > 1 else ""
             if outcome == LOST:  # Redis lost the log: nothing appended (the reader re-seeds it)
                 self.shared.available = False
-                replica.refused(broker, proposal, "the cluster's shared log is being rebuilt; try again")
+                replica.refused(proposal, "the cluster's shared log is being rebuilt; try again")
                 continue
             appended = len(answer) - 1 if outcome == OK else 0
-            replica.answered(broker, proposal, outcome, detail, appended)
+            replica.answered(proposal, outcome, detail, appended)
             if outcome == CONFLICT:
                 task = asyncio.create_task(self._retry(proposal, lsn_of(detail)), name="cluster-retry")
                 self.retries.add(task)
@@ -106,4 +104,4 @@ class Writer:
 
     async def _retry(self, proposal: Proposal, lsn: int) -> None:
         await self.caught_up(proposal.topic, lsn)
-        replica.retry(self.broker, proposal)
+        self.replica.retry(proposal)

@@ -53,9 +53,13 @@ class _Lane:
 
 
 class Replays:
-    def __init__(self, broker: Broker, source: LogSource) -> None:
+    def __init__(self, broker: Broker, source: LogSource, on_disk: bool) -> None:
+        """``on_disk``: the log is this server's on disk, written behind the changes it applies,
+        so a replay waits until it is written up to where live begins (a cluster's is in Redis
+        before it is applied)."""
         self.broker = broker
         self.source = source
+        self.on_disk = on_disk
         self._lanes: dict[Session, _Lane] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._reads = asyncio.Semaphore(READS_IN_FLIGHT)
@@ -95,8 +99,7 @@ class Replays:
     async def _replay(self, request: ReplayRequest) -> None:
         broker, subscription = self.broker, request.subscription
         try:
-            # Alone, the log is being written up to where live begins (a cluster's is in Redis).
-            while broker.shared is None and broker.durability.durable_lsn < request.until_lsn:
+            while self.on_disk and broker.durability.durable_lsn < request.until_lsn:
                 if subscription.closed:
                     return
                 await asyncio.sleep(WRITTEN_S)

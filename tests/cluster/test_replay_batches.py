@@ -10,18 +10,18 @@ import time
 import orjson
 
 from server.core.broker.changelog import lsn_of
-from server.core.engine import Engine
-from server.core.settings.config import ClusterSettings, parse_config
+from server.core.settings.config import parse_config
 from server.runtime import redis_log
-from server.runtime.redis_log import RedisLog
+from server.runtime.hub import Hub
 
 from .conftest import TOPICS
 from .redis_process import RedisProcess
 
 
 async def test_a_replay_reads_the_stream_a_bounded_batch_at_a_time(redis_server: RedisProcess) -> None:
-    engine = Engine(parse_config({"topic": TOPICS}), time.time)
-    cluster = RedisLog(engine, ClusterSettings(redis_server.url, "replay"), "node-a")
+    config = parse_config({"topic": TOPICS, "cluster": {"redis_url": redis_server.url, "name": "replay"}})
+    cluster = Hub(config, time.time, node="node-a").cluster
+    assert cluster is not None
     key = cluster.stream_key("orders")
     base = 1_800_000_000_000
     ids = []

@@ -8,8 +8,10 @@ import time
 import redis
 
 from server.core.engine import Engine
+from server.core.log.local import LocalLog
 from server.core.settings.config import parse_config
 from server.core.sow.txlog import PUBLISH, LogEntry
+from server.runtime.hub import Hub
 from server.runtime.redis_log import RedisLog
 
 from .redis_process import RedisProcess
@@ -23,12 +25,14 @@ def node(redis_server: RedisProcess, name: str) -> RedisLog:
         }
     )
     assert config.cluster is not None
-    return RedisLog(Engine(config, time.time), config.cluster, name)
+    cluster = Hub(config, time.time, node=name).cluster  # the SharedLog, the engine built with it
+    assert cluster is not None
+    return cluster
 
 
 def append(client: redis.Redis, first: int, last: int) -> None:
     """Publishes of records ``first`` to ``last``, as a node's script would append them."""
-    engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/id"]}]}), time.time)
+    engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/id"]}]}), time.time, LocalLog)
     spec = engine.broker.topics["orders"].key_spec
     assert spec is not None
     for n in range(first, last + 1):

@@ -6,8 +6,10 @@ from typing import Any
 
 import orjson
 
+from server.core.broker.broker import LogFactory
 from server.core.engine import Engine
 from server.core.handlers import replaying
+from server.core.log.local import LocalLog
 from server.core.session.session import Session
 from server.core.settings.config import Config, parse_config
 from server.core.sow.txlog import LogEntry, entries_in, scan
@@ -46,11 +48,14 @@ class Peer:
 
 
 class Harness:
-    def __init__(self, topics: list[dict[str, Any]] | None = None, **sections: Any) -> None:
+    def __init__(
+        self, topics: list[dict[str, Any]] | None = None, log: LogFactory = LocalLog, **sections: Any
+    ) -> None:
+        """``log``: the change log the engine is built with (a server alone's, unless a test says)."""
         document: dict[str, Any] = {"topic": topics if topics is not None else DEFAULT_TOPICS, **sections}
         self.config: Config = parse_config(document)
         self.clock = FakeClock()
-        self.engine = Engine(self.config, self.clock)
+        self.engine = Engine(self.config, self.clock, log)
         self.broker = self.engine.broker
 
     def peer(self, address: str | None = None) -> Peer:

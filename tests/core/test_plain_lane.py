@@ -3,7 +3,8 @@ proposals and acks exactly what it does on the general path: the same messages t
 failures and their order included, and the same SOW.
 
 Two servers get the same frames; one of them has its plain publishes take the general path (its
-change log is a second ``LocalLog``, so ``Engine.execute`` does not recognise it as its own).
+change log is a ``LocalLog`` that offers no plain lane, so ``Engine.execute`` decodes every
+command in full).
 The frames mix plain publishes that fail every way one can (no topic, a topic that is not a
 string or is too long, data that is not an object, a key that is missing or not a scalar, a write
 the user is not entitled to, a record the entitlement filter refuses, before logon) with ones
@@ -21,6 +22,13 @@ from hypothesis import strategies as st
 from server.core.log.local import LocalLog
 
 from .harness import Harness
+
+
+class GeneralLog(LocalLog):
+    """The local log, with every command taking the general path."""
+
+    plain_lane = False
+
 
 TOPICS = [
     {"name": "orders", "key": ["/id"]},
@@ -76,10 +84,8 @@ frames = st.tuples(st.integers(0, 3), st.lists(commands(), min_size=1, max_size=
 
 
 def _server(general: bool) -> tuple[Harness, list[Any]]:
-    h = Harness(topics=TOPICS, auth={"user": USERS})
-    if general:
-        h.broker.changes = LocalLog(h.broker)  # not ``broker.local``: every command decoded in full
-    assert (h.broker.changes is h.broker.local) is not general  # which path Engine.execute takes
+    h = Harness(topics=TOPICS, log=GeneralLog if general else LocalLog, auth={"user": USERS})
+    assert h.broker.changes.plain_lane is not general  # which path Engine.execute takes
     peers = [h.peer() for _ in range(4)]
     # feed and desk log on, each with a subscriber; the fourth socket never logs on.
     for peer, user in zip(peers[:3], ["feed", "desk", "feed"], strict=True):

@@ -324,9 +324,14 @@ def test_auth_added_closes_the_sockets_that_never_authenticated() -> None:
 
 @pytest.mark.parametrize("reloaded", [[FEED], None])
 def test_a_logon_the_cluster_answers_after_a_reload_is_decided_by_the_new_users(
-    h: Harness, reloaded: list[dict[str, Any]] | None
+    reloaded: list[dict[str, Any]] | None,
 ) -> None:
-    h.broker.shared = shared = SharedLog("node")
+    shared = SharedLog("node")  # a cluster node's: a client name is claimed in Redis
+    h = Harness(
+        topics=TOPICS,
+        log=lambda _broker: shared,
+        auth={"user": [user("alice", ALICE), user("bob", BOB), FEED]},
+    )
     alice = h.peer()
     assert alice.send({"c": "logon", "cid": "l", "user_id": "alice", "pw": "pw", "client_name": "desk"}) == []
     claim = shared.claims.popleft()  # on its way to Redis when [auth] changes

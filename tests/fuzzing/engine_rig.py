@@ -126,7 +126,8 @@ class EngineRig:
     """
 
     def __init__(self, slow_s: float = 5.0, auth: bool = False) -> None:
-        self.harness = Harness(FUZZ_TOPICS, **({"auth": FUZZ_AUTH} if auth else {}))
+        sections: dict[str, Any] = {"auth": FUZZ_AUTH} if auth else {}
+        self.harness = Harness(FUZZ_TOPICS, **sections)
         self.engine = self.harness.engine
         self.slow_s = slow_s
         self.auth = auth

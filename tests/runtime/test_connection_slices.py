@@ -9,6 +9,7 @@ import orjson
 
 from server.asgi.uvicorn_protocol import SocketHandle
 from server.core.engine import Engine
+from server.core.log.local import LocalLog
 from server.core.settings.config import parse_config
 from server.runtime.connection import SLICE_COMMANDS, Connection
 
@@ -26,7 +27,7 @@ def connection(engine: Engine) -> Connection:
 
 
 async def test_a_big_frame_yields_to_other_tasks_and_keeps_its_order() -> None:
-    engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/order"]}]}), lambda: 0.0)
+    engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/order"]}]}), lambda: 0.0, LocalLog)
     flooding = connection(engine)
     commands = [{"c": "publish", "t": "orders", "data": {"order": n % 10, "n": n}} for n in range(20_000)]
     ticks: list[int] = []
@@ -50,7 +51,7 @@ async def test_a_big_frame_yields_to_other_tasks_and_keeps_its_order() -> None:
 
 
 async def test_a_frame_that_is_not_json_is_one_failure() -> None:
-    engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/order"]}]}), lambda: 0.0)
+    engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/order"]}]}), lambda: 0.0, LocalLog)
     peer = connection(engine)
     await peer.receive(b"{not json")
     frame = peer.session.outbox.take_frame(1 << 20)

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from server.core.engine import Engine
+from server.core.log.local import LocalLog
 from server.core.settings.config import parse_config
 from server.core.sow.txlog import LogEntry, scan_segment
 from server.runtime import logreader, logstore
@@ -44,7 +45,7 @@ def small(monkeypatch: Any) -> None:
 def store_with(tmp_path: Path, frames: int, pad: int = 40) -> tuple[Engine, LogStore, list[int]]:
     """A log of ``frames`` group commits of one publish each, a second apart; their LSNs."""
     clock = Clock()
-    engine = Engine(parse_config(DURABLE), clock)
+    engine = Engine(parse_config(DURABLE), clock, LocalLog)
     store = LogStore(tmp_path, engine.broker, 1e9, 1 << 40)
     store.recover()
     session = engine.broker.open_session(lambda: None)

@@ -14,6 +14,7 @@ import pytest
 from server.core.engine import Engine
 from server.core.errors import StartupError
 from server.core.handlers import recovery
+from server.core.log.local import LocalLog
 from server.core.settings.config import parse_config
 from server.core.sow.txlog import entries_in, scan, scan_segment
 from server.runtime import logstore
@@ -21,7 +22,9 @@ from server.runtime.logstore import LogStore
 
 
 async def test_a_failed_sync_is_cut_off_retried_and_acknowledged(tmp_path: Path, monkeypatch: Any) -> None:
-    engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}), time.time)
+    engine = Engine(
+        parse_config({"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}), time.time, LocalLog
+    )
     store = LogStore(tmp_path, engine.broker, 1e9, 1 << 40)
     store.recover()
     failures: list[int] = []
@@ -60,7 +63,9 @@ async def test_a_failed_sync_is_cut_off_retried_and_acknowledged(tmp_path: Path,
 def test_recovery_of_an_empty_or_torn_store(tmp_path: Path, damage: bytes) -> None:
     (tmp_path / "txlog").mkdir()
     (tmp_path / "txlog" / f"{1:020d}.log").write_bytes(damage)
-    engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}), time.time)
+    engine = Engine(
+        parse_config({"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}), time.time, LocalLog
+    )
     restored = LogStore(tmp_path, engine.broker, 1e9, 1 << 40).recover()
     assert restored.records == 0 and restored.lsn == 0
 
@@ -71,7 +76,7 @@ DURABLE = {"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}
 
 
 def open_store(data_dir: Path, recover_damaged: bool = False) -> tuple[Engine, LogStore]:
-    engine = Engine(parse_config(DURABLE), time.time)
+    engine = Engine(parse_config(DURABLE), time.time, LocalLog)
     store = LogStore(data_dir, engine.broker, 1e9, 1 << 40, recover_damaged)
     store.recover()
     return engine, store
@@ -224,7 +229,7 @@ def test_a_damaged_epoch_history_refuses_to_start(tmp_path: Path) -> None:
 
 def trimmed_store(tmp_path: Path, recover_damaged: bool = False) -> tuple[Engine, LogStore]:
     """A store whose retention removes every segment a snapshot covers at once."""
-    engine = Engine(parse_config(DURABLE), time.time)
+    engine = Engine(parse_config(DURABLE), time.time, LocalLog)
     store = LogStore(tmp_path, engine.broker, 0.0, 0, recover_damaged)
     store.recover()
     return engine, store

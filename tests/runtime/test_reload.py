@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from server.core.engine import Engine
+from server.core.log.local import LocalLog
 from server.core.settings.config import load_config
 from server.runtime.reload import reload_auth, with_current_auth
 
@@ -24,7 +25,7 @@ def path(tmp_path: Path) -> Path:
 
 
 def engine_of(path: Path) -> Engine:
-    return Engine(load_config(path).with_overrides("127.0.0.1", 0, "/elsewhere"), lambda: 0.0)
+    return Engine(load_config(path).with_overrides("127.0.0.1", 0, "/elsewhere"), lambda: 0.0, LocalLog)
 
 
 def test_only_auth_is_taken_and_other_changes_are_logged(

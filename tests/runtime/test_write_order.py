@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from server.core.engine import Engine
+from server.core.log.local import LocalLog
 from server.core.settings.config import parse_config
 from server.runtime.connection import Connection
 
@@ -44,7 +45,7 @@ class PausedSocket:
 async def test_a_direct_write_never_passes_a_frame_the_writer_waits_to_send() -> None:
     """Found in review: the writer took frame A and waited for the paused transport; when it
     resumed, the engine wrote B directly before the writer ran again, and B arrived first."""
-    engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/order"]}]}), lambda: 0.0)
+    engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/order"]}]}), lambda: 0.0, LocalLog)
     socket = PausedSocket()
     connection = Connection(engine, socket.send, socket, 1 << 20, False)
     connection.start()

@@ -11,6 +11,7 @@ import pytest
 
 from server.asgi.uvicorn_protocol import SocketHandle
 from server.core.engine import Engine
+from server.core.log.local import LocalLog
 from server.core.settings.config import parse_config
 from server.runtime.connection import Connection
 
@@ -49,7 +50,7 @@ def disconnect() -> Exception:
 
 
 async def run_writer(error: Exception | None) -> tuple[FakeSocket, Connection]:
-    engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/order"]}]}), lambda: 0.0)
+    engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/order"]}]}), lambda: 0.0, LocalLog)
     socket = FakeSocket(error)
     connection = Connection(engine, socket.send, SocketHandle(None, socket.close), 1 << 20, False)
     connection.start()

@@ -33,7 +33,6 @@ from .timers import Timers
 
 if TYPE_CHECKING:
     from ..fanout.subscription import Subscription
-    from ..log.shared import SharedLog
     from ..settings.config import Config, UserConfig
 
 Clock = Callable[[], float]
@@ -79,9 +78,9 @@ class Broker:
         self.replays: deque[ReplayRequest] = deque()
         self.on_replay: Callable[[], None] = lambda: None  # set by the runtime: a replay is requested
         self.lsns = Lsns()  # the apply sequence: LSNs, and so bookmarks (broker/bookmarks.py)
-        self.shared: SharedLog | None = None  # with [cluster]: the shared log (set by the runtime)
-        self.local = log(self)
-        self.changes: ChangeLog = self.local  # where commands send their changes
+        # Where commands send their changes, and what they ask of the log: last, for the local
+        # log works on the state above.
+        self.changes: ChangeLog = log(self)
 
     # -- the unit of work ---------------------------------------------------------------------
 
@@ -190,8 +189,8 @@ class Broker:
         self.sessions.pop(session.id, None)
         self.crowded.pop(session, None)
         name = session.client_name
-        if self.free_name(session) and self.shared is not None and name is not None:
-            self.shared.release(name, session)
+        if self.free_name(session) and name is not None:
+            self.changes.release_name(name, session)
 
     def _note_dropped(self, session: Session, subscriptions: list[Subscription]) -> None:
         self.dropped.append((session, subscriptions))
@@ -254,16 +253,20 @@ class Broker:
         a duplicate."""
         return self._sequences
 
-    def accept_sequence(self, name: str, seq: int) -> None:
+    def accept_sequence(self, name: str, seq: int, logged: bool = False) -> None:
         """``seq`` of client name ``name`` is accepted: the highest is the highest, whatever
-        order the streams of a cluster are read in."""
+        order the streams of a cluster are read in. ``logged``: what carried it is in the log
+        already (a cluster's Redis holds it), so it is persisted too (what a logon reports)."""
         if seq > self._sequences.get(name, 0):
             self._sequences[name] = seq
+        if logged:
+            self.durability.persist_sequence(name, seq)
 
     def load_sequences(self, sequences: Mapping[str, int]) -> None:
         """The sequences a log holds (recovery, or a cluster's Redis at load): they replace the
-        ones known."""
+        ones known, and are persisted (they are in the log)."""
         self._sequences = dict(sequences)
+        self.durability.load_sequences(sequences)
 
     # -- the log --------------------------------------------------------------------------------
 
@@ -287,40 +290,3 @@ class Broker:
     def request_replay(self, request: ReplayRequest) -> None:
         self.replays.append(request)
         self.on_replay()
-
-    # -- positions in the log -------------------------------------------------------------------
-
-    def log_position(self, topic: str) -> int:
-        """The LSN up to which the changes of ``topic`` are in the log (a bookmark replay reads up
-        to here, and live messages follow)."""
-        if self.shared is not None:
-            return self.shared.position(topic)
-        return self.durability.last_lsn
-
-    def applied_position(self, topic: str) -> int:
-        """The LSN up to which this server has applied the changes of ``topic``: a bookmark that
-        resumes a view from here misses nothing (PROTOCOL 11.1)."""
-        if self.shared is not None:
-            return self.shared.position(topic)
-        return self.lsns.last
-
-    def not_in_log(self, topic: str) -> Callable[[int], str | None]:
-        """Why an LSN of ``topic`` names no change the log holds, or None."""
-        shared = self.shared
-        if shared is not None:
-            return lambda lsn: shared.not_in_log(topic, lsn)
-        return self.lsns.not_in_log
-
-    def begin_run(self) -> None:
-        """After recovery, before the first connection. Without a transaction log, LSNs start at
-        this run's start time (in the cluster's form, ms << 20), so a bookmark of an earlier run
-        never names a change of this one; the resume histories that recovery did not restore
-        start here."""
-        if self.shared is not None:
-            return  # a cluster's bookmarks are its streams' IDs; each history starts at its load
-        if self.lsns.claim_epoch is None:
-            self.lsns.restart(int(self.clock() * 1000) << 20)
-        for topic in self.topics.values():
-            history = topic.sow.history
-            if history is not None and not topic.durable:
-                history.floor = max(history.floor, self.lsns.last)

@@ -1,8 +1,9 @@
 """The change log's interface, and what travels through it.
 
-Commands decide changes and propose them to the ``ChangeLog`` the engine was built with: the log
-of a server alone (log/local.py), which applies them at once, or a cluster's shared log in Redis
-(log/shared.py), which applies them when the log brings them back in order (log/replica.py).
+Commands decide changes and propose them to the ``ChangeLog`` the broker was built with (the
+composition root chooses it: server/runtime/hub.py): the log of a server alone (log/local.py),
+which applies them at once, or a cluster's shared log in Redis (log/shared.py), which applies
+them when the log brings them back in order (log/replica.py).
 
 A stream entry's ID (``<ms>-<n>``) becomes the LSN of what it applies, and so its bookmark:
 ``ms << 20 | n``, one decimal integer that orders like the ID and names the same change on every
@@ -72,11 +73,49 @@ class NameClaim:
 
 
 class ChangeLog(Protocol):
-    """Where commands send the changes they decided (publishes, deletes, expiries): the local
-    log, which applies them at once (log/local.py), or a cluster's shared log, which applies them
-    when Redis has them in order (log/shared.py, log/replica.py)."""
+    """Where commands send the changes they decided (publishes, deletes, expiries), and what they
+    ask of the log: the local log, which applies a change at once (log/local.py), or a cluster's
+    shared log, which applies it when Redis has it in order (log/shared.py, log/replica.py).
+    Whatever differs between a server alone and a cluster node is a method here, never a
+    question of which log is in use."""
+
+    @property
+    def plain_lane(self) -> bool:
+        """Whether a plain publish (no cid, acks nor ``s``) may skip its proposal: the log applies
+        a change at once and answers nobody (the engine's plain lane)."""
 
     def check_available(self) -> None:
         """Raise ``CommandError(unavailable)`` when no change can be taken now."""
 
-    def propose(self, proposal: Proposal) -> None: ...
+    def propose(self, proposal: Proposal) -> None:
+        """Append ``proposal``'s changes: applied and acked now, or when the log brings them back."""
+
+    def log_position(self, topic: str) -> int:
+        """The LSN up to which the changes of ``topic`` are in the log (a bookmark replay reads up
+        to here, and live messages follow)."""
+
+    def applied_position(self, topic: str) -> int:
+        """The LSN up to which this server has applied the changes of ``topic``: a bookmark that
+        resumes a view from here misses nothing (PROTOCOL 11.1)."""
+
+    def not_in_log(self, topic: str, lsn: int) -> str | None:
+        """Why a bookmark naming ``lsn`` of ``topic`` names no change the log holds, or None."""
+
+    def transaction_stream(self, streams: list[str]) -> str:
+        """The stream a transaction whose commands go to ``streams`` (one per command) is appended
+        to; ``CommandError`` when the log cannot take them as one entry."""
+
+    def claim_name(self, claim: NameClaim) -> bool:
+        """Claim a logon's client name: True when the claim is on its way (the logon completes
+        when it is answered: handlers/logons.py ``claimed``); False when the name is this
+        server's to give, and the logon completes now."""
+
+    def release_name(self, name: str, session: Session) -> None:
+        """``session`` let go of client name ``name``."""
+
+    def log_owner(self, name: str, user_id: str) -> None:
+        """With ``[auth]``: client name ``name`` belongs to ``user_id`` from now on (PROTOCOL
+        6.7); kept by the log, so a restart remembers it."""
+
+    def begin_run(self) -> None:
+        """After recovery, before the first connection."""

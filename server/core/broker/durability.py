@@ -15,6 +15,7 @@ one as safe before it is.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,8 +70,12 @@ class Durability:
         self._pending = []
         return data, self.last_lsn
 
-    def restored(self, lsn: int, sequences: dict[str, int]) -> None:
+    def restored(self, lsn: int) -> None:
+        """Recovery found the log on disk up to ``lsn``."""
         self.last_lsn = self.durable_lsn = lsn
+
+    def load_sequences(self, sequences: Mapping[str, int]) -> None:
+        """The sequences a log holds, persisted (recovery, or a cluster's load from Redis)."""
         self.persisted_sequences = dict(sequences)
 
     def wait(
@@ -88,7 +93,7 @@ class Durability:
         """
         if lsn <= self.durable_lsn:
             if client_name is not None and seq is not None:
-                self._persist_sequence(client_name, seq)
+                self.persist_sequence(client_name, seq)
             return False
         waiters = self._waiters
         if waiters and reason is None and seq is not None and client_name is not None:
@@ -107,7 +112,8 @@ class Durability:
         waiters.append(_Waiter(lsn, session, cid, client_name, seq, reason))
         return True
 
-    def _persist_sequence(self, client_name: str, seq: int) -> None:
+    def persist_sequence(self, client_name: str, seq: int) -> None:
+        """``seq`` of ``client_name`` is in the log: what a logon reports, at least."""
         if seq > self.persisted_sequences.get(client_name, 0):
             self.persisted_sequences[client_name] = seq
 
@@ -124,7 +130,7 @@ class Durability:
         while waiters and waiters[0].lsn <= self.durable_lsn:
             waiter = waiters.popleft()
             if waiter.client_name is not None and waiter.seq is not None:
-                self._persist_sequence(waiter.client_name, waiter.seq)
+                self.persist_sequence(waiter.client_name, waiter.seq)
             session = waiter.session
             if session is None:
                 continue

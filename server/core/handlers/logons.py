@@ -16,7 +16,6 @@ from ..protocol.commands import Header, Logon
 from ..protocol.options import parse_logon_options
 from ..session.access import TOO_MANY_ATTEMPTS, WRONG_CREDENTIALS, authenticate
 from ..session.session import CLOSE_NAME_IN_USE, CLOSE_POLICY, Session
-from ..sow.txlog import OWNER, LogEntry
 from .acks import fail, processed, received
 
 if TYPE_CHECKING:
@@ -46,11 +45,10 @@ def logon(broker: Broker, session: Session, header: Header, body: Logon) -> None
     except CommandError as error:
         _refuse_logon(broker, session, header, body, error)
         return
-    shared = broker.shared
     name = body.client_name
-    if shared is not None and name is not None and broker.client_names.get(name) is not session:
-        shared.claim(NameClaim(session, header, body, user))  # completed by ``claimed``
-        return
+    claiming = name is not None and broker.client_names.get(name) is not session
+    if claiming and broker.changes.claim_name(NameClaim(session, header, body, user)):
+        return  # completed by ``claimed``, when the cluster answers
     complete(broker, session, header, body, user)
 
 
@@ -59,8 +57,8 @@ def claimed(broker: Broker, claim: NameClaim, refusal: CommandError | None) -> N
     went away meanwhile lets go of a name it was given."""
     session = claim.session
     if session.id not in broker.sessions:
-        if refusal is None and broker.shared is not None and claim.body.client_name is not None:
-            broker.shared.release(claim.body.client_name, session)
+        if refusal is None and claim.body.client_name is not None:
+            broker.changes.release_name(claim.body.client_name, session)
     elif session.close_code is None:
         user = claim.user
         if refusal is None:
@@ -81,19 +79,9 @@ def _as_reloaded(broker: Broker, claim: NameClaim) -> tuple[UserConfig | None, C
     user = users.get(claim.user.user_id) if claim.user is not None else None
     if user is not None:
         return user, None
-    if broker.shared is not None and claim.body.client_name is not None:
-        broker.shared.release(claim.body.client_name, claim.session)
+    if claim.body.client_name is not None:
+        broker.changes.release_name(claim.body.client_name, claim.session)
     return None, CommandError(AUTH_FAILURE, WRONG_CREDENTIALS)
-
-
-def taken_elsewhere(broker: Broker, name: str, holder: str) -> None:
-    """Another socket of the cluster now holds ``name``: the one here, if any, is closed (4002)."""
-    shared = broker.shared
-    local = broker.client_names.get(name)
-    if shared is not None and local is not None and shared.holder(local) != holder:
-        local.request_close(CLOSE_NAME_IN_USE, "client name in use")
-        broker.close_session(local)
-        broker.settle()
 
 
 def complete(broker: Broker, session: Session, header: Header, body: Logon, user: UserConfig | None) -> None:
@@ -110,9 +98,8 @@ def complete(broker: Broker, session: Session, header: Header, body: Logon, user
     received(session, header)
     fields: dict[str, Any] = {}
     if body.client_name is not None:
-        persisted = broker.durability.persisted_sequences  # in a cluster: what Redis holds
-        sequences = persisted if broker.shared is None else broker.sequences
-        fields["s"] = sequences.get(body.client_name, 0)
+        # What is in the log (in a cluster: what Redis holds): what the publisher need not resend.
+        fields["s"] = broker.durability.persisted_sequences.get(body.client_name, 0)
     processed(session, header, **fields)
 
 
@@ -147,7 +134,9 @@ def _take_client_name(broker: Broker, session: Session, name: str, user_id: str 
     """Give ``name`` to ``session`` (checked first): an older socket of the same user holding it is
     closed with 4002; with ``[auth]`` the name is the user's from now on."""
     if broker.config.users is not None and user_id is not None and broker.name_owners.get(name) != user_id:
-        _record_owner(broker, name, user_id)
+        broker.record_owner(name, user_id)
+        # Alone, in the log (before any sequence of the name); a cluster's claim put it in Redis.
+        broker.changes.log_owner(name, user_id)
     holder = broker.client_names.get(name)
     if holder is not None and holder is not session:
         holder.request_close(CLOSE_NAME_IN_USE, "client name in use")
@@ -155,12 +144,3 @@ def _take_client_name(broker: Broker, session: Session, name: str, user_id: str 
     if session.client_name != name:
         broker.free_name(session)
     broker.give_name(name, session)
-
-
-def _record_owner(broker: Broker, name: str, user_id: str) -> None:
-    broker.record_owner(name, user_id)
-    # A cluster's owners are in Redis (the claim recorded it there); alone, in the log.
-    if broker.shared is None and any(topic.durable for topic in broker.config.topics):
-        # Logged like a sequence, and before any sequence of the name: whatever a restart
-        # remembers of the name's publishes, it remembers whose name it is.
-        broker.log(LogEntry(broker.lsns.next(), OWNER, "", "", user_id, name, None, broker.clock(), None))

@@ -63,7 +63,7 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
                 INVALID_TOPIC, f"{body.topic!r} keeps no transaction log to replay a bookmark from"
             )
         # A bookmark names one change forever, or is refused.
-        check_bookmark(bookmark, broker.not_in_log(body.topic))
+        check_bookmark(bookmark, partial(broker.changes.not_in_log, body.topic))
     filters = _filters(body.filter)
     entitlement = session.entitlement(body.topic, broker.clock)
     orderby = parse_orderby(body.orderby) if body.orderby else None
@@ -131,11 +131,15 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
     if bookmark is not None and subscription is not None and not bookmark.live_only:
         # Replay first: the runtime reads the log, then completed (with bm), then live.
         request = ReplayRequest(
-            subscription, bookmark, broker.log_position(topic.name), header.cid, header.wants("completed")
+            subscription,
+            bookmark,
+            broker.changes.log_position(topic.name),
+            header.cid,
+            header.wants("completed"),
         )
         broker.request_replay(request)
     elif header.wants("completed"):
-        fields = {"bm": str(broker.log_position(topic.name))} if bookmark is not None else {}
+        fields = {"bm": str(broker.changes.log_position(topic.name))} if bookmark is not None else {}
         ack(session, header, "completed", **fields)
 
 
@@ -189,7 +193,7 @@ def _resumable(
     """A ``resume`` subscription's snapshot: the net change since its bookmark when the topic's
     history reaches back to it, else the whole snapshot; ``group_end`` carries the position to
     resume from next time and, when a bookmark was given, whether it was resumed."""
-    fields: dict[str, Any] = {"bm": str(broker.applied_position(topic.name))}
+    fields: dict[str, Any] = {"bm": str(broker.changes.applied_position(topic.name))}
     after = resume_point(broker, topic, body.bookmark, window is not None) if topic.is_sow else None
     if body.bookmark is not None:
         fields["resumed"] = after is not None

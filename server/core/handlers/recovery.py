@@ -178,7 +178,7 @@ def restore(broker: Broker, snapshot: Snapshot | None, entries: Iterable[Any]) -
     report.lsn = lsn
     broker.load_sequences(sequences)
     broker.load_owners(owners)
-    broker.durability.restored(lsn, sequences)
+    broker.durability.restored(lsn)
     broker.lsns.restart(lsn)  # the next change is numbered after everything in the log
     if report.skipped_topics:
         log.warning(

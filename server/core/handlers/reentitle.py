@@ -60,7 +60,7 @@ def reentitle(broker: Broker, previous: Mapping[str, UserConfig] | None) -> Reen
         if history is not None:
             # A view resumed from an earlier bookmark would be the net change under the new gates
             # alone: records that entered or left by the reload would be missed (PROTOCOL 11.1).
-            history.reset(broker.applied_position(topic.name) + 1)
+            history.reset(broker.changes.applied_position(topic.name) + 1)
     done = Reentitled()
     for session in list(broker.sessions.values()):
         if session.close_code is None:

@@ -38,7 +38,7 @@ def resume_point(broker: Broker, topic: Topic, bookmark: str | None, window: boo
     lsn = int(bookmark)
     if history is None or not history.holds(lsn):
         return None
-    if lsn and broker.not_in_log(topic.name)(lsn) is not None:
+    if lsn and broker.changes.not_in_log(topic.name, lsn) is not None:
         return None  # issued by no one, or lost in a crash: the client may hold what we lost
     return lsn
 

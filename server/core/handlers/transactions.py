@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..broker.changelog import PLAIN_STREAM, Proposal
-from ..errors import BAD_MESSAGE, CommandError
+from ..errors import CommandError
 from ..protocol.commands import Header, Publish, Transaction
 from ..session.quota import TransactionWork
 from ..sow.txlog import TX, LogEntry
@@ -35,7 +35,8 @@ def transact(broker: Broker, session: Session, header: Header, body: Transaction
     if seq is not None and is_duplicate(broker, session, seq):
         ack_duplicate(broker, session, header, seq)
         return
-    stream = _stream(broker, body) if broker.shared is not None else ""
+    # One entry of one stream: a cluster's commands must share a topic (the local log has one).
+    stream = broker.changes.transaction_stream(_streams(broker, body))
     broker.changes.check_available()
     pending: dict[tuple[str, str], Any] = {}
     expects: dict[str, str] = {}  # per record: the version its first change was decided against
@@ -70,16 +71,10 @@ def transact(broker: Broker, session: Session, header: Header, body: Transaction
     broker.changes.propose(proposal)
 
 
-def _stream(broker: Broker, body: Transaction) -> str:
-    """A cluster's transaction is one entry of one topic's stream: its commands share a topic
-    (or are all on plain topics)."""
+def _streams(broker: Broker, body: Transaction) -> list[str]:
+    """The stream each command's changes would go to (a configured topic's, or the plain one)."""
     streams = []
     for command in body.commands:
         topic = broker.topics.get(command.topic)
         streams.append(topic.name if topic is not None and topic.is_sow else PLAIN_STREAM)
-    for index, stream in enumerate(streams):
-        if stream != streams[0]:
-            raise CommandError(
-                BAD_MESSAGE, f"cmds[{index}]: a transaction in a cluster changes the records of one topic"
-            )
-    return streams[0]
+    return streams

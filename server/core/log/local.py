@@ -3,8 +3,10 @@ the transaction log as its command runs, and acked at once (``persisted`` once t
 disk: broker/durability.py).
 
 It is one of the two implementations of the ``ChangeLog`` the commands propose their changes to
-(broker/changelog.py); the other is a cluster's shared log in Redis (shared.py), which applies them when
-the log brings them back. Either way the change is applied by ``applying.apply_change``.
+(broker/changelog.py); the other is a cluster's shared log in Redis (shared.py), which applies
+them when the log brings them back. Either way the change is applied by
+``applying.apply_change``. Its positions are the LSNs this process hands out (broker/bookmarks.py),
+and client names are this server's own to give.
 """
 
 from __future__ import annotations
@@ -12,20 +14,63 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..broker.applying import apply_change, apply_transaction
-from ..broker.changelog import PLAIN_STREAM, Proposal
+from ..broker.changelog import PLAIN_STREAM, NameClaim, Proposal
 from ..handlers.acks import ack_applied
-from ..sow.txlog import SEQUENCE, TX, LogEntry
+from ..sow.txlog import OWNER, SEQUENCE, TX, LogEntry
 
 if TYPE_CHECKING:
     from ..broker.broker import Broker
+    from ..session.session import Session
 
 
 class LocalLog:
+    plain_lane = True  # a change is applied as it is proposed, and a plain publish wants no ack
+
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
     def check_available(self) -> None:
         """Always: the log is this process's own."""
+
+    def log_position(self, topic: str) -> int:
+        return self.broker.durability.last_lsn
+
+    def applied_position(self, topic: str) -> int:
+        return self.broker.lsns.last
+
+    def not_in_log(self, topic: str, lsn: int) -> str | None:
+        return self.broker.lsns.not_in_log(lsn)
+
+    def transaction_stream(self, streams: list[str]) -> str:
+        """A transaction is one entry of the one log, whichever topics it changes."""
+        return PLAIN_STREAM
+
+    def claim_name(self, claim: NameClaim) -> bool:
+        return False  # one server: the logon has checked the name, and gives it
+
+    def release_name(self, name: str, session: Session) -> None:
+        """Nothing to tell anyone: ``client_names`` is the only record of who holds it."""
+
+    def log_owner(self, name: str, user_id: str) -> None:
+        broker = self.broker
+        if any(topic.durable for topic in broker.config.topics):
+            # Logged like a sequence, and before any sequence of the name: whatever a restart
+            # remembers of the name's publishes, it remembers whose name it is.
+            owner = LogEntry(broker.lsns.next(), OWNER, "", "", user_id, name, None, broker.clock(), None)
+            broker.log(owner)
+
+    def begin_run(self) -> None:
+        """Without a transaction log, LSNs start at this run's start time (in the cluster's form,
+        ms << 20), so a bookmark of an earlier run never names a change of this one; the resume
+        histories that recovery did not restore start here."""
+        broker = self.broker
+        lsns = broker.lsns
+        if lsns.claim_epoch is None:
+            lsns.restart(int(broker.clock() * 1000) << 20)
+        for topic in broker.topics.values():
+            history = topic.sow.history
+            if history is not None and not topic.durable:
+                history.floor = max(history.floor, lsns.last)
 
     def propose(self, proposal: Proposal) -> None:
         broker = self.broker

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..broker.changelog import NameClaim, Proposal
-from ..errors import UNAVAILABLE, CommandError
+from ..errors import BAD_MESSAGE, UNAVAILABLE, CommandError
 
 if TYPE_CHECKING:
     from ..session.session import Session
@@ -30,7 +30,10 @@ OK, DUPLICATE, CONFLICT, GONE, LOST = "ok", "dup", "conflict", "gone", "lost"
 
 
 class SharedLog:
-    """A node's proposals in flight, and how far it has applied each stream."""
+    """A node's proposals in flight, and how far it has applied each stream. Built by the
+    composition root before the engine, which it is given to (server/runtime/hub.py)."""
+
+    plain_lane = False  # every change goes through Redis, a plain publish too
 
     def __init__(self, node: str) -> None:
         self.node = node  # tells this node's entries from the others' (for acks; never for state)
@@ -73,25 +76,45 @@ class SharedLog:
         if len(self.outgoing) == 1:
             self.on_proposal()
 
+    def transaction_stream(self, streams: list[str]) -> str:
+        """A cluster's transaction is one entry of one topic's stream: its commands share a topic
+        (or are all on plain topics)."""
+        for index, stream in enumerate(streams):
+            if stream != streams[0]:
+                raise CommandError(
+                    BAD_MESSAGE, f"cmds[{index}]: a transaction in a cluster changes the records of one topic"
+                )
+        return streams[0]
+
     def holder(self, session: Session) -> str:
         return f"{self.node} {session.id}"
 
-    def claim(self, claim: NameClaim) -> None:
+    def claim_name(self, claim: NameClaim) -> bool:
+        """The name becomes the socket's once Redis says it is (one name, one connection in the
+        whole cluster: PROTOCOL 10)."""
         claim.holder = self.holder(claim.session)
         _count(self.in_flight, claim.session, 1)
         _count(self.guarded, claim.session, 1)  # what follows waits for the name
         self.claims.append(claim)
         self.on_proposal()
+        return True
 
     def claimed(self, claim: NameClaim) -> None:
         """Redis answered the claim (either way)."""
         _count(self.guarded, claim.session, -1)
         self._one_less(claim.session)
 
-    def release(self, name: str, session: Session) -> None:
+    def release_name(self, name: str, session: Session) -> None:
         """The socket holding ``name`` is gone: the name is free in the cluster (if still its)."""
         self.releases.append((name, self.holder(session)))
         self.on_proposal()
+
+    def log_owner(self, name: str, user_id: str) -> None:
+        """Nothing to do: the claim recorded the owner in Redis."""
+
+    def begin_run(self) -> None:
+        """Nothing to do: a cluster's bookmarks are its streams' IDs, and each topic's history
+        starts at its load."""
 
     def take(self) -> list[Proposal]:
         """Everything waiting to be sent, now registered as sent."""
@@ -118,10 +141,16 @@ class SharedLog:
     def position(self, stream: str) -> int:
         return self.positions.get(stream, 0)
 
-    def not_in_log(self, stream: str, lsn: int) -> str | None:
+    def log_position(self, topic: str) -> int:
+        return self.position(topic)
+
+    def applied_position(self, topic: str) -> int:
+        return self.position(topic)  # a node applies its streams as it reads them
+
+    def not_in_log(self, topic: str, lsn: int) -> str | None:
         """Why a bookmark naming ``lsn`` cannot be read on from (the runtime has brought this node
-        up to the stream's end first, so a bookmark of any node's is at or below it)."""
-        if lsn > self.position(stream):
+        up to the topic's stream's end first, so a bookmark of any node's is at or below it)."""
+        if lsn > self.position(topic):
             return "no node of this cluster has issued it"
         return None
 
