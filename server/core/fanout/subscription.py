@@ -310,7 +310,12 @@ class Subscription(RecordReader):
         if not self.delta:
             return UPDATE, self.full_body(key, new, view, memo), previous, view, new
         delta = self.delta_body(key, new, previous, view, memo, carried)
-        return None if delta is None else (UPDATE, delta, previous, view, new)
+        if delta is None:
+            # An empty change, not sent: the client holds what it held (equal to the new view)
+            # and so does ``held``, the very object, which a merge in the socket queue may name.
+            held[key] = previous
+            return None
+        return UPDATE, delta, previous, view, new
 
     def _conflated(self, entry: Held, memo: Memo) -> Message | None:
         key, new = entry.key, entry.latest

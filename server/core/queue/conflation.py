@@ -25,6 +25,12 @@ newer one, and each subscription's messages keep their order. Subscriptions of o
 messages come out byte-identical share one message (``sids``). Every body comes from the
 subscriptions' one renderer (``full_body``, ``composite_body``), so select lists,
 ``no_sowkey``, ``timestamp`` and bookmarks always apply.
+
+When the topic's ``conflation_merge`` makes a message send another state than the newest (the
+older kept, or a merged record), that is what the client will hold: the subscription's ``held``
+is corrected when the merge is decided (``Net.sends``), not when the message is written, so the
+fan-out computes every later message from it, whatever is queued between (and so is the
+``held`` of a subscription that took over its ``sub_id`` by ``replace``, a copy of it).
 """
 
 from __future__ import annotations
@@ -42,40 +48,81 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("server.conflation")
 
+# The views merges replaced, by (record, subscription): the view the fan-out made for the last
+# message queued, and the view of what that message sends instead (``Net.sends``).
+Replaced = dict[tuple[tuple[str, str], "Reader"], tuple[Any, Any]]
+
 
 class Net:
     """The net effect of the messages queued for one subscription about one record: one message
     of the socket's queue, in ``entry``."""
 
-    __slots__ = ("base", "entry", "fresh", "last", "merged", "sub", "version")
+    __slots__ = ("base", "entry", "fresh", "last", "merged", "sub", "version", "view")
 
-    def __init__(
-        self, delivery: Delivery, sub: Reader, entry: RecordEntry, version: RecordVersion | None
-    ) -> None:
+    def __init__(self, delivery: Delivery, sub: Reader, entry: RecordEntry) -> None:
         self.sub = sub
         self.entry = entry
         self.base: Any = delivery.base if delivery.kind != INSERT else None  # held before the first
         self.fresh = delivery.kind in (INSERT, OOF)  # a final state must then go in full
         self.last = delivery
-        self.version = version  # what to send: the newest, the older kept, or a merge
-        self.merged = version is not delivery.version
+        self.merged = False
+        # What it sends (the newest, the older kept, or a merge: ``sends``) and the view of it.
+        self.version = delivery.version
+        self.view: Any = delivery.view
 
-    def fold(self, delivery: Delivery, version: RecordVersion | None, fresh: bool = False) -> None:
-        """``delivery`` joins this message; ``version`` is what conflation_merge decided (or the
-        delivery's own). ``fresh``: what joins is a net that already had an insert or an OOF."""
+    def fold(self, delivery: Delivery, fresh: bool = False) -> None:
+        """``delivery`` joins this message (then ``sends`` says what it sends). ``fresh``: what
+        joins is a net that already had an insert or an OOF."""
         if fresh or delivery.kind in (INSERT, OOF):
             self.fresh = True
-        self.version = version
         self.last = delivery
         self.merged = True
 
-    def follow(self, prior: Net) -> None:
-        """This message is queued after ``prior``, another of the subscriber's about the record.
-        The fan-out computed it against the newest state it delivered; when ``prior`` sends
-        another state (the older one kept, or a merge), it starts from what ``prior`` sends."""
-        version = prior.version
-        if version is not None and version is not prior.last.version and prior.last.kind != OOF:
-            self.base = self.sub.view_of(version)
+    def sends(self, version: RecordVersion | None, replaced: Replaced) -> None:
+        """This message sends ``version``, as conflation_merge decided (or the last delivery's
+        own). When that is another state than the last delivery's (the older kept, or a merge),
+        the view the fan-out made is replaced: the client will hold the view of ``version``
+        instead. The subscription's ``held`` is corrected at once, not when the message is
+        written, so every later message about the record is computed from what the client will
+        hold, whatever is queued between (a snapshot or a transaction cuts the queue's index; a
+        transaction's block is encoded when it is made). When the fan-out made a message from
+        the replaced view already (a relief decides merges over queued messages; a transaction's
+        block folds its messages in order), ``replaced`` keeps the correction for it
+        (``rebase``), until the subscription's next message about the record is queued."""
+        last = self.last
+        if version is not last.version:
+            self.merged = True
+        if version is last.version or version is None or last.kind in (FULL, OOF):
+            # (A stateless subscriber's message is its version's record: no view to hold.)
+            self.version, self.view = version, last.view if version is last.version else None
+            if replaced:
+                replaced.pop((self.entry.record, self.sub), None)
+            return
+        if version is not self.version or self.view is None:  # (else it is the view of it)
+            self.version, self.view = version, self.sub.view_of(version)
+        record, key = self.entry.record, self.entry.key
+        sub: Reader | None = self.sub
+        while sub is not None:  # (a ``replace`` took over what the subscription held)
+            held = sub.held
+            if held is not None:
+                holds = held.get(key)
+                if holds is last.view:
+                    held[key] = holds = self.view  # every later message is computed from it
+                if holds is not self.view:  # the fan-out made one from the replaced view already
+                    replaced[(record, sub)] = (last.view, self.view)
+                elif replaced:
+                    replaced.pop((record, sub), None)
+            sub = sub.successor
+
+    def rebase(self, replaced: Replaced) -> None:
+        """Queued after a message whose last delivery's view a merge replaced: when this one
+        was computed from that view (its delivery was made before the merge), it starts from
+        what the client will hold instead."""
+        if not replaced or self.fresh:
+            return
+        instead = replaced.get((self.entry.record, self.sub))
+        if instead is not None and self.base is instead[0]:
+            self.base = instead[1]
             self.merged = True
 
     def absorb(self, removed: Net) -> None:
@@ -96,14 +143,9 @@ class Net:
             if version is last.version:
                 return FULL, last.body
             return FULL, sub.body_of(key, version)
-        view = last.view
-        if version is not last.version:
-            view = sub.view_of(version)
-            if sub.held is not None and sub.held.get(key) is last.view:
-                sub.held[key] = view  # the next delta is taken from what the subscriber will hold
         if self.fresh or self.base is None:
-            return INSERT, sub.full_body(key, version, view, {})
-        return last.kind, sub.composite_body(key, self.base, version, view)
+            return INSERT, sub.full_body(key, version, self.view, {})
+        return last.kind, sub.composite_body(key, self.base, version, self.view)
 
 
 class RecordEntry:

@@ -4,6 +4,13 @@ subscription's queued messages about each record, oldest first, and each record'
 One owner for both, because they must agree: a snapshot or a transaction queued for a record
 cuts both at once (``passed``), so what was queued before it stays where it is and takes nothing
 more; a later change of the record starts a new entry after it.
+
+A cut stops folding, never what a later message starts from: that is what the client will hold,
+which a merge (the older kept, or a merged record) decides at once (``Net.sends`` corrects the
+subscription's ``held``, from which the fan-out computes the next message). What is not cut is
+``replaced``, those corrections, for a message made before the merge that decided them: a relief
+decides merges over messages queued already, and the message that did not fit is pushed after
+it. One socket's index and its merged blocks' share it; a relief starts it again (``anew``).
 """
 
 from __future__ import annotations
@@ -12,22 +19,30 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .conflation import Net, RecordEntry
+    from .conflation import Net, RecordEntry, Replaced
     from .reader import Reader
 
 Record = tuple[str, str]  # (topic, SowKey)
 
 
 class QueuedRecords:
-    __slots__ = ("latest", "nets")
+    __slots__ = ("latest", "nets", "replaced")
 
-    def __init__(self) -> None:
+    def __init__(self, replaced: Replaced | None = None) -> None:
         self.nets: dict[tuple[Record, Reader], list[Net]] = {}
         self.latest: dict[Record, RecordEntry] = {}  # every later change of the record goes there
+        self.replaced: Replaced = {} if replaced is None else replaced  # shared: never cut
 
     def clear(self) -> None:
         self.nets.clear()
         self.latest.clear()
+        self.replaced.clear()
+
+    def anew(self) -> QueuedRecords:
+        """An empty index for the queue a relief rebuilds (which decides its merges again), with
+        the same ``replaced``: the socket's merged blocks share it."""
+        self.replaced.clear()
+        return QueuedRecords(self.replaced)
 
     def passed(self, records: Iterable[Record]) -> None:
         """A snapshot or a transaction sending ``records`` is queued: later changes of them must

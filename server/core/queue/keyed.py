@@ -72,13 +72,15 @@ def fold(
     before_bytes = sum(entry.size for entry in touched)
     before_messages = sum(entry.count for entry in touched)
     conflated = False
+    replaced = queued.replaced
     for sub, picked, version in plans:
         mine = index.setdefault((record, sub), [])
         if picked is not None and picked is mine[-1]:
             if version is not picked.version:  # the older kept stays where it is: moved
                 picked.entry.remove(picked)  # behind a newer state it would go back in time
                 target.append(picked)  # nets stay in the order of their last change
-            picked.fold(delivery, version, moving is not None and moving.fresh)
+            picked.fold(delivery, moving is not None and moving.fresh)
+            picked.sends(version, replaced)
             conflated = True
             continue
         if picked is not None:
@@ -90,16 +92,11 @@ def fold(
             picked.entry.remove(picked)
             mine.remove(picked)
             conflated = True
-        if moving is None:
-            net = Net(delivery, sub, target, version)
-        else:
-            net = moving
-            net.merged = net.merged or version is not net.version
-            net.version = version
-        if mine:
-            net.follow(mine[-1])
+        net = Net(delivery, sub, target) if moving is None else moving
         target.append(net)
         mine.append(net)
+        net.rebase(replaced)  # (made before a merge decided what the client holds before it)
+        net.sends(version, replaced)
     if conflated:
         policy.counters["conflated"] += 1
     for entry in touched:

@@ -127,7 +127,7 @@ class Outbox:
             return 0
         merge = self._open_merge()
         if merge is None:
-            merge = TxMerge()
+            merge = TxMerge(self._queued.replaced)
             self._entries.append(merge)
         # It fits whole, so it fits merged; squeezed, each of its messages that needs room asks,
         # as it would as a plain publish (0: one found none, and the socket is closed).
@@ -221,7 +221,7 @@ class Outbox:
         """
         old = self._entries
         self._entries = deque()
-        self._queued = QueuedRecords()
+        self._queued = self._queued.anew()
         self.queued_bytes = self.queued_messages = 0
         self.keyed = True
         dropped = dropped_by_relief(old) if drop else {}
@@ -251,7 +251,7 @@ class Outbox:
                     self._count_block(kept)
                 if merging and not (merge is None and isinstance(kept, TxMerge)):
                     if merge is None:
-                        merge = TxMerge()
+                        merge = TxMerge(self._queued.replaced)
                         self._entries.append(merge)
                     self._into(merge, kept)
                 else:  # a transaction (or transactions merged before) goes as it came

@@ -18,11 +18,20 @@ class Reader(Protocol):
     order: int
     heads: dict[bytes, bytes]
     dropped: bool
+    # What the subscriber holds, SowKey -> view, from which the fan-out computes its next message
+    # about the record (None: it holds nothing, a stateless subscription). The queue replaces a
+    # view here, the moment a conflation_merge decides the client will hold another state than
+    # the one the fan-out made (conflation.py's ``Net.sends``).
     held: dict[str, Any] | None
     entitlement: Entitlement
 
     @property
     def positions(self) -> bool: ...
+
+    @property
+    def successor(self) -> Reader | None:
+        """The subscription that took over this one's ``sub_id`` by ``replace`` (and a copy of
+        what this one held), or None."""
 
     def view_of(self, version: RecordVersion) -> Any: ...
 

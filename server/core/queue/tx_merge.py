@@ -48,6 +48,7 @@ from .keyed import fold
 if TYPE_CHECKING:
     from collections.abc import Container
 
+    from .conflation import Replaced
     from .reader import Reader
 
 Record = tuple[str, str]
@@ -68,10 +69,11 @@ class TxMerge:
         "size",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, replaced: Replaced | None = None) -> None:
         self.begin = self.end = b""  # the latest transaction's marks
         self.entries: list[Delivery | RecordEntry] = []
-        self.queued = QueuedRecords()  # where a change of a record in the block folds
+        # Where a change of a record in the block folds; what merges replaced is the socket's.
+        self.queued = QueuedRecords(replaced)
         self.records: set[Record] = set()
         # Its messages about records and their bytes, as estimated for conflated entries
         # (conflation.py); and what its parts counted when they were queued.

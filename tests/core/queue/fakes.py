@@ -55,6 +55,16 @@ class FakeReader:
         self.held: dict[str, Any] | None = {} if stateful else None
         self.entitlement = entitlement
         self.positions = positions
+        self.successor: FakeReader | None = None
+
+    def replaced_by(self) -> FakeReader:
+        """A ``replace`` of this subscription (the same view): the new one takes over its
+        ``sub_id`` and a copy of what it holds, as ``replace`` does (handlers/querying.py)."""
+        new = FakeReader(self.sub_id, stateful=self.held is not None, entitlement=self.entitlement)
+        if self.held is not None and new.held is not None:
+            new.held.update(self.held)
+        self.successor = new
+        return new
 
     def __repr__(self) -> str:
         return f"FakeReader({self.sub_id!r})"
@@ -86,7 +96,9 @@ def policy(
 class FakeFeed:
     """Changes of one topic's records as its fan-out delivers them: each call makes the
     ``Delivery`` of one change for ``subs`` (one socket's subscriptions that are sent the same
-    message), and keeps what each of them holds as the real subscription would."""
+    message), and keeps what each of them holds as the real subscription would: a delta is taken
+    from ``held``, the very object (which the queue replaces when a merge decides the client will
+    hold another state: ``Net.sends``), and ``held`` then names the delivery's view."""
 
     def __init__(self, queue: QueuePolicy) -> None:
         self.policy = queue
@@ -203,3 +215,27 @@ def frames(outbox: Outbox, max_frame_bytes: int = 1 << 20) -> list[list[str]]:
 def sent(outbox: Outbox) -> list[str]:
     """Everything queued, drained, as lines (frames joined)."""
     return [line for frame in frames(outbox) for line in frame]
+
+
+def client_copies(outbox: Outbox, held: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """Everything queued, drained and applied as a client applies it: each subscription's copy of
+    each record, from ``held`` (sid -> key -> record: what it held before). A delta must start
+    from the copy the client holds (the fake's deltas name their base), or the test fails here."""
+    copies = {sid: dict(records) for sid, records in (held or {}).items()}
+    while (frame := outbox.take_frame(1 << 20)) is not None:
+        for message in orjson.loads(frame):
+            if message["c"] not in ("p", "oof"):
+                continue
+            key = message["k"]
+            for sid in message["sids"]:
+                copy = copies.setdefault(sid, {})
+                if message["c"] == "oof":
+                    copy.pop(key, None)
+                elif "from" in message:
+                    assert copy.get(key) == message["from"], (
+                        f"{sid} holds {key}={text(copy.get(key))}, sent a delta from {text(message['from'])}"
+                    )
+                    copy[key] = message["to"]
+                else:
+                    copy[key] = message["data"]
+    return copies
