@@ -12,13 +12,13 @@ TOPICS = [
         "name": "merged",
         "key": ["/id"],
         "conflation": "always",
-        "conflation_merge": "tests.core.merge_functions:by_kind",
+        "conflation_merge": "tests.core.queue.merge_functions:by_kind",
     },
     {
         "name": "matched",
         "key": ["/id"],
         "conflation": "always",
-        "conflation_match": "tests.core.merge_functions:same_kind",
+        "conflation_match": "tests.core.queue.merge_functions:same_kind",
     },
 ]
 

@@ -1,7 +1,7 @@
 """A topic's ``conflation_merge`` and ``conflation_match`` in the socket queue (queue/conflation.py,
 ``QueuePolicy.merge`` and ``.match``): what each outcome comes to for a stateless subscriber and
 for a delta subscriber, and what a failing one falls back to. The functions are the suite's own
-(tests/core/merge_functions.py), called as the engine would load them."""
+(tests/core/queue/merge_functions.py), called as the engine would load them."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from server.core.filters.entitlement import Entitlement
 from server.core.filters.functions import EvalContext
 from server.core.queue.outbox import Outbox
 
-from ..merge_functions import bad_matcher, broken, by_kind, reassign, same_kind, sum_count
 from .fakes import FakeFeed, FakeReader, plain, policy, sent, tx_block
+from .merge_functions import bad_matcher, broken, by_kind, reassign, same_kind, sum_count
 
 
 def keyed_outbox() -> Outbox:

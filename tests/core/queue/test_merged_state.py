@@ -20,8 +20,8 @@ from server.core.filters.entitlement import Entitlement
 from server.core.filters.functions import EvalContext
 from server.core.queue.outbox import Outbox
 
-from ..merge_functions import by_kind
 from .fakes import FakeFeed, FakeReader, client_copies, plain, policy, tx_block
+from .merge_functions import by_kind
 
 Between = Callable[[Outbox, FakeFeed, FakeReader], None]
 

@@ -1,6 +1,6 @@
 """The bounded socket queue (queue/outbox.py) with deliveries: its bounds in messages and bytes,
 what a push returns, what a relief conflates and in which order it leaves the queue, a snapshot
-stream counted against the bounds, runs, and close. (Plain messages alone: tests/core/test_outbox.py.)"""
+stream counted against the bounds, runs, and close. (Plain messages alone: test_outbox.py.)"""
 
 from __future__ import annotations
 

@@ -1,0 +1,143 @@
+"""Live windows (PROTOCOL 6.6): sow_and_subscribe with top_n, skip_n and orderby, case by case (the
+property tests are in test_windows_model.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..harness import Harness, Peer
+from .windows_cases import TOPICS, publish
+
+
+def window(peer: Peer, **fields: Any) -> list[dict[str, Any]]:
+    return peer.send({"c": "sow_and_subscribe", "t": "t", "sub_id": "w", **fields})
+
+
+def test_the_amps_example() -> None:
+    """Records 1, 2, 5, 7, 9; top_n=2, skip_n=1, orderby=/id holds 2 and 5; publishing 4 sends 4
+    and an OOF for 5; deleting 9 sends nothing."""
+    h = Harness(topics=TOPICS)
+    feed, peer = h.peer(), h.peer()
+    feed.send(*[publish(n) for n in (1, 2, 5, 7, 9)])
+    got = window(peer, top_n=2, skip_n=1, orderby="/id", o="oof")
+    assert [m["data"]["id"] for m in got if m["c"] == "sow"] == [2, 5]
+    feed.send(publish(4))
+    assert [(m["c"], m["data"]["id"], m.get("reason")) for m in peer.take()] == [
+        ("p", 4, None),
+        ("oof", 5, "match"),
+    ]
+    feed.send({"c": "sow_delete", "t": "t", "filter": "/id = 9"})
+    assert peer.take() == []
+
+
+def test_a_record_pulled_in_and_positions() -> None:
+    h = Harness(topics=TOPICS)
+    feed, peer = h.peer(), h.peer()
+    feed.send(*[publish(n, price=10 * n) for n in range(1, 6)])
+    got = window(peer, top_n=3, orderby="/price DESC", o="oof,positions")
+    assert [(m["data"]["id"], m["pos"]) for m in got if m["c"] == "sow"] == [(5, 1), (4, 2), (3, 3)]
+    feed.send(publish(4, price=1))  # falls to the bottom: 2 is pulled in at the edge
+    assert [(m["c"], m["data"]["id"], m.get("pos")) for m in peer.take()] == [
+        ("oof", 4, None),
+        ("p", 2, 3),
+    ]
+    feed.send(publish(1, price=100))  # to the top: pushes 2 out (with positions, OOFs come first)
+    assert [(m["c"], m["data"]["id"], m.get("pos")) for m in peer.take()] == [
+        ("oof", 2, None),
+        ("p", 1, 1),
+    ]
+    feed.send(publish(3, price=31))  # stays in place: an update, at its position
+    assert [(m["c"], m["data"]["id"], m.get("pos")) for m in peer.take()] == [("p", 3, 3)]
+
+
+def test_without_oof_leaving_sends_nothing_and_entering_sends_the_record() -> None:
+    h = Harness(topics=TOPICS)
+    feed, peer = h.peer(), h.peer()
+    feed.send(*[publish(n) for n in (1, 2, 3)])
+    window(peer, top_n=2, orderby="/id")
+    feed.send(publish(0))
+    assert [(m["c"], m["data"]["id"]) for m in peer.take()] == [("p", 0)]
+    feed.send({"c": "sow_delete", "t": "t", "filter": "/id = 0"})
+    assert [(m["c"], m["data"]["id"]) for m in peer.take()] == [("p", 2)]
+
+
+def test_windows_with_the_same_gates_and_order_share_one_ordering() -> None:
+    h = Harness(topics=TOPICS)
+    feed, a, b = h.peer(), h.peer(), h.peer()
+    feed.send(*[publish(n, x=n % 3) for n in range(10)])
+    for peer, skip in ((a, 0), (b, 5)):
+        window(peer, top_n=5, skip_n=skip, orderby="/x, /id", filter="/x >= 0")
+    a.send({"c": "sow_and_subscribe", "t": "t", "sub_id": "other", "top_n": 5, "orderby": "/id"})
+    topic = h.broker.topics["t"]
+    assert len(topic._orders) == 2
+    a.send({"c": "unsubscribe", "sub_id": "w"})
+    assert len(topic._orders) == 2
+    b.send({"c": "unsubscribe", "sub_id": "w"})
+    a.send({"c": "unsubscribe", "sub_id": "other"})
+    assert not topic._orders
+
+
+def test_positions_needs_a_window() -> None:
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    got = peer.send({"c": "subscribe", "t": "t", "sub_id": "s", "cid": "1", "o": "positions"})
+    assert got[0]["status"] == "failure" and got[0]["reason"].startswith("invalid options")
+
+
+def test_replace_moves_the_window() -> None:
+    h = Harness(topics=TOPICS)
+    feed, peer = h.peer(), h.peer()
+    feed.send(*[publish(n) for n in range(1, 7)])
+    window(peer, top_n=2, orderby="/id", o="oof")
+    got = peer.send(
+        {
+            "c": "sow_and_subscribe",
+            "t": "t",
+            "sub_id": "w",
+            "top_n": 2,
+            "skip_n": 3,
+            "orderby": "/id",
+            "o": "oof,replace",
+        }
+    )
+    assert [(m["c"], m["data"]["id"]) for m in got if m["c"] in ("oof", "sow")] == [
+        ("oof", 1),
+        ("oof", 2),
+        ("sow", 4),
+        ("sow", 5),
+    ]
+    feed.send(publish(0))
+    assert [(m["c"], m["data"]["id"]) for m in peer.take()] == [("p", 3), ("oof", 5)]
+
+
+def test_positions_rebuild_the_order_when_a_record_leaves_at_the_top_edge() -> None:
+    """Found in review: with skip_n, a record leaving at the top edge and one entering at the
+    bottom were sent entry first, so a client applying them in order got [4, 3] for [3, 4]."""
+    h = Harness(topics=TOPICS)
+    feed, peer = h.peer(), h.peer()
+    feed.send(*[publish(n) for n in (1, 2, 3, 4)])
+    window(peer, top_n=2, skip_n=1, orderby="/id", o="oof,positions")
+    feed.send({"c": "sow_delete", "t": "t", "filter": "/id = 1"})
+    assert [(m["c"], m["data"]["id"], m.get("pos")) for m in peer.take()] == [("oof", 2, None), ("p", 4, 2)]
+
+
+def test_identical_windows_and_a_plain_view_on_one_socket_get_one_message_naming_all() -> None:
+    """Found in review: window messages went out one window at a time, never grouped, where
+    PROTOCOL 5 asks for one message naming every subscription whose view is the same."""
+    h = Harness(topics=TOPICS)
+    feed, peer, other = h.peer(), h.peer(), h.peer()
+    feed.send(*[publish(i, x=i) for i in range(3)])
+    for sub_id in ("a", "b"):
+        peer.send({"c": "sow_and_subscribe", "t": "t", "sub_id": sub_id, "top_n": 2, "orderby": "/x"})
+        other.send(
+            {"c": "sow_and_subscribe", "t": "t", "sub_id": sub_id, "top_n": 2, "orderby": "/x", "o": "oof"}
+        )
+    peer.send({"c": "sow_and_subscribe", "t": "t", "sub_id": "c"})
+    feed.send(publish(0, x=0.5))
+    assert [sorted(m["sids"]) for m in peer.take() if m["c"] == "p"] == [["a", "b", "c"]]
+    other.take()
+    feed.send(publish(2, x=-1))  # enters both windows at the top and pushes 1 out of both
+    assert [(m["c"], m["data"]["id"], sorted(m["sids"])) for m in other.take()] == [
+        ("p", 2, ["a", "b"]),
+        ("oof", 1, ["a", "b"]),
+    ]

@@ -1,0 +1,76 @@
+"""``replace`` keeps every guarantee a new subscription has: nothing lost, nothing twice, and the
+client's view ends equal to the server's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonpatch
+import pytest
+
+from ..harness import Harness, Peer, of_type
+
+
+def publish(order: int, **fields: Any) -> dict[str, Any]:
+    return {"c": "publish", "t": "orders", "data": {"order": order, **fields}}
+
+
+@pytest.fixture
+def h() -> Harness:
+    return Harness()
+
+
+def subscribe(peer: Peer, command: str, options: str, filter_text: str | None = None) -> list[dict[str, Any]]:
+    fields: dict[str, Any] = {"c": command, "t": "orders", "sub_id": "s", "o": options}
+    if filter_text is not None:
+        fields["filter"] = filter_text
+    return peer.send(fields)
+
+
+@pytest.mark.parametrize("old_options", ["", "select=[-/note]", "oof"])
+def test_records_the_new_filter_drops_leave_when_either_side_asks_for_oof(
+    h: Harness, old_options: str
+) -> None:
+    feed, peer = h.peer(), h.peer()
+    feed.send(publish(1, qty=1), publish(2, qty=20))
+    subscribe(peer, "sow_and_subscribe", old_options)
+    out = subscribe(peer, "subscribe", "oof,replace", "/qty > 10")
+    assert [(m["data"]["order"], m["reason"]) for m in of_type(out, "oof")] == [(1, "match")]
+
+
+def test_a_new_select_list_resends_the_records_it_keeps(h: Harness) -> None:
+    feed, peer = h.peer(), h.peer()
+    feed.send(publish(1, qty=1, note="a"))
+    snapshot = subscribe(peer, "sow_and_delta_subscribe", "oof")
+    view = of_type(snapshot, "sow")[0]["data"]
+    out = subscribe(peer, "delta_subscribe", "oof,replace,select=[-/note]")
+    assert [m["data"] for m in of_type(out, "p")] == [{"order": 1, "qty": 1}]
+    view = of_type(out, "p")[0]["data"]
+    feed.send(publish(1, qty=2, note="b"))
+    for message in of_type(peer.take(), "p"):
+        view = jsonpatch.apply_patch(view, message["patch"]) if "patch" in message else message["data"]
+    assert view == {"order": 1, "qty": 2}
+
+
+def test_changes_waiting_for_a_conflation_interval_are_not_lost(h: Harness) -> None:
+    feed, peer = h.peer(), h.peer()
+    feed.send(publish(1, qty=1))
+    subscribe(peer, "sow_and_subscribe", "conflation=5s")
+    feed.send(publish(1, qty=2))
+    assert peer.take() == []
+    out = subscribe(peer, "subscribe", "replace")
+    assert [m["data"]["qty"] for m in of_type(out, "p")] == [2]
+    h.clock.now += 10
+    h.broker.advance(h.clock.now)
+    assert peer.take() == [], "delivered once, not again at the interval's end"
+
+
+def test_replace_keeps_the_topic(h: Harness) -> None:
+    feed, peer = h.peer(), h.peer()
+    subscribe(peer, "subscribe", "")
+    out = peer.send({"c": "subscribe", "t": "trades", "sub_id": "s", "o": "replace", "cid": "r"})
+    assert out[0]["status"] == "failure" and out[0]["reason"].startswith(
+        "invalid options: replace keeps the topic"
+    )
+    feed.send(publish(1))
+    assert [m["data"]["order"] for m in of_type(peer.take(), "p")] == [1]
