@@ -293,7 +293,12 @@ def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool)
     topic.replace(old, new)
     old.closed = True
     old.successor = new
-    same_view = old.view_kind == new.view_kind
+    # A stateless subscription remembers nothing, so what the client holds is taken to be the
+    # records it matches now; but where a merge function may have kept an older record in the
+    # socket's queue (docs/protocol.md, Conflation), the client will not hold that: the new view
+    # starts from the record in full.
+    guessed = old.held is None and topic.queue.merge is not None
+    same_view = old.view_kind == new.view_kind and not guessed
     wants_oof = old.options.oof or new.options.oof
     # What the client holds: the views the old subscription remembers, or (when it remembered
     # nothing) the records it matches now, each as the old subscription would have sent it.

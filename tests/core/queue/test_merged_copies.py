@@ -144,12 +144,6 @@ def test_a_relief_that_merges_a_replaced_subscriptions_messages_corrects_its_suc
     assert copies["s"] == the_sow(h, "mc")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a replace of a stateless subscription takes the records as they are now for what the "
-    "client holds (handlers/querying.py's _replace), not what the old one's queued messages send "
-    "when a merge kept the older record",
-)
 def test_a_stateless_subscription_replaced_by_a_delta_one_after_a_merge() -> None:
     h = Harness(topics=MERGING, server={"queue_max_messages": 1000})
     publisher, peer = h.peer(), h.peer()
