@@ -51,6 +51,7 @@ class Engine:
         """``log`` builds the change log the broker's commands propose to (the composition root
         chooses it: ``LocalLog``, or a cluster's ``SharedLog`` built before)."""
         self.broker = Broker(config, clock, log)
+        self._plain_lane = self.broker.changes.plain_lane  # the log is the broker's for good
 
     def reload_auth(self, users: dict[str, UserConfig] | None) -> reentitle.Reentitled:
         """``[auth]`` was reloaded (PROTOCOL 6.8): every socket and subscription is re-decided now."""
@@ -91,9 +92,9 @@ class Engine:
         try:
             if type(raw) is inbound.RefusedCommand:
                 raise raw.error  # the frame reader could not read it exactly (protocol/inbound.py)
-            plain = plain_publish(raw) if broker.changes.plain_lane else None
-            if plain is not None:  # a feed's plain publish, alone: no acks to decide
-                publishing.publish_plain(broker, session, plain)
+            lane = self._plain_lane
+            if lane is not None and (plain := plain_publish(raw)) is not None:
+                publishing.publish_plain(broker, session, plain, lane)  # a feed's, alone: no acks
             else:
                 header = decode_header(raw)
                 cid = header.cid

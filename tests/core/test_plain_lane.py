@@ -14,12 +14,14 @@ that succeed, and with commands that only look plain (an extra field, another co
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from server.core.log.local import LocalLog
+from server.core.sow.txlog import LogEntry
 
 from .harness import Harness
 
@@ -27,7 +29,9 @@ from .harness import Harness
 class GeneralLog(LocalLog):
     """The local log, with every command taking the general path."""
 
-    plain_lane = False
+    @property
+    def plain_lane(self) -> Callable[[LogEntry], None] | None:
+        return None
 
 
 TOPICS = [
@@ -85,7 +89,7 @@ frames = st.tuples(st.integers(0, 3), st.lists(commands(), min_size=1, max_size=
 
 def _server(general: bool) -> tuple[Harness, list[Any]]:
     h = Harness(topics=TOPICS, log=GeneralLog if general else LocalLog, auth={"user": USERS})
-    assert h.broker.changes.plain_lane is not general  # which path Engine.execute takes
+    assert (h.broker.changes.plain_lane is None) is general  # which path Engine.execute takes
     peers = [h.peer() for _ in range(4)]
     # feed and desk log on, each with a subscriber; the fourth socket never logs on.
     for peer, user in zip(peers[:3], ["feed", "desk", "feed"], strict=True):

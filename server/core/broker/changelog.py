@@ -12,6 +12,7 @@ node.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -80,9 +81,10 @@ class ChangeLog(Protocol):
     question of which log is in use."""
 
     @property
-    def plain_lane(self) -> bool:
-        """Whether a plain publish (no cid, acks nor ``s``) may skip its proposal: the log applies
-        a change at once and answers nobody (the engine's plain lane)."""
+    def plain_lane(self) -> Callable[[LogEntry], None] | None:
+        """How a decided plain publish (no cid, acks nor ``s``) is applied without a proposal,
+        when this log applies a change at once and has nobody to answer (the engine's plain
+        lane); None: it is proposed like any change."""
 
     def check_available(self) -> None:
         """Raise ``CommandError(unavailable)`` when no change can be taken now."""

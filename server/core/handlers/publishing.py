@@ -10,7 +10,7 @@ here (``retries``), on the newer version.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..broker.changelog import ABSENT, PLAIN_STREAM, Proposal, stream_id
@@ -61,15 +61,16 @@ def publish(broker: Broker, session: Session, header: Header, body: Publish, ret
     broker.changes.propose(proposal)
 
 
-def publish_plain(broker: Broker, session: Session, body: Publish) -> None:
+def publish_plain(broker: Broker, session: Session, body: Publish, apply: Callable[[LogEntry], None]) -> None:
     """A plain publish (``commands.plain_publish``: no cid, acks or sequence number) to a log
-    that applies a change at once (a server alone). Nothing is acked, so it is decided as
-    ``publish`` decides it and proposed with nobody to answer: a feed's frames of plain publishes
-    skip the steps they do not use (a fifth of their cost in the engine)."""
+    that applies a change at once (a server alone: ``ChangeLog.plain_lane`` is ``apply``).
+    Nothing is acked, so it is decided as ``publish`` decides it and applied without a proposal:
+    a feed's frames of plain publishes skip the steps they do not use (a fifth of their cost in
+    the engine)."""
     check_logged_on(broker, session)
     session.check_write(body.topic)
     entry, _ = decide_publish(broker, session, body)
-    broker.changes.propose(Proposal(entry.topic, [entry], [None]))
+    apply(entry)
 
 
 def decide_publish(

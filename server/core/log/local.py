@@ -11,6 +11,7 @@ and client names are this server's own to give.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..broker.applying import apply_change, apply_transaction
@@ -24,10 +25,15 @@ if TYPE_CHECKING:
 
 
 class LocalLog:
-    plain_lane = True  # a change is applied as it is proposed, and a plain publish wants no ack
-
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+
+    @property
+    def plain_lane(self) -> Callable[[LogEntry], None] | None:
+        return self._apply_plain  # a change is applied as it is proposed: nothing to propose
+
+    def _apply_plain(self, entry: LogEntry) -> None:
+        self.apply(entry.topic, [entry])
 
     def check_available(self) -> None:
         """Always: the log is this process's own."""

@@ -33,7 +33,7 @@ class SharedLog:
     """A node's proposals in flight, and how far it has applied each stream. Built by the
     composition root before the engine, which it is given to (server/runtime/hub.py)."""
 
-    plain_lane = False  # every change goes through Redis, a plain publish too
+    plain_lane = None  # every change goes through Redis, a plain publish too
 
     def __init__(self, node: str) -> None:
         self.node = node  # tells this node's entries from the others' (for acks; never for state)
