@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import orjson
 from figures import Figure, table
+from harness import QUIET
 
 from server.core.engine import Engine
 from server.core.filters import compile_filter
@@ -84,11 +85,11 @@ def fan_out(filter_for: Callable[[int], str], subscribers: int = 1000, publishes
     """Microseconds per publish into an engine with ``subscribers`` filtered subscriptions."""
     engine = Engine(parse_config({"topic": [{"name": "t", "key": ["/id"]}]}), time.time, LocalLog)
     for n in range(subscribers):
-        session = engine.broker.open_session(lambda: None)
+        session = engine.broker.open_session(QUIET)
         engine.receive(
             session, orjson.dumps({"c": "subscribe", "t": "t", "sub_id": 1, "filter": filter_for(n)})
         )
-    publisher = engine.broker.open_session(lambda: None)
+    publisher = engine.broker.open_session(QUIET)
     frames = [
         orjson.dumps({"c": "publish", "t": "t", "data": {**RECORD, "id": n % subscribers}})
         for n in range(publishes)

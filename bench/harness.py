@@ -1,4 +1,5 @@
-"""What the benchmarks share: a free loopback port, and starting a server process on it."""
+"""What the benchmarks share: a free loopback port, starting a server process on it, and the
+socket port of an engine driven in-process."""
 
 from __future__ import annotations
 
@@ -13,6 +14,20 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+class QuietPort:
+    """A socket of an in-process benchmark, which reads its session's outbox itself: the core's
+    wake-ups and requests to write now do nothing."""
+
+    def wake(self) -> None:
+        pass
+
+    def try_write(self) -> None:
+        pass
+
+
+QUIET = QuietPort()
 
 
 def free_port() -> int:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 
 import orjson
+from harness import QUIET
 
 from server.core.engine import Engine
 from server.core.log.local import LocalLog
@@ -31,7 +32,7 @@ FRAME = 100
 
 def build(records: int) -> tuple[Engine, Session]:
     engine = Engine(parse_config({"topic": [{"name": "t", "key": ["/id"]}]}), time.time, LocalLog)
-    feed = engine.broker.open_session(lambda: None)
+    feed = engine.broker.open_session(QUIET)
     rng = random.Random(1)
     for start in range(0, records, 1000):
         batch = [
@@ -54,7 +55,7 @@ def scenario(records: int, subscribers: int, subscribe: Subscribe | None) -> tup
     engine, feed = build(records)
     sessions = []
     for n in range(subscribers if subscribe is not None else 0):
-        session = engine.broker.open_session(lambda: None)
+        session = engine.broker.open_session(QUIET)
         assert subscribe is not None
         engine.receive(session, orjson.dumps({"sub_id": "s", "t": "t", **subscribe(n)}))
         while session.outbox.take_frame(1 << 20) is not None:

@@ -22,7 +22,6 @@ from .asgi.uvicorn_websocket import LeanWebSocketProtocol
 from .core.settings.config import Config
 from .runtime.hub import Hub
 from .runtime.logstore import LogStore
-from .runtime.reload import reload_auth
 
 log = logging.getLogger("server")
 
@@ -63,7 +62,7 @@ class PushServer(uvicorn.Server):
         if self.hub.shutting_down:
             return
         try:
-            reload_auth(self.hub.engine)
+            self.hub.reload_auth()
         except Exception:
             log.exception("SIGHUP: reloading [auth] failed")
 
@@ -99,6 +98,7 @@ def build_server(config: Config, capacity: Capacity | None = None) -> PushServer
         store = LogStore(
             data_dir,
             hub.engine.broker,
+            hub.pump,
             settings.log_retention_s,
             settings.log_retention_bytes,
             settings.recover_damaged_log,

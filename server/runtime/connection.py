@@ -1,7 +1,9 @@
 """One WebSocket: a reader that feeds the engine and a writer task that drains the outbox.
 
-The fan-out never awaits a socket: the engine pushes into the session's outbox and sets this
-connection's wake event. The writer wakes, takes everything queued as array frames no larger
+The fan-out never awaits a socket: the engine pushes into the session's outbox and wakes this
+connection's writer (the connection is the session's ``SessionPort``). After every call into the
+engine, before it awaits anything, the reader runs the pump (pump.py), which wakes whichever
+other task the commands left work for. The writer wakes, takes everything queued as array frames no larger
 than ``max_message_bytes`` (unless one message is), and sends them. While the peer is slow the
 outbox grows, never the work of other sockets; when it overflows the engine asks for a close.
 
@@ -21,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from ..core.engine import Engine
 from ..core.session.session import Session
 from .ports import SocketPort
+from .pump import Pump
 from .redis_log import RedisLog
 from .wake import Wake
 
@@ -44,27 +47,34 @@ class Connection:
     def __init__(
         self,
         engine: Engine,
+        pump: Pump,
         send: SendFrame,
         handle: SocketPort,
         max_frame_bytes: int,
         binary: bool,
         cluster: RedisLog | None = None,
+        peer: str | None = None,
     ) -> None:
+        """``peer``: the socket's remote address (failed logons are counted by it)."""
         self.engine = engine
+        self.broker = engine.broker
+        self.pump = pump
         self.cluster = cluster
         self.send = send
         self.handle = handle
         self.max_frame_bytes = max_frame_bytes
         self.binary = binary
-        self.wake = Wake()
-        self.broker = engine.broker
-        self.session: Session = self.broker.open_session(self.wake.set)
-        self.session.try_write = self.try_write
+        self._woken = Wake()  # the writer's: something is queued
+        self.session: Session = self.broker.open_session(self, peer)
         self.writer: asyncio.Task[None] | None = None
         self.sending = False  # the writer has taken a frame and waits for the peer to take it
 
     def start(self) -> None:
         self.writer = asyncio.create_task(self._write_loop(), name=f"writer-{self.session.id}")
+
+    def wake(self) -> None:
+        """Something is queued: the writer runs (the session's port, called as it queues)."""
+        self._woken.set()
 
     def try_write(self) -> None:
         """The outbox is full: write what it holds now, as far as the transport takes it, so that a
@@ -79,9 +89,11 @@ class Connection:
 
     async def receive(self, frame: bytes | str) -> None:
         """Execute one frame's commands in order, yielding to the other sockets between slices."""
-        engine, broker, session, cluster = self.engine, self.broker, self.session, self.cluster
+        engine, broker, pump = self.engine, self.broker, self.pump
+        session, cluster = self.session, self.cluster
         commands = engine.decode(session, frame)
         if cluster is not None:
+            pump()  # (a frame that is not JSON was answered)
             await cluster.before(commands)
         count, done = len(commands), 0
         try:
@@ -91,6 +103,7 @@ class Connection:
                 while done < end and session.close_code is None:
                     if cluster is not None and cluster.waits(session, commands[done]):
                         broker.settle()
+                        pump()  # what it waits for goes to Redis now
                         await cluster.settled(session)
                         continue
                     engine.execute(session, commands[done])
@@ -99,9 +112,11 @@ class Connection:
                         break
                 if done < count:
                     broker.settle()  # the slice's fan-out goes out before others run
+                    pump()
                     await asyncio.sleep(0)
         finally:
             broker.settle()
+            pump()
         if cluster is not None:
             await cluster.paced(session)
 
@@ -110,8 +125,8 @@ class Connection:
         handle, binary = self.handle, self.binary
         try:
             while True:
-                await self.wake.wait()
-                self.wake.clear()
+                await self._woken.wait()
+                self._woken.clear()
                 while session.close_code != 4001:
                     frame = outbox.take_frame(self.max_frame_bytes, clock())
                     if frame is None:
@@ -187,6 +202,7 @@ class Connection:
     def finish(self) -> None:
         """The socket is gone: forget the session, free everything queued for it, stop the writer."""
         self.broker.close_session(self.session)
+        self.pump()  # its client name, in a cluster, is let go of
         self.session.outbox.close()
         if self.writer is not None and not self.writer.done():
             self.writer.cancel()

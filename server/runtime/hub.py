@@ -1,10 +1,13 @@
-"""The hub: owns the engine, knows every live connection, closes them all on shutdown."""
+"""The hub: builds the engine and the log it sends its changes to, knows every live connection,
+runs the tasks the core leaves work for (timers, bookmark replays, background conflation: woken
+by the pump, pump.py), closes every connection on shutdown."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import AsyncGenerator, Callable
 
@@ -18,7 +21,9 @@ from ..core.sow.txlog import LogEntry
 from .connection import Connection, SendFrame
 from .logstore import LogStore
 from .ports import SocketPort
+from .pump import Pump
 from .redis_log import RedisLog
+from .reload import reload_auth
 from .replays import Replays
 
 log = logging.getLogger("server.runtime")
@@ -43,42 +48,49 @@ class Hub:
             # what it holds to Redis and report what Redis answers.
             shared = SharedLog(node)
             self.engine = Engine(config, clock, lambda _broker: shared)
-            self.cluster = RedisLog(self.engine, shared, config.cluster)
+            self.pump = Pump(self.engine.broker, shared)
+            self.cluster = RedisLog(self.engine, shared, config.cluster, self.pump)
         else:
             self.engine = Engine(config, clock, LocalLog)
+            self.pump = Pump(self.engine.broker)
         self.connections: set[Connection] = set()
         self.shutting_down = False
-        self._timer_changed = asyncio.Event()
         self._timer_task: asyncio.Task[None] | None = None
-        self.engine.broker.timers.on_earlier = lambda due: self._timer_changed.set()
         self.store: LogStore | None = None  # the transaction log, when a topic is durable
-        self._replay_requested = asyncio.Event()
         self._replay_task: asyncio.Task[None] | None = None
-        self.replays = Replays(self.engine.broker, self._read_log, on_disk=self.cluster is None)
-        self.engine.broker.on_replay = self._replay_requested.set
-        self._crowded = asyncio.Event()
+        on_disk = self.cluster is None
+        self.replays = Replays(self.engine.broker, self._read_log, self.pump, on_disk=on_disk)
         self._background_task: asyncio.Task[None] | None = None
-        self.engine.broker.on_crowded = self._crowded.set
 
     @property
     def config(self) -> Config:
         """The engine's configuration: its ``[auth]`` is reloaded on SIGHUP (reload.py)."""
         return self.engine.broker.config
 
+    def reload_auth(self) -> bool:
+        """SIGHUP: reload ``[auth]`` from the configuration file (reload.py); whether it was."""
+        try:
+            return reload_auth(self.engine)
+        finally:
+            self.pump()
+
     async def _run_timers(self) -> None:
-        """Sleep until the engine's next interval ends (or an earlier one is scheduled), then advance."""
-        broker = self.engine.broker
+        """Sleep until the next interval ends or record expires (or the pump says an earlier one
+        was scheduled), then advance."""
+        broker, pump = self.engine.broker, self.pump
         while True:
             due = broker.timers.next_due()
+            pump.timers_wake_at = math.inf if due is None else due
+            pump.timers.clear()  # what was scheduled before now is in ``due``
             timeout = None if due is None else max(0.0, due - self.clock())
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
-                    await self._timer_changed.wait()
-            self._timer_changed.clear()
+                    await pump.timers.wait()
             try:
                 broker.advance(self.clock())
             except Exception:
                 log.exception("a timer (record expiry or subscription conflation) failed; carrying on")
+            pump()
 
     def start(self) -> None:
         """Start the timers (expirations, subscription conflation) and bookmark replays; also done
@@ -95,10 +107,10 @@ class Hub:
     async def _run_background_conflation(self) -> None:
         """Conflate queues past a quarter of their limit before they reach it, in the loop's idle
         time: each slice waits until every other ready reader, writer and timer has run."""
-        broker = self.engine.broker
+        broker, pump = self.engine.broker, self.pump
         while True:
-            await self._crowded.wait()
-            self._crowded.clear()
+            await pump.crowded.wait()
+            pump.crowded.clear()
             more = True
             while more:
                 await asyncio.sleep(0)  # behind everything that was ready
@@ -107,12 +119,13 @@ class Hub:
                 except Exception:
                     log.exception("background conflation failed; carrying on")
                     more = False
+                pump()
 
     async def _run_replays(self) -> None:
+        requested, replays = self.pump.replays, self.engine.broker.replays
         while True:
-            await self._replay_requested.wait()
-            self._replay_requested.clear()
-            replays = self.engine.broker.replays
+            await requested.wait()
+            requested.clear()
             while replays:
                 self.replays.add(replays.popleft())
 
@@ -138,9 +151,15 @@ class Hub:
         self.start()
         settings = self.config.server
         connection = Connection(
-            self.engine, send, handle, settings.max_message_bytes, settings.binary_frames, self.cluster
+            self.engine,
+            self.pump,
+            send,
+            handle,
+            settings.max_message_bytes,
+            settings.binary_frames,
+            self.cluster,
+            peer,
         )
-        connection.session.peer = peer
         self.connections.add(connection)
         connection.start()
         return connection

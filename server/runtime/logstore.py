@@ -46,6 +46,7 @@ from .logdamage import (
     report,
 )
 from .logreader import Cursor, LogReader
+from .pump import Pump
 
 log = logging.getLogger("server.txlog")
 
@@ -63,11 +64,15 @@ class LogStore:
         self,
         data_dir: Path,
         broker: Broker,
+        pump: Pump,
         retention_s: float,
         retention_bytes: int,
         recover_damaged: bool = False,
     ) -> None:
+        """``pump`` wakes the writer when entries wait to be written (and runs after the persisted
+        acks a write makes due are sent)."""
         self.broker = broker
+        self.pump = pump
         self.recover_damaged = recover_damaged  # start even when acknowledged frames are damaged
         self.epoch_file = data_dir / "epochs.json"
         self._history = EpochHistory()
@@ -82,7 +87,6 @@ class LogStore:
         self._fd: int | None = None
         self._segment_bytes = 0
         self._snapshotting = False
-        self._wake = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
         self._last_snapshot_lsn = 0
         self._tail_base = 0  # durability.appended when the log tail was empty (negative: replayed)
@@ -216,14 +220,13 @@ class LogStore:
     # -- writing --------------------------------------------------------------------------
 
     def start(self) -> None:
-        self.broker.on_log = self._wake.set
         self._writer = asyncio.create_task(self._write_loop(), name="txlog-writer")
 
     async def _write_loop(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            await self._wake.wait()
-            self._wake.clear()
+            await self.pump.log.wait()
+            self.pump.log.clear()
             while (taken := self.broker.durability.take()) is not None:
                 data, lsn = taken
                 while True:  # the same group commit, until the disk takes it
@@ -236,6 +239,7 @@ class LogStore:
                         )
                         await asyncio.sleep(1)
                 self.broker.made_durable(lsn)
+                self.pump()
             if self._snapshot_due() and not self._snapshotting:
                 self._snapshotting = True
                 asyncio.create_task(self._snapshot(), name="snapshot")  # noqa: RUF006 - tracked by the flag
@@ -344,6 +348,7 @@ class LogStore:
             data, lsn = taken
             await loop.run_in_executor(self._io, self._write, data, lsn)
             self.broker.made_durable(lsn)
+            self.pump()
         if self.broker.durability.last_lsn > self._last_snapshot_lsn:
             await loop.run_in_executor(self._io, self._write_snapshot, recovery.capture(self.broker))
         if self._fd is not None:

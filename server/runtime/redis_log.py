@@ -40,6 +40,7 @@ from ..core.log.shared import SharedLog
 from ..core.session.session import Session
 from ..core.settings.config import ClusterSettings
 from ..core.sow.txlog import LogEntry
+from .pump import Pump
 from .redis_names import RedisNames
 from .redis_seeding import LogLost, Seeding
 from .redis_snapshots import Snapshots
@@ -71,12 +72,14 @@ def numbered(batch: StreamBatch) -> list[tuple[LogEntry, str]]:
 
 
 class RedisLog:
-    def __init__(self, engine: Engine, shared: SharedLog, settings: ClusterSettings) -> None:
+    def __init__(self, engine: Engine, shared: SharedLog, settings: ClusterSettings, pump: Pump) -> None:
         """``shared``: the log ``engine`` was built with (every change goes through Redis, this
-        node's own too), kept here to send what it holds and report what Redis answers."""
+        node's own too), kept here to send what it holds and report what Redis answers; ``pump``
+        runs after every call into the core (pump.py)."""
         self.engine = engine
         self.settings = settings
         self.shared = shared
+        self.pump = pump
         self.replica = Replica(engine.broker, shared)
         self.ready = False  # the state is loaded: /healthz may answer 200 (while available)
         self.prefix = "{" + settings.name + "}"
@@ -85,27 +88,22 @@ class RedisLog:
         self.redis: Any = redis.from_url(settings.redis_url, socket_timeout=5.0, socket_connect_timeout=2.0)
         self._applied = asyncio.Event()  # replaced after every batch applied: wakes catch_up waiters
         self._tasks: list[asyncio.Task[None]] = []
-        self._settled: dict[Session, asyncio.Event] = {}
-        self.names = RedisNames(self.redis, self.replica, self.prefix)
-        self.shared.on_settled = self._on_settled
+        self.names = RedisNames(self.redis, self.replica, self.prefix, pump)
         self.snapshots = Snapshots(
-            self.redis,
-            engine,
-            self.shared,
-            settings,
-            self.prefix,
-            self.stream_key,
-            lambda: self.seeding.marker,
+            self.redis, engine, shared, settings, self.prefix, self.stream_key, self._marker
         )
         self.seeding = Seeding(self.redis, engine.broker, self.shared, self.prefix, self.snapshots)
         self.writer = Writer(
-            self.redis, self.replica, self.names, self.seeding, self.stream_key, self.caught_up
+            self.redis, self.replica, self.names, self.seeding, self.stream_key, self.caught_up, pump
         )
 
     # -- keys ---------------------------------------------------------------------------------
 
     def stream_key(self, stream: str) -> str:
         return f"{self.prefix}:plain" if stream == PLAIN_STREAM else f"{self.prefix}:stream:{stream}"
+
+    def _marker(self) -> str:
+        return self.seeding.marker  # the one this node loaded under (snapshots are written under it)
 
     def _streams(self) -> list[str]:
         return [topic.name for topic in self.engine.broker.config.topics] + [PLAIN_STREAM]
@@ -195,7 +193,7 @@ class RedisLog:
                 if kept is None:
                     kept = await self.seeding.settle(starting=False, stale=True)
                 for topic in self.engine.broker.config.topics:
-                    position = await self.snapshots.resync(topic.name, reseeded=True)
+                    position = await self._resync(topic.name, reseeded=True)
                     await self._catch_up(topic.name, position)
                 await self._load_rest()
                 break
@@ -214,11 +212,18 @@ class RedisLog:
         nothing yet, or when a trim may have removed entries it has not applied."""
         position = self.shared.position(topic)
         if position == 0 or await self.snapshots.missed(topic, position):
-            position = await self.snapshots.resync(topic)
+            position = await self._resync(topic)
         await self._catch_up(topic, position)
         while await self.snapshots.missed(topic, position):  # a trim before it read cut entries
-            position = await self.snapshots.resync(topic)
+            position = await self._resync(topic)
             await self._catch_up(topic, position)
+
+    async def _resync(self, topic: str, reseeded: bool = False) -> int:
+        """``Snapshots.resync``, which feeds the core the difference: then the pump runs."""
+        try:
+            return await self.snapshots.resync(topic, reseeded)
+        finally:
+            self.pump()
 
     async def _recover(self) -> None:
         """Redis answers again: read every stream up to its end, then settle the changes whose
@@ -245,8 +250,7 @@ class RedisLog:
                 self.shared.outgoing.append(proposal)
         self.engine.broker.settle()
         self.shared.available = True
-        if self.shared.outgoing:
-            self.writer.proposed.set()
+        self.pump()  # the acks sent, and what goes to Redis again
         return len(doubtful)
 
     async def _catch_up(self, topic: str, after: int) -> None:
@@ -311,6 +315,7 @@ class RedisLog:
             except Exception:
                 log.exception("applying %s of %r failed; carrying on", stream_id(entry.lsn), stream)
         engine.broker.settle()
+        self.pump()
         self._applied.set()
         self._applied = asyncio.Event()
 
@@ -371,15 +376,10 @@ class RedisLog:
             await self.settled(session)
 
     async def settled(self, session: Session) -> None:
-        """Wait until every change ``session`` proposed is acked or refused."""
+        """Wait until every change ``session`` proposed is acked or refused (the pump sets the
+        event once the shared log says so)."""
         while session in self.shared.in_flight:
-            event = self._settled.setdefault(session, asyncio.Event())
-            await event.wait()
-
-    def _on_settled(self, session: Session) -> None:
-        event = self._settled.pop(session, None)
-        if event is not None:
-            event.set()
+            await self.pump.settled.setdefault(session, asyncio.Event()).wait()
 
     # -- snapshots ----------------------------------------------------------------------------
 

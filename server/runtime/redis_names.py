@@ -19,6 +19,7 @@ from ..core.broker.changelog import NameClaim
 from ..core.errors import NAME_IN_USE, UNAVAILABLE, CommandError
 from ..core.handlers import logons
 from ..core.log.replica import Replica
+from .pump import Pump
 from .redis_script import CLAIM, RELEASE
 
 log = logging.getLogger("server.cluster")
@@ -29,9 +30,10 @@ RETRY_S = 0.5
 
 
 class RedisNames:
-    def __init__(self, redis: Any, replica: Replica, prefix: str) -> None:
+    def __init__(self, redis: Any, replica: Replica, prefix: str, pump: Pump) -> None:
         self.redis = redis
         self.replica = replica
+        self.pump = pump
         self.broker = replica.broker
         self.shared = replica.shared
         self.prefix = prefix
@@ -97,6 +99,7 @@ class RedisNames:
                     if message is not None and message.get("type") == "message":
                         name, _, holder = message["data"].decode().partition("\n")
                         self.replica.taken_elsewhere(name, holder)
+                        self.pump()  # the socket closed here lets go of its name
             except (RedisError, OSError):
                 await asyncio.sleep(RETRY_S)
             finally:

@@ -18,6 +18,7 @@ from redis.exceptions import RedisError
 from ..core.broker.changelog import NameClaim, Proposal, lsn_of
 from ..core.log.replica import Replica
 from ..core.log.shared import CONFLICT, LOST, OK, SharedLog
+from .pump import Pump
 from .redis_names import RedisNames
 from .redis_script import PROPOSE, propose_call
 from .redis_seeding import Seeding
@@ -36,6 +37,7 @@ class Writer:
         seeding: Seeding,
         stream_key: Callable[[str], str],
         caught_up: Callable[[str, int], Awaitable[None]],
+        pump: Pump,
     ) -> None:
         self.redis = redis
         self.replica = replica
@@ -45,19 +47,19 @@ class Writer:
         self.stream_key = stream_key
         self.caught_up = caught_up
         self._script = redis.register_script(PROPOSE)
-        self.proposed = asyncio.Event()
-        self.shared.on_proposal = self.proposed.set
+        self.pump = pump  # wakes this writer when something waits for Redis; runs after answers
         # Sent when Redis went away, answer unknown: resolved from the streams when it is back.
         self.in_doubt: list[Proposal] = []
         self.retries: set[asyncio.Task[None]] = set()  # conflicted proposals waiting to be decided again
 
     async def run(self) -> None:
-        shared = self.shared
+        shared, pump = self.shared, self.pump
         while True:
-            await self.proposed.wait()
-            self.proposed.clear()
+            await pump.proposals.wait()
+            pump.proposals.clear()
             while shared.outgoing or shared.claims or shared.releases:
                 await self._send(shared.take())
+                pump()  # what Redis answered was fed to the core
 
     async def _send(self, proposals: list[Proposal]) -> None:
         """One round trip: the proposals, then the client name claims and releases."""
@@ -105,3 +107,4 @@ class Writer:
     async def _retry(self, proposal: Proposal, lsn: int) -> None:
         await self.caught_up(proposal.topic, lsn)
         self.replica.retry(proposal)
+        self.pump()

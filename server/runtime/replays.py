@@ -31,6 +31,7 @@ from ..core.handlers import replaying
 from ..core.queue.outbox import Outbox
 from ..core.session.session import Session
 from ..core.sow.txlog import LogEntry
+from .pump import Pump
 
 log = logging.getLogger("server.runtime")
 
@@ -53,12 +54,13 @@ class _Lane:
 
 
 class Replays:
-    def __init__(self, broker: Broker, source: LogSource, on_disk: bool) -> None:
+    def __init__(self, broker: Broker, source: LogSource, pump: Pump, on_disk: bool) -> None:
         """``on_disk``: the log is this server's on disk, written behind the changes it applies,
         so a replay waits until it is written up to where live begins (a cluster's is in Redis
         before it is applied)."""
         self.broker = broker
         self.source = source
+        self.pump = pump  # run after every step fed to the core
         self.on_disk = on_disk
         self._lanes: dict[Session, _Lane] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -118,6 +120,8 @@ class Replays:
                 "bookmark replay for subscription %r failed; ending the subscription", subscription.sub_id
             )
             replaying.abort(broker, request, "replay_failed")
+        finally:
+            self.pump()
 
     async def _send(self, request: ReplayRequest, chunk: list[LogEntry]) -> None:
         """Replay ``chunk`` in steps, each once the socket has taken what came before: a step ends
@@ -136,4 +140,5 @@ class Replays:
             if subscription.closed:
                 return
             done += replaying.replay(self.broker, request, chunk[done : done + STEP], crowded)
+            self.pump()
             await asyncio.sleep(0)  # everything else that is ready runs between steps

@@ -10,7 +10,7 @@ from server.core.broker.broker import LogFactory
 from server.core.engine import Engine
 from server.core.handlers import replaying
 from server.core.log.local import LocalLog
-from server.core.session.session import Session
+from server.core.session.session import Session, SessionPort
 from server.core.settings.config import Config, parse_config
 from server.core.sow.txlog import LogEntry, entries_in, scan
 
@@ -26,6 +26,19 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class QuietPort:
+    """A socket as a test reads it: nothing written until the test takes it (``Peer.take``)."""
+
+    def wake(self) -> None:
+        pass
+
+    def try_write(self) -> None:
+        pass
+
+
+QUIET = QuietPort()
 
 
 class Peer:
@@ -58,9 +71,10 @@ class Harness:
         self.engine = Engine(self.config, self.clock, log)
         self.broker = self.engine.broker
 
-    def peer(self, address: str | None = None) -> Peer:
-        """A new client; ``address`` is its remote address (what logon throttling counts by)."""
-        return Peer(self.engine, self.engine.broker.open_session(lambda: None, address))
+    def peer(self, address: str | None = None, port: SessionPort = QUIET) -> Peer:
+        """A new client; ``address`` is its remote address (what logon throttling counts by),
+        ``port`` what the core asks of its socket."""
+        return Peer(self.engine, self.broker.open_session(port, address))
 
 
 def publish(order: int, **fields: Any) -> dict[str, Any]:

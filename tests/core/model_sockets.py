@@ -18,12 +18,13 @@ CONFLATED = ("conflate", "always")
 
 
 class Client:
-    """One socket: its peer, what it rebuilt, and whether it reads."""
+    """One socket: its peer, what it rebuilt, and whether it reads. It is its session's port:
+    the runtime's side of the socket, as the core sees it."""
 
-    def __init__(self, name: str, user: str, peer: Peer, conflation: bool) -> None:
+    def __init__(self, name: str, user: str, h: Harness, conflation: bool) -> None:
         self.name = name
         self.user = user
-        self.peer = peer
+        self.peer: Peer = h.peer(port=self)
         self.conflation = conflation  # logon option conflation=on/off
         self.subs: dict[str, Sub] = {}  # every subscription it ever had, by sid (the newest)
         self.views = ClientViews(name, self.subs.get)
@@ -32,9 +33,11 @@ class Client:
         self.commands_since_empty = 0
         self.transactions_since_empty = 0  # with conflation=off, a block is never conflated
         self.written: list[dict[str, Any]] = []  # taken by try_write, not yet read
-        peer.session.try_write = self._try_write
 
-    def _try_write(self) -> None:
+    def wake(self) -> None:
+        """The writer would run: this model reads when its rules say (``read``)."""
+
+    def try_write(self) -> None:
         """The runtime writes what is queued when a push does not fit, if the socket takes it."""
         if not self.stalled:
             self.written.extend(self.peer.take())
@@ -63,7 +66,7 @@ class EngineSockets(RuleBasedStateMachine):
         return f"{prefix}{self.counter}"
 
     def _logon(self, name: str, user: str, conflation: bool) -> Client:
-        client = Client(name, user, self.h.peer(), conflation)
+        client = Client(name, user, self.h, conflation)
         self.sockets.append(client)
         command: dict[str, Any] = {"c": "logon", "cid": self.next("l"), "user_id": user, "pw": "pw"}
         if not conflation:

@@ -12,6 +12,7 @@ from server.core.engine import Engine
 from server.core.log.local import LocalLog
 from server.core.settings.config import parse_config
 from server.runtime.connection import SLICE_COMMANDS, Connection
+from server.runtime.pump import Pump
 
 
 async def _no_send(frame: bytes) -> None:
@@ -23,7 +24,7 @@ async def _no_close(code: int, reason: str) -> None:
 
 
 def connection(engine: Engine) -> Connection:
-    return Connection(engine, _no_send, SocketHandle(None, _no_close), 1 << 20, False)
+    return Connection(engine, Pump(engine.broker), _no_send, SocketHandle(None, _no_close), 1 << 20, False)
 
 
 async def test_a_big_frame_yields_to_other_tasks_and_keeps_its_order() -> None:

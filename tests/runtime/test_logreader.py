@@ -20,6 +20,8 @@ from server.core.sow.txlog import LogEntry, scan_segment
 from server.runtime import logreader, logstore
 from server.runtime.logreader import Cursor
 from server.runtime.logstore import LogStore
+from server.runtime.pump import Pump
+from tests.core.harness import QUIET
 
 from .test_logstore import DURABLE, crash, flip_in_frames
 
@@ -46,9 +48,9 @@ def store_with(tmp_path: Path, frames: int, pad: int = 40) -> tuple[Engine, LogS
     """A log of ``frames`` group commits of one publish each, a second apart; their LSNs."""
     clock = Clock()
     engine = Engine(parse_config(DURABLE), clock, LocalLog)
-    store = LogStore(tmp_path, engine.broker, 1e9, 1 << 40)
+    store = LogStore(tmp_path, engine.broker, Pump(engine.broker), 1e9, 1 << 40)
     store.recover()
-    session = engine.broker.open_session(lambda: None)
+    session = engine.broker.open_session(QUIET)
     lsns = []
     for n in range(frames):
         clock.now = NOW + n

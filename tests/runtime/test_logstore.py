@@ -19,13 +19,16 @@ from server.core.settings.config import parse_config
 from server.core.sow.txlog import entries_in, scan, scan_segment
 from server.runtime import logstore
 from server.runtime.logstore import LogStore
+from server.runtime.pump import Pump
+from tests.core.harness import QUIET
 
 
 async def test_a_failed_sync_is_cut_off_retried_and_acknowledged(tmp_path: Path, monkeypatch: Any) -> None:
     engine = Engine(
         parse_config({"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}), time.time, LocalLog
     )
-    store = LogStore(tmp_path, engine.broker, 1e9, 1 << 40)
+    pump = Pump(engine.broker)
+    store = LogStore(tmp_path, engine.broker, pump, 1e9, 1 << 40)
     store.recover()
     failures: list[int] = []
     real_sync = os.fdatasync
@@ -38,11 +41,12 @@ async def test_a_failed_sync_is_cut_off_retried_and_acknowledged(tmp_path: Path,
 
     monkeypatch.setattr(os, "fdatasync", failing_once)  # the module logstore writes through
     store.start()
-    session = engine.broker.open_session(lambda: None)
+    session = engine.broker.open_session(QUIET)
     commands = [
         {"c": "publish", "t": "orders", "data": {"id": n}, "cid": n, "a": "persisted"} for n in range(10)
     ]
     engine.receive(session, orjson.dumps(commands))
+    pump()  # as the runtime does after it feeds the engine: the log writer wakes
     deadline = time.monotonic() + 10
     while engine.broker.durability.durable_lsn < engine.broker.durability.last_lsn:
         assert time.monotonic() < deadline, "the group commit was retried until it was on disk"
@@ -66,7 +70,7 @@ def test_recovery_of_an_empty_or_torn_store(tmp_path: Path, damage: bytes) -> No
     engine = Engine(
         parse_config({"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}), time.time, LocalLog
     )
-    restored = LogStore(tmp_path, engine.broker, 1e9, 1 << 40).recover()
+    restored = LogStore(tmp_path, engine.broker, Pump(engine.broker), 1e9, 1 << 40).recover()
     assert restored.records == 0 and restored.lsn == 0
 
 
@@ -77,7 +81,7 @@ DURABLE = {"topic": [{"name": "orders", "key": ["/id"], "durable": True}]}
 
 def open_store(data_dir: Path, recover_damaged: bool = False) -> tuple[Engine, LogStore]:
     engine = Engine(parse_config(DURABLE), time.time, LocalLog)
-    store = LogStore(data_dir, engine.broker, 1e9, 1 << 40, recover_damaged)
+    store = LogStore(data_dir, engine.broker, Pump(engine.broker), 1e9, 1 << 40, recover_damaged)
     store.recover()
     return engine, store
 
@@ -85,7 +89,7 @@ def open_store(data_dir: Path, recover_damaged: bool = False) -> tuple[Engine, L
 def publish_frames(engine: Engine, store: LogStore, ids: range) -> list[int]:
     """Publish ``ids``, one group commit (one frame) each, written as the log writer would; the
     LSNs handed out."""
-    session = engine.broker.open_session(lambda: None)
+    session = engine.broker.open_session(QUIET)
     lsns = []
     for n in ids:
         engine.receive(session, orjson.dumps({"c": "publish", "t": "orders", "data": {"id": n}}))
@@ -186,7 +190,7 @@ def test_a_torn_last_frame_is_cut_off_with_a_warning_and_no_refusal(
 def test_lsns_never_repeat_after_a_crash_and_lost_ones_are_refused_as_bookmarks(tmp_path: Path) -> None:
     engine, store = open_store(tmp_path)
     durable = publish_frames(engine, store, range(1, 4))
-    session = engine.broker.open_session(lambda: None)
+    session = engine.broker.open_session(QUIET)
     engine.receive(
         session, orjson.dumps([{"c": "publish", "t": "orders", "data": {"id": n}} for n in (4, 5)])
     )
@@ -196,7 +200,7 @@ def test_lsns_never_repeat_after_a_crash_and_lost_ones_are_refused_as_bookmarks(
     engine, store = open_store(tmp_path)
     assert ids_of(engine) == [1, 2, 3]
     assert engine.broker.lsns.next() > handed_out > durable[-1]
-    watcher = engine.broker.open_session(lambda: None)
+    watcher = engine.broker.open_session(QUIET)
 
     def subscribe(bm: int) -> dict[str, Any]:
         engine.receive(
@@ -230,7 +234,7 @@ def test_a_damaged_epoch_history_refuses_to_start(tmp_path: Path) -> None:
 def trimmed_store(tmp_path: Path, recover_damaged: bool = False) -> tuple[Engine, LogStore]:
     """A store whose retention removes every segment a snapshot covers at once."""
     engine = Engine(parse_config(DURABLE), time.time, LocalLog)
-    store = LogStore(tmp_path, engine.broker, 0.0, 0, recover_damaged)
+    store = LogStore(tmp_path, engine.broker, Pump(engine.broker), 0.0, 0, recover_damaged)
     store.recover()
     return engine, store
 

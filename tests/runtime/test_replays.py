@@ -11,6 +11,7 @@ from typing import Any
 from server.core.broker.bookmarks import ReplayRequest
 from server.core.sow.txlog import LogEntry
 from server.runtime import logreader, redis_log, replays
+from server.runtime.pump import Pump
 from server.runtime.replays import Replays
 from tests.core.harness import Harness, Peer, entries_of
 
@@ -59,7 +60,7 @@ async def test_a_sockets_replays_run_a_few_at_a_time_in_order_then_go_live() -> 
     feed = h.peer()
     feed.send(*[{"c": "publish", "t": "orders", "data": {"id": n}} for n in range(5)])
     source = RecordingLog(durable(h))
-    runner = Replays(h.broker, source, on_disk=True)
+    runner = Replays(h.broker, source, Pump(h.broker), on_disk=True)
     watchers: list[Peer] = [h.peer(), h.peer()]
     for watcher in watchers:
         for n in range(12):
@@ -96,7 +97,7 @@ async def test_a_replay_unsubscribed_while_it_waits_never_starts() -> None:
     h = Harness(topics=TOPICS)
     h.peer().send(*[{"c": "publish", "t": "orders", "data": {"id": n}} for n in range(3)])
     source = RecordingLog(durable(h))
-    runner = Replays(h.broker, source, on_disk=True)
+    runner = Replays(h.broker, source, Pump(h.broker), on_disk=True)
     watcher = h.peer()
     for n in range(6):
         watcher.send({"c": "subscribe", "t": "orders", "sub_id": n, "bm": "0"})

@@ -10,6 +10,7 @@ from server.core.engine import Engine
 from server.core.log.local import LocalLog
 from server.core.settings.config import parse_config
 from server.runtime.connection import Connection
+from server.runtime.pump import Pump
 
 
 class PausedSocket:
@@ -47,7 +48,7 @@ async def test_a_direct_write_never_passes_a_frame_the_writer_waits_to_send() ->
     resumed, the engine wrote B directly before the writer ran again, and B arrived first."""
     engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/order"]}]}), lambda: 0.0, LocalLog)
     socket = PausedSocket()
-    connection = Connection(engine, socket.send, socket, 1 << 20, False)
+    connection = Connection(engine, Pump(engine.broker), socket.send, socket, 1 << 20, False)
     connection.start()
     try:
         connection.session.send(b'{"c":"A"}')

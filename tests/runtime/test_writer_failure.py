@@ -14,6 +14,7 @@ from server.core.engine import Engine
 from server.core.log.local import LocalLog
 from server.core.settings.config import parse_config
 from server.runtime.connection import Connection
+from server.runtime.pump import Pump
 
 CLOSE_INTERNAL_ERROR = 1011
 
@@ -52,7 +53,9 @@ def disconnect() -> Exception:
 async def run_writer(error: Exception | None) -> tuple[FakeSocket, Connection]:
     engine = Engine(parse_config({"topic": [{"name": "orders", "key": ["/order"]}]}), lambda: 0.0, LocalLog)
     socket = FakeSocket(error)
-    connection = Connection(engine, socket.send, SocketHandle(None, socket.close), 1 << 20, False)
+    connection = Connection(
+        engine, Pump(engine.broker), socket.send, SocketHandle(None, socket.close), 1 << 20, False
+    )
     connection.start()
     await connection.receive(b'{"c":"heartbeat"}')  # wakes the writer with one frame to send
     if error is None:

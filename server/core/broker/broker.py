@@ -7,6 +7,12 @@ client names (``give_name``, ``free_name``) and their owners (``record_owner``, 
 the ``[auth]`` in use (``reload_users``) and the unit of work's time (``now``, ``begin_unit``).
 The rest is objects that are their own writers: the topics, the timers, the LSN sequence
 (``Lsns``), the durability, the fan-out run.
+
+It never calls out. What the runtime must act on it keeps, and the runtime looks at it after it
+feeds the core (runtime/pump.py): the entries waiting to be written (``durability``), the
+bookmark replays requested (``replays``), the queues to conflate in the background
+(``crowded``) and the earliest timer (``timers.next_due``); and in a cluster what waits in the
+shared log for Redis (log/shared.py).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from ..fanout.topic import Topic
 from ..fanout.tx_frames import TxFrames
 from ..queue.outbox import Outbox
 from ..session.access import LogonThrottle
-from ..session.session import Session
+from ..session.session import Commons, Session, SessionPort
 from ..settings.functions import load_function
 from ..sow.history import History
 from ..sow.txlog import EXPIRE, LogEntry, changed_topics
@@ -41,6 +47,9 @@ LogFactory = Callable[["Broker"], ChangeLog]
 
 
 class Broker:
+    """The state of one server: built by the engine, with the change log the composition root
+    chose (``log``); handed to every handler."""
+
     def __init__(self, config: Config, clock: Clock, log: LogFactory) -> None:
         self.config = config
         self.clock = clock
@@ -59,24 +68,24 @@ class Broker:
                 topic.sow.history = History(
                     settings.resume_history_changes, settings.resume_history_s, settings.resume_history_bytes
                 )
-        self.dropped: list[tuple[Session, list[Subscription]]] = []  # for back pressure, removed by settle
-        # Background conflation: sessions whose queues passed a quarter of a bound, in order,
-        # and the runtime's wake-up for them (it conflates them when it has nothing else to do).
+        # Noted by the sessions, finished after the unit of work: subscriptions dropped for back
+        # pressure (settle), and for background conflation the sessions whose queues passed a
+        # quarter of a bound, in order (the runtime calls conflate_crowded when it is idle).
+        self._dropped: list[tuple[Session, list[Subscription]]] = []
         self.crowded: dict[Session, None] = {}
-        self.on_crowded: Callable[[], None] = lambda: None
+        background = settings.background_conflation
+        self._commons = Commons(self.run, self.tx_frames, self._dropped, self.crowded if background else None)
         self.background_conflations = 0
         self.commands_processed = 0
         self.timers = Timers()  # conflation intervals and expiries; the runtime sleeps until next_due
         self.sessions: dict[int, Session] = {}
         self._session_ids = itertools.count(1)
-        self.client_names: dict[str, Session] = {}  # written by give_name and free_name
+        self._names: dict[str, Session] = {}  # client name -> the session holding it
         self._owners: dict[str, str] = {}  # with [auth]: client name -> the user it belongs to
         self.logon_throttle = LogonThrottle()  # failed logons per remote address (PROTOCOL 6.7)
         self._sequences: dict[str, int] = {}  # highest accepted publisher sequence per client name
-        self.durability = Durability()
-        self.on_log: Callable[[], None] = lambda: None  # set by the runtime: entries wait to be written
-        self.replays: deque[ReplayRequest] = deque()
-        self.on_replay: Callable[[], None] = lambda: None  # set by the runtime: a replay is requested
+        self.durability = Durability()  # entries waiting to be written, acks waiting for the disk
+        self.replays: deque[ReplayRequest] = deque()  # bookmark replays waiting for the runtime
         self.lsns = Lsns()  # the apply sequence: LSNs, and so bookmarks (broker/bookmarks.py)
         # Where commands send their changes, and what they ask of the log: last, for the local
         # log works on the state above.
@@ -102,7 +111,7 @@ class Broker:
         back pressure."""
         self._now = None
         self.run.flush()
-        dropped = self.dropped
+        dropped = self._dropped
         while dropped:
             # Not removed when dropped: the topic that queued the message may have been iterating
             # its subscribers.
@@ -167,16 +176,12 @@ class Broker:
 
     # -- sessions -----------------------------------------------------------------------------
 
-    def open_session(self, wake: Callable[[], None], peer: str | None = None) -> Session:
-        """A new session; ``peer`` is the client's remote address (failed logons are counted by it)."""
+    def open_session(self, port: SessionPort, peer: str | None = None) -> Session:
+        """A new session of the socket ``port`` writes; ``peer`` is the client's remote address
+        (failed logons are counted by it)."""
         settings = self.config.server
         outbox = Outbox(settings.queue_max_bytes, settings.queue_max_messages)
-        session = Session(next(self._session_ids), outbox, wake, self.run)
-        session.peer = peer
-        session.tx_frames = self.tx_frames
-        session.on_dropped = self._note_dropped
-        if settings.background_conflation:
-            session.on_crowded = self._note_crowded
+        session = Session(next(self._session_ids), outbox, port, self._commons, peer)
         self.sessions[session.id] = session
         return session
 
@@ -191,14 +196,6 @@ class Broker:
         name = session.client_name
         if self.free_name(session) and name is not None:
             self.changes.release_name(name, session)
-
-    def _note_dropped(self, session: Session, subscriptions: list[Subscription]) -> None:
-        self.dropped.append((session, subscriptions))
-
-    def _note_crowded(self, session: Session) -> None:
-        if session.outbox.crowded and session not in self.crowded:
-            self.crowded[session] = None
-            self.on_crowded()
 
     def conflate_crowded(self, stop: Callable[[], bool]) -> bool:
         """Background conflation: conflate the queues past a quarter of their bounds, oldest
@@ -220,17 +217,22 @@ class Broker:
         previous, self.config = self.config.users, replace(self.config, users=users)
         return previous
 
+    @property
+    def client_names(self) -> Mapping[str, Session]:
+        """Client name -> the session holding it (one name, one connection: PROTOCOL 10)."""
+        return self._names
+
     def give_name(self, name: str, session: Session) -> None:
         """``session`` holds client name ``name`` from now on (one name, one connection: the logon
         closed any other socket holding it)."""
-        self.client_names[name] = session
+        self._names[name] = session
 
     def free_name(self, session: Session) -> bool:
         """``session`` lets go of its client name; whether it held it."""
         name = session.client_name
-        if name is None or self.client_names.get(name) is not session:
+        if name is None or self._names.get(name) is not session:
             return False
-        del self.client_names[name]
+        del self._names[name]
         return True
 
     @property
@@ -271,15 +273,13 @@ class Broker:
     # -- the log --------------------------------------------------------------------------------
 
     def log(self, entry: LogEntry) -> None:
-        """Append ``entry`` (numbered) to the transaction log's pending writes."""
-        waiting = bool(self.durability)
+        """Append ``entry`` (numbered) to the transaction log's pending writes (the runtime's log
+        writer takes them: runtime/logstore.py)."""
         self.durability.append(entry.lsn, entry.encode())
         for name in changed_topics(entry):  # how long a change takes to be on disk is measured
             topic = self.topics.get(name)
             if topic is not None:
                 self.durability.time(entry.lsn, topic.latency.persisted, entry.timestamp)
-        if not waiting:
-            self.on_log()
 
     def made_durable(self, lsn: int) -> None:
         """The runtime wrote and synced the log up to ``lsn``: send the persisted acks now due."""
@@ -288,5 +288,5 @@ class Broker:
         self.settle()
 
     def request_replay(self, request: ReplayRequest) -> None:
+        """A bookmark subscription waits for the runtime to read the log back to it (replaying.py)."""
         self.replays.append(request)
-        self.on_replay()

@@ -1,6 +1,6 @@
-"""What the engine owes the disk and what the disk owes the clients (PROTOCOL 6.4).
+"""What the broker owes the disk and what the disk owes the clients (PROTOCOL 6.4).
 
-The engine appends encoded log entries here as it applies durable changes. The runtime takes
+The broker appends encoded log entries here as it applies durable changes. The runtime takes
 everything pending, writes and fsyncs it in one go (group commit), and reports the LSN that is
 now on disk; ``made_durable`` then returns the persisted acks that became due:
 - acks of commands that carried a publisher sequence ``s`` are batched, one per socket and

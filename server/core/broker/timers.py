@@ -1,14 +1,14 @@
 """What happens at a time: subscription-conflation intervals ending, and records expiring.
 
-Two heaps, and the earliest due time, which the runtime sleeps until (``on_earlier`` wakes it
-when something earlier is scheduled). A record has one live expiry entry, due at
-``_expiry_due[(topic, key)]``. A publish that gives it a later lifetime leaves the entry where it
-is, and when the entry comes due it is moved to the record's current expiry, so a record
-published over and over adds nothing to the heap. A publish that gives it an earlier lifetime
-cannot wait for that: it pushes a new entry and the old one goes stale (skipped when it comes
-due, swept once stale entries are half the heap). The record's own ``expires_at`` always
-decides: an entry that comes due for a record with no lifetime any more (republished with
-``e: 0``, or deleted) is dropped.
+Two heaps, and the earliest due time (``next_due``), which the runtime sleeps until; after every
+call into the core it looks whether something earlier was scheduled (runtime/pump.py). A record
+has one live expiry entry, due at ``_expiry_due[(topic, key)]``. A publish that gives it a later
+lifetime leaves the entry where it is, and when the entry comes due it is moved to the record's
+current expiry, so a record published over and over adds nothing to the heap. A publish that
+gives it an earlier lifetime cannot wait for that: it pushes a new entry and the old one goes
+stale (skipped when it comes due, swept once stale entries are half the heap). The record's own
+``expires_at`` always decides: an entry that comes due for a record with no lifetime any more
+(republished with ``e: 0``, or deleted) is dropped.
 
 An interval entry names its subscription. When the subscription ends (``cancel``) its entries
 are dead: the heap is rebuilt without them as soon as they are half of it, and the heap is also
@@ -43,7 +43,6 @@ class Timers:
         self._expiries: list[tuple[float, str, str]] = []
         self._expiry_due: dict[tuple[str, str], float] = {}  # (topic, key) -> due of its live entry
         self._stale = 0  # expiry entries superseded by an earlier one for the same record
-        self.on_earlier: Callable[[float], None] = lambda due: None  # set by the runtime
 
     @property
     def expiry_entries(self) -> int:
@@ -54,21 +53,20 @@ class Timers:
         return len(self._intervals)
 
     def next_due(self) -> float | None:
-        dues = [heap[0][0] for heap in (self._intervals, self._expiries) if heap]
-        return min(dues) if dues else None
-
-    def _scheduled(self, due: float, earliest: float | None) -> None:
-        if earliest is None or due < earliest:
-            self.on_earlier(due)
+        """The earliest due time, None when nothing is scheduled (asked after every call into the
+        core: runtime/pump.py)."""
+        intervals, expiries = self._intervals, self._expiries
+        if not intervals:
+            return expiries[0][0] if expiries else None
+        due = intervals[0][0]
+        return min(due, expiries[0][0]) if expiries else due
 
     def schedule(self, subscription: Subscription, due: float) -> None:
         """The end of one of ``subscription``'s conflation intervals."""
-        earliest = self.next_due()
         heapq.heappush(self._intervals, (due, next(self._ids), subscription))
         self._entries[subscription] = self._entries.get(subscription, 0) + 1
         if len(self._intervals) >= max(MIN_SWEEP, 2 * self._swept_size):
             self._sweep()
-        self._scheduled(due, earliest)
 
     def cancel(self, subscription: Subscription) -> None:
         """``subscription`` has ended: its interval entries are dead."""
@@ -95,11 +93,9 @@ class Timers:
         if scheduled is not None:
             self._stale += 1  # a shorter lifetime: the later entry must not be the one that fires
         self._expiry_due[slot] = due
-        earliest = self.next_due()
         heapq.heappush(self._expiries, (due, topic, key))
         if 2 * self._stale >= max(MIN_SWEEP, len(self._expiries)):
             self._sweep_expiries()
-        self._scheduled(due, earliest)
 
     def _sweep_expiries(self) -> None:
         """Rebuild the expiry heap from the live entries alone: a lifetime shortened again and

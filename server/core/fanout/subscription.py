@@ -124,7 +124,7 @@ class Subscription(RecordReader):
         self.replaying = False  # replaying the log: live changes wait in replay_buffer
         self.replay_buffer: list[tuple[str | None, RecordVersion | None, RecordVersion | None, str]] = []
         self.view_kind: tuple[Any, ...] = (self._select_id, options.no_sowkey, options.timestamp, False)
-        self.dropped = False  # unsubscribed for back pressure; the engine removes it after the command
+        self.dropped = False  # unsubscribed for back pressure; the broker removes it after the command
         self.closed = False  # unsubscribed: timers that still name it do nothing
         # The subscription that took over this sub_id by ``replace``: messages still queued for
         # this one are the sid's, so dropping them drops the sid as it is now.
@@ -276,7 +276,7 @@ class Subscription(RecordReader):
         ckey = conflation_key(self.options.conflation_key, key, self.record(latest))
         frames = self.session.tx_frames
         tx = frames.tx if frames is not None else None
-        # From the time of the unit of work (Engine.now), not a fresh clock reading: the changes
+        # From the time of the unit of work (Broker.now), not a fresh clock reading: the changes
         # one command or transaction causes fall due together, in every subscription.
         due = (frames.now() if frames is not None else self.ctx.clock()) + self.interval
         if self.waiting.add(ckey, key, old, new, gone, due, tx) is not None:

@@ -3,7 +3,7 @@ changes cause for a socket is held, and when it ends each socket that got any is
 ``TxBlock``: ``tx_begin``, the messages in the order of the transaction's commands, ``tx_end``,
 written in one frame and never split (merged with later ones only whole: queue/tx_merge.py).
 
-One instance is shared by the engine and its sessions, as the fan-out run is (run.py): a
+One instance is shared by the broker and its sessions, as the fan-out run is (run.py): a
 session's ``deliver`` and ``deliver_run`` hand it their messages while a transaction is open.
 """
 
@@ -32,7 +32,7 @@ class TxFrames:
 
     def __init__(self, run: FanOutRun, now: Callable[[], float]) -> None:
         self._run = run
-        self.now = now  # the time of the unit of work under way (Engine.now)
+        self.now = now  # the time of the unit of work under way (Broker.now)
         self.tx: str | None = None  # the open transaction's ID (its LSN), None: none is open
         self._held: dict[Subscriber, list[Delivery | RunBatch]] = {}
 

@@ -285,9 +285,7 @@ def _replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool)
     view changed (another select list, say): then the record is sent again in full, as it is now
     (by the snapshot, for ``sow_and_*``)."""
     owed, tx = old.release(math.inf)  # changes waiting for an interval's end
-    frames = old.session.tx_frames
-    assert frames is not None
-    with frames.whole(tx):
+    with old.session.tx_frames.whole(tx):
         for _, record_key, owed_change in owed:
             topic.deliver(old.session, (old,), record_key, owed_change)
     topic.replace(old, new)

@@ -34,6 +34,5 @@ def set_visibility(broker: Broker, session: Session, header: Header, body: Visib
                 owed.append((subscription, *subscription.release(math.inf)))
             subscription.hide(interval)
             subscription.topic_ref.resort(session)
-        assert session.tx_frames is not None
-        session.tx_frames.release(owed)
+        broker.tx_frames.release(owed)
     processed(session, header)

@@ -9,13 +9,15 @@ same log gives the same SOW on every node. A proposal's acks go out when its own
 applied it.
 
 What a proposal holds, and how stream IDs become LSNs: broker/changelog.py. Everything here is
-plain data; the runtime (``runtime/redis_log.py``) does the I/O.
+plain data; the runtime (``runtime/redis_log.py``) does the I/O. It never calls out: after every
+call into the core the runtime looks at what waits here (``outgoing``, ``claims``,
+``releases``: for Redis; ``settled``: sockets whose changes in flight are all answered) and wakes
+the task that deals with it (runtime/pump.py).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..broker.changelog import NameClaim, Proposal
@@ -41,11 +43,10 @@ class SharedLog:
         self.pending: dict[int, Proposal] = {}
         self.positions: dict[str, int] = {}  # stream -> the LSN applied up to
         self.available = False  # Redis reachable and the state loaded: changes are accepted
-        self.on_proposal: Callable[[], None] = lambda: None  # set by the runtime
         self.in_flight: dict[Session, int] = {}  # proposals per socket not yet acked or refused
         # Of those, the ones decided against a record version: what follows them waits for them.
         self.guarded: dict[Session, int] = {}
-        self.on_settled: Callable[[Session], None] = lambda session: None
+        self.settled: list[Session] = []  # sockets with nothing in flight now, for the runtime
         self.conflicts = 0  # proposals decided again (another node changed the record first)
         self.applied = 0  # stream entries applied
         self.claims: deque[NameClaim] = deque()
@@ -73,8 +74,6 @@ class SharedLog:
                 if proposal.guarded:
                     _count(self.guarded, session, 1)
         self.outgoing.append(proposal)
-        if len(self.outgoing) == 1:
-            self.on_proposal()
 
     def transaction_stream(self, streams: list[str]) -> str:
         """A cluster's transaction is one entry of one topic's stream: its commands share a topic
@@ -96,7 +95,6 @@ class SharedLog:
         _count(self.in_flight, claim.session, 1)
         _count(self.guarded, claim.session, 1)  # what follows waits for the name
         self.claims.append(claim)
-        self.on_proposal()
         return True
 
     def claimed(self, claim: NameClaim) -> None:
@@ -107,7 +105,6 @@ class SharedLog:
     def release_name(self, name: str, session: Session) -> None:
         """The socket holding ``name`` is gone: the name is free in the cluster (if still its)."""
         self.releases.append((name, self.holder(session)))
-        self.on_proposal()
 
     def log_owner(self, name: str, user_id: str) -> None:
         """Nothing to do: the claim recorded the owner in Redis."""
@@ -136,7 +133,7 @@ class SharedLog:
 
     def _one_less(self, session: Session) -> None:
         if _count(self.in_flight, session, -1) == 0:
-            self.on_settled(session)
+            self.settled.append(session)
 
     def position(self, stream: str) -> int:
         return self.positions.get(stream, 0)

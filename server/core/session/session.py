@@ -1,15 +1,18 @@
 """One client connection as the core sees it: who it is, its subscriptions, its outbox.
 
 Every push goes through ``_settle``: a push that does not fit first lets the runtime try to
-write (``try_write``), then conflates the queue (``Outbox.relieve``), drops the subscriptions of
-``unsubscribe`` topics that were queued for (telling the client), and when the message still
-does not fit, closes the socket with 4001.
+write (``SessionPort.try_write``), then conflates the queue (``Outbox.relieve``), drops the
+subscriptions of ``unsubscribe`` topics that were queued for (telling the client), and when the
+message still does not fit, closes the socket with 4001. What the broker finishes after the unit
+of work (subscriptions dropped, queues to conflate in the background) a session notes in the
+``Commons`` it was made with, and the broker drains them (broker/broker.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import NOT_ENTITLED, CommandError
 from ..fanout.run import FanOutRun
@@ -31,40 +34,60 @@ CLOSE_NAME_IN_USE = 4002
 CLOSE_POLICY = 1008
 
 
-def _nothing_for(session: Session) -> None:
-    pass
+class SessionPort(Protocol):
+    """What the core asks of its socket in the runtime (runtime/connection.py) right when a push
+    needs it: a socket's writer must not wait for the end of the unit of work, as the tasks the
+    runtime wakes after it (runtime/pump.py) do. Given to the ``Session`` at construction and never
+    set after; neither method calls back into the core."""
+
+    def wake(self) -> None:
+        """Something is queued: the socket's writer must run (it sleeps while the outbox is empty)."""
+
+    def try_write(self) -> None:
+        """The outbox is full: write what it holds now, as far as the transport takes it, so that a
+        burst to a healthy socket is written rather than conflated (PROTOCOL 6.3, first step)."""
 
 
-def _nothing() -> None:
-    return None
+@dataclass(frozen=True, slots=True)
+class Commons:
+    """What every session of one broker shares, given at construction (Broker.open_session): the
+    fan-out run, the transaction being applied, and where a session notes what the broker
+    finishes after the unit of work."""
+
+    run: FanOutRun
+    tx_frames: TxFrames  # holds the messages of a transaction being applied (fanout/tx_frames.py)
+    # Subscriptions dropped for back pressure, removed by Broker.settle (not at once: the topic
+    # that queued the message may be iterating its subscribers).
+    dropped: list[tuple[Session, list[Subscription]]]
+    # Sessions whose queues passed a quarter of a bound, in order, for background conflation
+    # (Broker.conflate_crowded); None: background conflation is off.
+    crowded: dict[Session, None] | None
 
 
 class Session:
-    def __init__(self, session_id: int, outbox: Outbox, wake: Callable[[], None], run: FanOutRun) -> None:
+    def __init__(
+        self, session_id: int, outbox: Outbox, port: SessionPort, commons: Commons, peer: str | None = None
+    ) -> None:
         self.id = session_id
-        self.run = run
+        self.run = commons.run
+        self.tx_frames = commons.tx_frames
+        self._dropped = commons.dropped
+        self._crowded = commons.crowded
         self.outbox = outbox
-        self._wake = wake
+        self._wake = port.wake
+        self._try_write = port.try_write
         self.client_name: str | None = None
         self.user_id: str | None = None
         self.user: UserConfig | None = None
-        self.peer: str | None = None  # the remote address (set by the runtime): logons are throttled by it
+        self.peer = peer  # the remote address: logons are throttled by it
         self.logged_on = False
         self.subscriptions: dict[Any, Subscription] = {}
         self._entitlements: dict[str, Entitlement] = {}
         self.close_code: int | None = None
         self.close_reason = ""
-        # Set by the runtime: write what is queued now, if the socket can take it.
-        self.try_write: Callable[[], None] = _nothing
-        # Set by the engine: these subscriptions were dropped for back pressure.
-        self.on_dropped: Callable[[Session, list[Subscription]], None] = lambda session, subs: None
-        # Set by the engine: the queue passed a quarter of a bound (background conflation).
-        self.on_crowded: Callable[[Session], None] = _nothing_for
         self._crowded_at = max(1, outbox.max_messages // 4)
         # While the page is hidden (PROTOCOL 11.2): the interval its subscriptions deliver at.
         self.hidden_interval: float | None = None
-        # Set by the engine: holds the messages of a transaction being applied (fanout/tx_frames.py).
-        self.tx_frames: TxFrames | None = None
 
     def __repr__(self) -> str:
         return f"Session({self.id}, client_name={self.client_name!r})"
@@ -107,7 +130,7 @@ class Session:
 
     def deliver(self, delivery: Delivery) -> None:
         frames = self.tx_frames
-        if frames is not None and frames.tx is not None:
+        if frames.tx is not None:
             frames.hold(self, delivery)
             return
         self._end_run()
@@ -147,7 +170,7 @@ class Session:
     def deliver_run(self, batch: RunBatch) -> None:
         """Queue a run (called by the topic while it flushes its run: no run to end)."""
         frames = self.tx_frames
-        if frames is not None and frames.tx is not None:
+        if frames.tx is not None:
             frames.hold(self, batch)
             return
         queued = self.outbox.push_run(batch)
@@ -155,7 +178,7 @@ class Session:
             if queued == len(batch.bodies):
                 self._wake()
             elif queued > self._crowded_at or self.outbox.queued_bytes * 4 > self.outbox.max_bytes:
-                self.on_crowded(self)
+                self._note_crowded()
             return
         for delivery in batch.deliveries():
             if self.close_code is not None or batch.subs[0].dropped:
@@ -191,14 +214,14 @@ class Session:
         """``retry`` pushes again after a write; ``last`` (default: ``retry``) after a relief."""
         if queued > 1:
             if queued > self._crowded_at or self.outbox.queued_bytes * 4 > self.outbox.max_bytes:
-                self.on_crowded(self)
+                self._note_crowded()
             return
         if queued == 1:
             self._wake()  # the writer sleeps only when the outbox is empty
             return
         if self.close_code is not None:
             return
-        self.try_write()
+        self._try_write()
         queued = retry()
         if not queued:
             dropped = self.outbox.relieve()
@@ -234,7 +257,13 @@ class Session:
             subscription.topic_ref.counters["unsubscribed"] += 1
             self.outbox.push(wire.unsubscribed(subscription.sub_id, "back_pressure"), force=True)
             current.append(subscription)
-        self.on_dropped(self, current)
+        self._dropped.append((self, current))
+
+    def _note_crowded(self) -> None:
+        """The queue passed a quarter of a bound: the broker conflates it in the background."""
+        crowded = self._crowded
+        if crowded is not None and self.outbox.crowded:
+            crowded[self] = None  # a session noted already keeps its place
 
     def request_close(self, code: int, reason: str) -> None:
         """Ask the runtime to close this socket; nothing more is queued for it."""

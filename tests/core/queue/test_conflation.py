@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from ..harness import Harness
+from ..harness import Harness, QuietPort
 from .conflation_hub import deliveries, hub, publish, rebuild, topic
 
 
@@ -100,15 +100,17 @@ def test_logon_option_turns_conflation_off_for_the_session() -> None:
 
 def test_try_write_comes_before_conflation() -> None:
     h = hub(max_messages=5)
-    publisher, reader = h.peer(), h.peer()
-    reader.send({"c": "subscribe", "t": "o", "sub_id": "s"})
     written: list[bytes] = []
 
-    def write_now() -> None:
-        while (frame := reader.session.outbox.take_frame(1 << 20)) is not None:
-            written.append(frame)
+    class WritingPort(QuietPort):
+        """A socket that takes whatever is queued when the core asks it to write now."""
 
-    reader.session.try_write = write_now
+        def try_write(self) -> None:
+            while (frame := reader.session.outbox.take_frame(1 << 20)) is not None:
+                written.append(frame)
+
+    publisher, reader = h.peer(), h.peer(port=WritingPort())
+    reader.send({"c": "subscribe", "t": "o", "sub_id": "s"})
     publisher.send(*[publish("o", 1, u=u) for u in range(20)])
     assert reader.session.close_code is None, "writing made room: no close on an off topic"
     assert sum(frame.count(b'"c":"p"') for frame in written) + len(deliveries(reader)) == 20
