@@ -1,4 +1,4 @@
-"""The cluster (PROTOCOL 10) on this machine: what the Redis hop costs and what more nodes give.
+"""The cluster (docs/protocol.md, Cluster) on this machine: what the Redis hop costs and what more nodes give.
 
     .venv/bin/python bench/cluster.py [--sockets 200] [--updates 2000] [--rounds 3]
                                       [--samples 1000] [--catchup-records 1000000]

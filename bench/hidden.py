@@ -1,6 +1,6 @@
-"""What a hidden dashboard costs (PROTOCOL 11.2): two dashboards' sockets watch the demo feed at
-the same time, the way the dashboard opens its views (sow_and_delta_subscribe with oof and
-timestamp, on positions and orders). One tells the server its page is hidden. Prints the bytes
+"""What a hidden dashboard costs (docs/protocol.md, Hidden views): two dashboards' sockets watch the
+demo feed at the same time, the way the dashboard opens its views (sow_and_delta_subscribe with oof
+and timestamp, on positions and orders). One tells the server its page is hidden. Prints the bytes
 and messages each received in the live part (after the snapshots), per round, and their ratio.
 
     .venv/bin/python bench/hidden.py [--seconds 60] [--rounds 1] [--rows-per-second 20]

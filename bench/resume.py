@@ -1,7 +1,7 @@
-"""A resumed view against a full snapshot (PROTOCOL 11.1): a view of 50,000 records, of which
-100 changed (90 updated, 10 deleted) while its client was away. Each round makes the changes,
-then reopens the view both ways, in turn: with ``resume`` from the bookmark the client last
-received, and as a plain ``sow_and_subscribe``. Prints the bytes received and the time until
+"""A resumed view against a full snapshot (docs/protocol.md, Resuming a view): a view of 50,000
+records, of which 100 changed (90 updated, 10 deleted) while its client was away. Each round makes
+the changes, then reopens the view both ways, in turn: with ``resume`` from the bookmark the client
+last received, and as a plain ``sow_and_subscribe``. Prints the bytes received and the time until
 ``group_end`` of each (min / median / max over the rounds), and the server's CPU time.
 
     .venv/bin/python bench/resume.py [--records 50000] [--changed 100] [--rounds 5] [--durable]

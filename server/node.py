@@ -50,7 +50,8 @@ class PushServer(uvicorn.Server):
         self.hub.start()
         await super().startup(sockets)
         if self.started and threading.current_thread() is threading.main_thread():
-            # uvicorn takes SIGINT and SIGTERM (handle_exit); SIGHUP reloads [auth] (PROTOCOL 6.8).
+            # uvicorn takes SIGINT and SIGTERM (handle_exit); SIGHUP reloads [auth]
+            # (docs/protocol.md, Reloading entitlements).
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.reload_auth)
         if self.started and self.servers:
             if self.announce:

@@ -250,7 +250,8 @@ def serve_workers(config: Config, count: int) -> int:
         pool.start(slot)
 
     def reload(signum: int, frame: FrameType | None) -> None:
-        for slot in pool.slots:  # each node reloads [auth] from the file itself (PROTOCOL 6.8)
+        # each node reloads [auth] from the file itself (docs/protocol.md, Reloading entitlements)
+        for slot in pool.slots:
             if slot.process is not None and slot.process.is_alive() and slot.process.pid is not None:
                 os.kill(slot.process.pid, signal.SIGHUP)
 

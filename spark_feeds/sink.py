@@ -14,7 +14,7 @@ ends) or at exit. When the server goes away, the batch is sent again on a new co
 the rows the server has skipped, until the server is back or ``retry_s`` has passed.
 
 With ``transactions`` set to ``batch`` (or ``partition``), the rows of a micro-batch (of each of
-its partitions) go as transactions (PROTOCOL 11.3): every subscriber sees all of them in one
+its partitions) go as transactions (docs/protocol.md, Transactions): every subscriber sees all of them in one
 frame, so a dashboard never shows half a batch. A transaction holds at most ``MAX_TX_COMMANDS``
 rows and ``frame_bytes``; a bigger batch goes as several, in order (logged once). Each takes
 one sequence number, derived the same way, so a replayed batch is still a duplicate.

@@ -9,7 +9,7 @@ import { Sparkline } from "/static/sparkline.js";
 import { formatNumber } from "/static/format.js";
 
 const LEFT_NOTE_MS = 10_000;
-/** An OOF's reason (PROTOCOL 6), as a reader says it. */
+/** An OOF's reason (docs/protocol.md, Delta subscriptions and OOF), as a reader says it. */
 const OOF_REASONS = /** @type {Record<string, string>} */ ({
   match: "no longer matches the filter",
   deleted: "deleted",

@@ -36,11 +36,11 @@ export interface ClientOptions {
   connectTimeoutMs?: number;
   /** The timeoutMs of one-off commands that name none (30000; 0: none). */
   requestTimeoutMs?: number;
-  /** true by default: tell the server when the page is hidden (PROTOCOL 11.2). */
+  /** true by default: tell the server when the page is hidden (docs/protocol.md, Hidden views). */
   reportVisibility?: boolean;
 }
 
-/** A processed ack (PROTOCOL 5): what publish, deltaPublish, sowDelete, transaction and flush resolve with. */
+/** A processed ack (docs/protocol.md, Messages from the server): what publish, deltaPublish, sowDelete, transaction and flush resolve with. */
 export interface Ack {
   c: "ack";
   a: "processed";
@@ -67,7 +67,7 @@ export interface SowOptions extends RequestOptions {
   orderby?: string;
   topN?: number;
   skipN?: number;
-  /** Options (PROTOCOL 4), e.g. "select=[-/,+/order]". */
+  /** Options (docs/protocol.md, Commands), e.g. "select=[-/,+/order]". */
   options?: string;
 }
 
@@ -80,7 +80,7 @@ export interface SowDeleteOptions extends RequestOptions {
   data?: Record<string, any>;
 }
 
-/** A command of a transaction (PROTOCOL 11.3). */
+/** A command of a transaction (docs/protocol.md, Transactions). */
 export type TransactionCommand =
   | { c: "publish" | "delta_publish"; t: string; data: Record<string, any>; e?: number }
   | { c: "sow_delete"; t: string; filter?: string; sow_keys?: string; data?: Record<string, any> };
@@ -122,11 +122,11 @@ export declare class PushClient extends Emitter<ClientEvents> {
 
   /** Publish a record; resolves on the processed ack (re-sent after a reconnect until acked). */
   publish<T = Record<string, any>>(topic: string, data: T, options?: PublishOptions): Promise<Ack>;
-  /** Merge `data` into the record with its key (PROTOCOL 6.1). */
+  /** Merge `data` into the record with its key (docs/protocol.md, Publish and delta publish). */
   deltaPublish<T = Record<string, any>>(topic: string, data: Partial<T>, options?: PublishOptions): Promise<Ack>;
   /** Delete records: by filter, by SowKeys, or the one with the key of `data`. */
   sowDelete(topic: string, which: SowDeleteOptions): Promise<Ack>;
-  /** Several changes as one step: all or nothing, delivered whole (PROTOCOL 11.3). */
+  /** Several changes as one step: all or nothing, delivered whole (docs/protocol.md, Transactions). */
   transaction(commands: TransactionCommand[], options?: RequestOptions): Promise<Ack>;
   /** Resolves once the server has processed every command this client sent before it. */
   flush(options?: RequestOptions): Promise<Ack>;

@@ -1,7 +1,7 @@
 // PushClient: logon, views re-established once after every reconnect (resumed from their
 // bookmarks: view.js), a publish store that re-sends unacknowledged publishes with their sequence
 // numbers (requests.js), transactions, one-off queries, and the page's visibility told to the
-// server (PROTOCOL 11.2: a hidden tab costs one message per record per interval). The connection
+// server (docs/protocol.md, Hidden views: a hidden tab costs one message per record per interval). The connection
 // itself (one socket at a time, the reconnect loop, backoff, heartbeats) is the state machine in
 // connection.js.
 //
@@ -249,7 +249,7 @@ export class PushClient extends Emitter {
   }
 
   /**
-   * Merge `data` into the record with its key (PROTOCOL 6.1).
+   * Merge `data` into the record with its key (docs/protocol.md, Publish and delta publish).
    * @param {string} topic @param {any} data @param {PublishOptions} [options]
    */
   deltaPublish(topic, data, { expiration, ...options } = {}) {
@@ -271,7 +271,7 @@ export class PushClient extends Emitter {
   }
 
   /**
-   * Apply several publishes, delta publishes and deletes as one step (PROTOCOL 11.3): all or
+   * Apply several publishes, delta publishes and deletes as one step (docs/protocol.md, Transactions): all or
    * nothing, delivered whole. Resolves on the processed ack.
    * @param {Array<Record<string, any>>} commands  e.g. {c: "publish", t: "orders", data: {...}}
    * @param {RequestOptions} [options]

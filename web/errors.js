@@ -8,7 +8,7 @@
 //     RequestAborted     code "aborted": the caller's AbortSignal fired (its reason is the cause)
 //     ViewDropped        code "dropped": the server dropped a view (`unsubscribed`, back pressure)
 //
-// The codes are the protocol's own words (PROTOCOL 5, 6.5) with underscores, so a server reason
+// The codes are the protocol's own words (docs/protocol.md, Messages from the server and Errors) with underscores, so a server reason
 // "bad filter: expected ')' at column 14" is the code "bad_filter" and the reason in full.
 
 /** A failure ack's reason (its words before any colon) -> the error's code. */

@@ -1,4 +1,4 @@
-// Delta merging (PROTOCOL 6.1): objects merge field by field, arrays and scalars replace,
+// Delta merging (docs/protocol.md, Publish and delta publish): objects merge field by field, arrays and scalars replace,
 // nothing is removed. Returns a new record; the inputs are not modified.
 
 /** @param {unknown} value @returns {value is Record<string, any>} */

@@ -13,7 +13,7 @@ import { CommandRefused } from "./errors.js";
 /**
  * @typedef {import("./deadline.js").RequestOptions} RequestOptions
  *
- * @typedef {object} Ack  a successful processed ack (PROTOCOL 5)
+ * @typedef {object} Ack  a successful processed ack (docs/protocol.md, Messages from the server)
  * @property {"ack"} c
  * @property {"processed"} a
  * @property {string} [cid]

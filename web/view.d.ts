@@ -11,7 +11,7 @@ export type ChangeKind = "snapshot" | "insert" | "update" | "oof";
 export interface Change<T = any> {
   /** The SowKey (`#n` for a topic without keys: every message its own record). */
   key: string;
-  /** The record now; for an oof, the body the server sent (see PROTOCOL 6.2). */
+  /** The record now; for an oof, the body the server sent (see docs/protocol.md, Delta subscriptions and OOF). */
   record: T;
   kind: ChangeKind;
   /** For an oof: "deleted", "expired", "match", "entitlement", or "stale" (gone after a reconnect). */
@@ -19,9 +19,9 @@ export interface Change<T = any> {
 }
 
 export interface ViewSettings extends RequestOptions {
-  /** A filter (PROTOCOL 7), e.g. "/qty > 10". */
+  /** A filter (docs/protocol.md, Filters), e.g. "/qty > 10". */
   filter?: string;
-  /** Options (PROTOCOL 4), e.g. "oof,delta=merge,conflation=250ms". */
+  /** Options (docs/protocol.md, Commands), e.g. "oof,delta=merge,conflation=250ms". */
   options?: string;
   /** The view's sub_id (made up when absent). */
   subId?: string;

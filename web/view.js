@@ -9,7 +9,7 @@
 // its timeoutMs passed before it was ready, its signal aborted, dropped by the server, or its
 // client closed for good by the server); `ready` rejects with that error if it was still waiting.
 //
-// A sow_and_* view subscribes with the option `resume` (PROTOCOL 11.1): every message carries a
+// A sow_and_* view subscribes with the option `resume` (docs/protocol.md, Resuming a view): every message carries a
 // bookmark, and after a reconnect it subscribes again from the newest one it holds, so the server
 // sends only the net change of the view (`resumed: true`) instead of the whole snapshot.
 

@@ -44,7 +44,7 @@ async def favicon(request: Request) -> Response:
 
 async def healthz(request: Request) -> Response:
     hub: Hub = request.app.state.hub
-    if not hub.ready:  # a cluster node loading its state, or cut off from Redis (PROTOCOL 10)
+    if not hub.ready:  # a cluster node loading its state, or cut off from Redis (docs/protocol.md, Cluster)
         return PlainTextResponse("unavailable", status_code=503)
     capacity: Capacity | None = request.app.state.capacity
     if capacity is None:

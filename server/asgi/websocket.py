@@ -27,7 +27,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         await websocket.close(1001)
         return
     if hub.cluster is not None and not hub.cluster.ready:
-        # A cluster node that has not loaded the state yet accepts no socket (PROTOCOL 10).
+        # A cluster node that has not loaded the state yet accepts no socket (docs/protocol.md, Cluster).
         await websocket.send_denial_response(PlainTextResponse("loading state", status_code=503))
         return
     if not _handshake_allowed(websocket, websocket.app.state.names):
@@ -70,9 +70,9 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
 
 
 def _handshake_allowed(websocket: WebSocket, names: ServerNames) -> bool:
-    """PROTOCOL 6.7: a page that DNS rebinding points at the server (its ``Host``: not one of the
-    server's names) or a browser page of another site (its ``Origin``) may not open a socket with
-    its user's rights."""
+    """docs/protocol.md, Who may connect: a page that DNS rebinding points at the server (its
+    ``Host``: not one of the server's names) or a browser page of another site (its ``Origin``) may
+    not open a socket with its user's rights."""
     scope = websocket.scope
     hosts, origin, local = host_headers(scope), origin_header(scope), local_address(scope)
     if not names.handshake_host_allowed(hosts, local, secure(scope)):

@@ -1,4 +1,5 @@
-"""A durable publisher (PROTOCOL 6.4): the server persists, and the publisher never loses or repeats.
+"""A durable publisher (docs/protocol.md, Durability): the server persists, and the publisher never
+loses or repeats.
 
     publisher = Publisher("ws://127.0.0.1:8000/ws", client_name="prices-feed")
     await publisher.connect()

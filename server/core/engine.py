@@ -54,7 +54,8 @@ class Engine:
         self._plain_lane = self.broker.changes.plain_lane  # the log is the broker's for good
 
     def reload_auth(self, users: dict[str, UserConfig] | None) -> reentitle.Reentitled:
-        """``[auth]`` was reloaded (PROTOCOL 6.8): every socket and subscription is re-decided now."""
+        """``[auth]`` was reloaded (docs/protocol.md, Reloading entitlements): every socket and
+        subscription is re-decided now."""
         broker = self.broker
         previous = broker.reload_users(users)
         done = reentitle.reentitle(broker, previous)

@@ -6,7 +6,7 @@
   ``ConfigError``   the configuration is invalid: the process exits with a one-line reason.
   ``StartupError``  the server cannot start safely (a damaged transaction log): the same.
 
-Reasons are the fixed words of the protocol (section 6.5); detail may follow after a colon.
+Reasons are the fixed words of the protocol (docs/protocol.md, Errors); detail may follow after a colon.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ SUBID_IN_USE = "subid in use"
 NO_TOPIC = "no topic"
 BAD_MESSAGE = "bad message"
 NAME_IN_USE = "name in use"
-UNAVAILABLE = "unavailable"  # a cluster node cannot reach the shared log (PROTOCOL 10)
+UNAVAILABLE = "unavailable"  # a cluster node cannot reach the shared log (docs/protocol.md, Cluster)
 
 
 class ServerError(Exception):

@@ -1,6 +1,7 @@
 """The sizes a client may send, checked once at the edge (protocol/commands.py,
-protocol/options.py), and what one socket may hold (PROTOCOL 2 ``max_subscriptions``, and a
-cost budget). Every number and its reason is in docs/protocol.md, Limits.
+protocol/options.py), and what one socket may hold (docs/protocol.md, Configuration
+``max_subscriptions``, and a cost budget). Every number and its reason is in docs/protocol.md,
+Limits.
 
 Names and ids are kept: a client name is written into every durable log entry of its publishes
 and remembered with its sequence after the session ends, ids are echoed on every ack and message.
@@ -21,8 +22,8 @@ MAX_BOOKMARK_LENGTH = 64  # a log position or an ISO-8601 time is under 40
 MAX_ACKS_LENGTH = 128  # the ``a`` field: all five ack kinds take 46
 MAX_PATHS = 64  # paths in one select list or conflation_key
 MAX_PATH_LENGTH = 256  # characters of one path in an option
-MAX_TX_COMMANDS = 10_000  # commands in one transaction (PROTOCOL 11.3)
-MAX_WINDOW_ROWS = 10_000  # top_n of a live window (PROTOCOL 12): what one move may resend
+MAX_TX_COMMANDS = 10_000  # commands in one transaction (docs/protocol.md, Transactions)
+MAX_WINDOW_ROWS = 10_000  # top_n of a live window (docs/protocol.md, Viewports): what one move may resend
 MAX_ORDERBY_LENGTH = 4096  # characters of an ``orderby``
 MAX_ORDERBY_TERMS = 16  # fields of an ``orderby``: every sort key reads each of them
 MAX_INTEGER = 2**63 - 1  # integer ids, sequences and counts fit a signed 64-bit integer

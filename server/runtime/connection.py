@@ -78,7 +78,8 @@ class Connection:
 
     def try_write(self) -> None:
         """The outbox is full: write what it holds now, as far as the transport takes it, so that a
-        burst to a healthy socket is written rather than conflated (PROTOCOL 6.3, first step)."""
+        burst to a healthy socket is written rather than conflated (docs/protocol.md, Conflation,
+        first step)."""
         outbox, handle = self.session.outbox, self.handle
         # Not while the writer waits to send a frame it has taken: the next frames would pass it.
         while not self.sending and handle.can_write_now():

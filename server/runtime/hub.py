@@ -143,7 +143,7 @@ class Hub:
     @property
     def ready(self) -> bool:
         """Whether this server may serve: always alone; in a cluster, while its state is loaded
-        and Redis is reachable (PROTOCOL 10: ``/healthz`` answers 503 otherwise)."""
+        and Redis is reachable (docs/protocol.md, Cluster: ``/healthz`` answers 503 otherwise)."""
         return self.cluster is None or self.cluster.healthy
 
     def connect(self, send: SendFrame, handle: SocketPort, peer: str | None = None) -> Connection:

@@ -1,4 +1,4 @@
-"""Reading the transaction log back for a bookmark replay (PROTOCOL 6.4), a chunk at a time.
+"""Reading the transaction log back for a bookmark replay (docs/protocol.md, Durability), a chunk at a time.
 
 A replay used to read its whole range into memory before it sent anything, and every bookmark
 subscription did so at once: a thousand of them over a 20 MB log grew the server by gigabytes.

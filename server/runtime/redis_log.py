@@ -1,4 +1,4 @@
-"""The shared log in Redis (PROTOCOL 10): a cluster node's reader, writer and snapshots.
+"""The shared log in Redis (docs/protocol.md, Cluster): a cluster node's reader, writer and snapshots.
 
 Keys, all under ``{<name>}`` (one hash slot, so the script may touch them together even on a
 Redis Cluster): ``:stream:<topic>`` a configured topic's ordered log, ``:plain`` the one log of

@@ -1,4 +1,5 @@
-"""Client names across a cluster (PROTOCOL 10): one name, one connection, whichever node it is on.
+"""Client names across a cluster (docs/protocol.md, Cluster): one name, one connection, whichever
+node it is on.
 
 A logon with a client name claims it in Redis (``redis_script.CLAIM``) before the logon
 completes; the claim announces the new holder on a channel, and the node holding the name before

@@ -16,8 +16,8 @@ it lost the log or is being re-seeded, and every proposal is answered ``{"lost",
 nothing appended), then per proposal: its topic's place among the KEYS pairs (1-based), client
 name, sequence, origin, versioned (``1``: a configured topic), entry count, then four per entry:
 op, record key, expected version (empty: none; ``-``: absent), payload. A transaction (op ``t``,
-PROTOCOL 11.3) is one entry whose record key is the lines ``p<key>`` or ``d<key>`` (the records it
-writes or deletes) and whose expected version is the lines ``<key>=<version>``.
+docs/protocol.md, Transactions) is one entry whose record key is the lines ``p<key>`` or ``d<key>``
+(the records it writes or deletes) and whose expected version is the lines ``<key>=<version>``.
 Answer: per proposal ``{"ok", id...}`` or ``{outcome, detail}``.
 """
 
@@ -147,10 +147,10 @@ def propose_call(
     return [*keys, f"{prefix}:incarnation"], args
 
 
-# A client name's claim (PROTOCOL 10: one name, one connection in the cluster; 6.4: refused for
-# another user while held, or with [auth] once owned). A holder counts only while its node's
-# liveness key lives, so a node that died holding names holds them no longer than that key's
-# lifetime: nothing is locked for ever.
+# A client name's claim (docs/protocol.md, Cluster: one name, one connection in the cluster; Who may
+# connect: refused for another user while held, or with [auth] once owned). A holder counts only
+# while its node's liveness key lives, so a node that died holding names holds them no longer than
+# that key's lifetime: nothing is locked for ever.
 # KEYS: the names hash (name -> "<node> <session> <user>"), the owners hash, the sequences hash.
 # ARGV: name, holder ("<node> <session>"), user ("" for none), "1" with [auth], the liveness
 # key prefix, the channel that tells every node who holds the name now.

@@ -1,4 +1,4 @@
-"""``SIGHUP``: reload ``[auth]`` from the configuration file (PROTOCOL 6.8).
+"""``SIGHUP``: reload ``[auth]`` from the configuration file (docs/protocol.md, Reloading entitlements).
 
 Only ``[auth]`` (users, passwords, read and write lists, entitlement filters) is taken from the
 file; the engine then re-decides every live socket and subscription (core/handlers/reentitle.py). A file

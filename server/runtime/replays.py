@@ -1,5 +1,5 @@
-"""Bookmark replays (PROTOCOL 6.4): the log read back to each bookmark subscription, a chunk at a
-time, paced by its socket, then the seam to live (core/handlers/replaying.py).
+"""Bookmark replays (docs/protocol.md, Durability): the log read back to each bookmark subscription,
+a chunk at a time, paced by its socket, then the seam to live (core/handlers/replaying.py).
 
 What a replay holds while it runs is one chunk of the log (logreader.py, or one batch of a
 cluster's stream) and what its socket has not taken yet; the next chunk is read only once the

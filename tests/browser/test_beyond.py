@@ -1,6 +1,6 @@
-"""PROTOCOL 11 in real Chromium: a view resumes after a dropped socket with only the net change,
-a hidden page is held to one message per record per interval, and a transaction is applied to
-the views in one step and drawn by the dashboard in one frame."""
+"""docs/protocol.md, Resuming a view in real Chromium: a view resumes after a dropped socket with
+only the net change, a hidden page is held to one message per record per interval, and a transaction
+is applied to the views in one step and drawn by the dashboard in one frame."""
 
 from __future__ import annotations
 

@@ -78,8 +78,8 @@ def test_the_dashboard_survives_a_server_restart(page: Page, server: ServerProce
         expect(page.locator("#connection")).to_have_attribute("data-state", "open", timeout=15000)
         expect(page.locator(ROW)).to_have_count(3, timeout=15000)
         expect(page.locator(ROW, has_text="order-1b")).to_have_count(1)
-        # The durable view resumed from its last bookmark across the restart (PROTOCOL 11.1):
-        # only the two changes came, not the whole snapshot.
+        # The durable view resumed from its last bookmark across the restart (docs/protocol.md,
+        # Resuming a view): only the two changes came, not the whole snapshot.
         assert page.evaluate("() => [...window.dashboard.panels][0].view.resumed") is True
         assert page.errors == []  # type: ignore[attr-defined]
     finally:

@@ -1,6 +1,6 @@
 """The reference side of the cluster model test (test_cluster_model.py): the shared log read back
 from Redis and replayed against the commands the test sent, and what one server that applied
-that log would have sent each subscriber (PROTOCOL 10).
+that log would have sent each subscriber (docs/protocol.md, Cluster).
 
 Everything here is plain data: the test does the I/O. Records have an ``id`` (1 to 3) and a ``u``
 that is new with every publish and delta publish, so each ``p`` entry of the log is the work of
@@ -254,7 +254,7 @@ class Log:
 
 def check_commands(log: Log, commands: dict[tuple[str, int], Command]) -> None:
     """Every command has its acks; every acked change is in the log (once); a failed one is not;
-    each publisher's changes are in the log in the order it sent them (PROTOCOL 10: a socket's
+    each publisher's changes are in the log in the order it sent them (docs/protocol.md, Cluster: a socket's
     commands keep their order); a delete's stats count the records it removed."""
     for command in commands.values():
         if len(command.processed) != 1 or (command.delete and command.succeeded and len(command.stats) != 1):
@@ -295,8 +295,8 @@ def check_commands(log: Log, commands: dict[tuple[str, int], Command]) -> None:
 def check_deletes(log: Log, commands: dict[tuple[str, int], Command]) -> None:
     """A delete acts on the records as they stand at its place in the log, as on one server.
 
-    A delete's place is after its socket's earlier changes and before its later ones (PROTOCOL
-    10: a socket's commands keep their order), so it lies between the last log entry of the
+    A delete's place is after its socket's earlier changes and before its later ones (docs/protocol.md,
+    Cluster: a socket's commands keep their order), so it lies between the last log entry of the
     publisher's earlier commands and the first of its later ones. There:
 
     - each record it deleted was there (``records_deleted`` counts records removed), and matched

@@ -18,7 +18,8 @@ def expected_messages(
 ) -> tuple[dict[int, Record], Events]:
     """What a ``sow_and_subscribe`` (``delta``: ``sow_and_delta_subscribe``) with ``oof`` and
     ``filter_`` gets from a server that takes its snapshot after the first ``position`` changes of
-    the log and then applies the rest: the snapshot, and per record its messages (PROTOCOL 6.2)."""
+    the log and then applies the rest: the snapshot, and per record its messages (docs/protocol.md,
+    Delta subscriptions and OOF)."""
     held = {key: record for key, record in log.states[position].items() if filter_.matches(record)}
     snapshot = dict(held)
     events: Events = defaultdict(list)

@@ -1,4 +1,4 @@
-"""Client names are cluster-wide (PROTOCOL 10, rules of 6.4): one name, one connection."""
+"""Client names are cluster-wide (docs/protocol.md, Cluster, rules of 6.4): one name, one connection."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Three real nodes sharing one real Redis (PROTOCOL 10): what a client sees is what one server
+"""Three real nodes sharing one real Redis (docs/protocol.md, Cluster): what a client sees is what one server
 that applied the shared log's order would show, on every node."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Model-based test of a cluster (PROTOCOL 10): three real nodes (``python -m server``) sharing one
-real ``redis-server``, driven by a Hypothesis state machine; the reference is the shared log
-itself, read back from Redis and replayed (cluster_model.py).
+"""Model-based test of a cluster (docs/protocol.md, Cluster): three real nodes (``python -m
+server``) sharing one real ``redis-server``, driven by a Hypothesis state machine; the reference is
+the shared log itself, read back from Redis and replayed (cluster_model.py).
 
 Rules: frames of publishes (some with a 1 s lifetime), delta publishes and deletes (by key and
 by filter) over three records, each frame sent by one of six publishers (two a node, each logged
@@ -289,7 +289,7 @@ class ClusterMachine(RuleBasedStateMachine):
 
     async def _quiet(self) -> Log:
         """Once every command is answered: the log, when no expiry is due and every node's SOW is
-        the log's (PROTOCOL 10: once the cluster is quiet, sow is the same on every node)."""
+        the log's (docs/protocol.md, Cluster: once the cluster is quiet, sow is the same on every node)."""
         await self._answered(10)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + QUIET_TIMEOUT

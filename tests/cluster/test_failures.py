@@ -1,5 +1,5 @@
-"""A cluster through failures (PROTOCOL 10): a node killed mid-stream, Redis killed mid-stream, a
-node that starts from a snapshot, a node that starts before Redis does."""
+"""A cluster through failures (docs/protocol.md, Cluster): a node killed mid-stream, Redis killed
+mid-stream, a node that starts from a snapshot, a node that starts before Redis does."""
 
 from __future__ import annotations
 

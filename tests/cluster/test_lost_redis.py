@@ -1,6 +1,6 @@
-"""Redis that loses the shared log (PROTOCOL 10): restarted empty (no ``appendonly``), flushed, or
-restored from an old dump. The nodes that hold the newer state say so in one ERROR line and
-re-seed Redis from it; no two nodes that answer ``/healthz`` 200 ever serve different SOWs, and
+"""Redis that loses the shared log (docs/protocol.md, Cluster): restarted empty (no ``appendonly``),
+flushed, or restored from an old dump. The nodes that hold the newer state say so in one ERROR line
+and re-seed Redis from it; no two nodes that answer ``/healthz`` 200 ever serve different SOWs, and
 nothing any node still held is lost. Redis restarted with its data raises no alarm."""
 
 from __future__ import annotations

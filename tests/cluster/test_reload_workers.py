@@ -1,5 +1,5 @@
 """SIGHUP to ``--workers N``: the parent passes it on, and each node reloads ``[auth]`` from the
-file itself (PROTOCOL 6.8)."""
+file itself (docs/protocol.md, Reloading entitlements)."""
 
 from __future__ import annotations
 

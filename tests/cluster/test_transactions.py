@@ -1,5 +1,5 @@
-"""Transactions (PROTOCOL 11.3) in a cluster: one stream entry, applied whole on every node, and
-decided again when another node changed a record it was decided against."""
+"""Transactions (docs/protocol.md, Transactions) in a cluster: one stream entry, applied whole on
+every node, and decided again when another node changed a record it was decided against."""
 
 from __future__ import annotations
 

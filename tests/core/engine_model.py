@@ -43,7 +43,8 @@ def _number(record: Record, name: str) -> int | None:
 
 
 def _compare(name: str, test: Callable[[int], bool]) -> Predicate:
-    """A comparison with a field: a missing field is NULL, and NULL never matches (PROTOCOL 7)."""
+    """A comparison with a field: a missing field is NULL, and NULL never matches (docs/protocol.md,
+    Filters)."""
 
     def predicate(record: Record) -> bool:
         value = _number(record, name)
@@ -114,8 +115,8 @@ SELECTS = (
 
 
 def merge_delta(held: Any, delta: Any) -> Any:
-    """PROTOCOL 6.1: fields present replace fields, objects merge field by field, arrays and
-    scalars replace whole, fields absent stay."""
+    """docs/protocol.md, Publish and delta publish: fields present replace fields, objects merge
+    field by field, arrays and scalars replace whole, fields absent stay."""
     if type(held) is not dict or type(delta) is not dict:
         return delta
     merged = dict(held)

@@ -130,10 +130,10 @@ class EngineSockets(RuleBasedStateMachine):
         self.clients[index] = self._logon(name, client.user, client.conflation)
 
     def _may_close(self, client: Client) -> str | None:
-        """Why a 4001 close is allowed (None: it is not). The queue was empty when the client
-        last read; since then, with no command of its own, it queued only deliveries. After
-        conflation a correct queue holds, on ``conflate``/``always`` topics, at most one message
-        per record and subscription (PROTOCOL 6.3: net effect; we allow two: an OOF and the state
+        """Why a 4001 close is allowed (None: it is not). The queue was empty when the client last
+        read; since then, with no command of its own, it queued only deliveries. After conflation a
+        correct queue holds, on ``conflate``/``always`` topics, at most one message per record and
+        subscription (docs/protocol.md, Conflation: net effect; we allow two: an OOF and the state
         after it), and one ``unsubscribed`` per subscription of an ``unsubscribe`` topic."""
         if client.commands_since_empty:
             return "its own commands' acks and snapshots are queued"

@@ -165,7 +165,8 @@ class EngineMachine(EngineSockets):
 
     @rule(ops=st.lists(write_op, min_size=2, max_size=8))
     def transaction(self, ops: list[tuple[Any, ...]]) -> None:
-        """The changes as one transaction (PROTOCOL 11.3): applied whole, delivered in one frame."""
+        """The changes as one transaction (docs/protocol.md, Transactions): applied whole, delivered
+        in one frame."""
         self._write(ops, transaction=True)
 
     def _write(self, ops: list[tuple[Any, ...]], transaction: bool = False) -> None:
@@ -295,7 +296,8 @@ class EngineMachine(EngineSockets):
 
     @rule(client=st.integers(0, 2), hidden=st.booleans())
     def visibility(self, client: int, hidden: bool) -> None:
-        """The client's page is hidden (its messages wait, hidden_interval) or shown again (11.2)."""
+        """The client's page is hidden (its messages wait, hidden_interval) or shown again
+        (docs/protocol.md, Hidden views)."""
         chosen = self._client(client)
         if chosen is not None:
             self._send(chosen, [{"c": "visibility", "hidden": hidden, "cid": self.next("v")}])

@@ -28,7 +28,7 @@ from tests.fuzzing.frames import (
 )
 from tests.fuzzing.values import encode
 
-# Reasons a failure ack may start with (PROTOCOL 6.5, plus `name in use` of 6.4).
+# Reasons a failure ack may start with (docs/protocol.md, Errors, plus `name in use` of 6.4).
 REASONS = (
     "bad filter",
     "invalid topic",

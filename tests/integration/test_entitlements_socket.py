@@ -1,4 +1,5 @@
-"""Entitlement filters over real sockets: the attacks of a curious colleague (PROTOCOL 6.2)."""
+"""Entitlement filters over real sockets: the attacks of a curious colleague (docs/protocol.md,
+Entitlements)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The front door against the real server: client names belong to users across restarts, logon
 throttling, constant-time passwords, the Origin check, /topics and /metrics under [auth], and
-half-open upgrade requests (PROTOCOL 5, 6.4, 6.7; docs/protocol.md "Who may connect")."""
+half-open upgrade requests (docs/protocol.md, Messages from the server and Who may connect;
+docs/protocol.md "Who may connect")."""
 
 from __future__ import annotations
 

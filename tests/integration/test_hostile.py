@@ -1,4 +1,5 @@
-"""A hostile-client suite against the real server (issue 10, "Prove it"; PROTOCOL 2, 6.5, 6.7).
+"""A hostile-client suite against the real server (issue 10, "Prove it"; docs/protocol.md,
+Configuration, Errors and Who may connect).
 
 Each test runs one attack from one or more hostile sockets while a ``VictimProbe`` (its own thread,
 its own sockets) keeps a live subscription and measures how long a publish from a third socket

@@ -1,6 +1,6 @@
-"""Hostile callers at the front door of the real server (issue 10, "Prove it"; PROTOCOL 6.7): half-open
-upgrades, cross-site origins, logon brute force, a client name taken by another user, and
-anonymous callers under ``[auth]``."""
+"""Hostile callers at the front door of the real server (issue 10, "Prove it"; docs/protocol.md, Who
+may connect): half-open upgrades, cross-site origins, logon brute force, a client name taken by
+another user, and anonymous callers under ``[auth]``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""A reconnect storm against the real server (PROTOCOL 6.7): thousands of sockets connecting at once
-are all accepted, while connections that stall mid-handshake are still cut.
+"""A reconnect storm against the real server (docs/protocol.md, Who may connect): thousands of
+sockets connecting at once are all accepted, while connections that stall mid-handshake are still
+cut.
 
 The clients are raw asyncio streams (raw_socket.py): 2,000 of the library client in this process
 would measure the client, not the server."""

@@ -1,5 +1,5 @@
-"""SIGHUP reloads ``[auth]`` from the configuration file without dropping sockets (PROTOCOL 6.8),
-over the real server process and real sockets."""
+"""SIGHUP reloads ``[auth]`` from the configuration file without dropping sockets (docs/protocol.md,
+Reloading entitlements), over the real server process and real sockets."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""What a resumed view (PROTOCOL 11.1) holds while a socket does not read it, against the real
-server: no more than a plain snapshot of the same view. A resume from an early bookmark used to
-encode every message up front: 10 sockets that never read, resuming a 50,000 x 1 KB view, held
-624 MB, where the same plain snapshots held 38 MB."""
+"""What a resumed view (docs/protocol.md, Resuming a view) holds while a socket does not read it,
+against the real server: no more than a plain snapshot of the same view. A resume from an early
+bookmark used to encode every message up front: 10 sockets that never read, resuming a 50,000 x 1 KB
+view, held 624 MB, where the same plain snapshots held 38 MB."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Resuming a view (PROTOCOL 11.1) against real server processes: after a dropped socket, after
-a restart (a durable topic resumes; a topic kept in memory starts again with the whole snapshot)."""
+"""Resuming a view (docs/protocol.md, Resuming a view) against real server processes: after a
+dropped socket, after a restart (a durable topic resumes; a topic kept in memory starts again with
+the whole snapshot)."""
 
 from __future__ import annotations
 

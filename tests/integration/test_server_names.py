@@ -1,8 +1,7 @@
-"""The names the real server answers to (PROTOCOL 6.7, docs/protocol.md "Who may connect"): a
-WebSocket handshake or HTTP request whose ``Host`` is not one of them is refused with 403, with or
-without ``Origin``, so a page that DNS rebinding points at the server gets nothing; the server's
-own origins come from those names; a malformed ``server_names`` entry stops the server with a
-one-line reason."""
+"""The names the real server answers to (docs/protocol.md, Who may connect): a WebSocket handshake
+or HTTP request whose ``Host`` is not one of them is refused with 403, with or without ``Origin``,
+so a page that DNS rebinding points at the server gets nothing; the server's own origins come from
+those names; a malformed ``server_names`` entry stops the server with a one-line reason."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Sockets whose peers stop reading, one per conflation policy, beside a fast reader (PROTOCOL 6.3)."""
+"""Sockets whose peers stop reading, one per conflation policy, beside a fast reader
+(docs/protocol.md, Conflation)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""A socket that stops reading while it receives transactions (PROTOCOL 11.3, 6.3): conflated as
-one receiving the same changes as plain publishes is, not closed with 4001."""
+"""A socket that stops reading while it receives transactions (docs/protocol.md, Transactions and
+Conflation): conflated as one receiving the same changes as plain publishes is, not closed with
+4001."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Live windows (PROTOCOL 6.6) over a real socket to a real server."""
+"""Live windows (docs/protocol.md, Live windows) over a real socket to a real server."""
 
 from __future__ import annotations
 

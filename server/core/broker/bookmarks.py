@@ -1,4 +1,4 @@
-"""Bookmarks (PROTOCOL 6.4): where a bookmark subscription starts reading the transaction log.
+"""Bookmarks (docs/protocol.md, Durability): where a bookmark subscription starts reading the transaction log.
 
 ``"0"`` reads from the start of the retained log, ``"now"`` reads nothing (live only), a bookmark
 from an earlier message (its ``bm``, an LSN) reads what came after it, and an ISO-8601 UTC time
@@ -12,7 +12,7 @@ out, and a bookmark stays one plain decimal integer: opaque to clients, ordered 
 and the same form as the LSNs of logs written before epochs (epoch 0). The LSNs a crash or log
 damage lost are remembered as ranges (``EpochHistory.lost``); a bookmark in one of them, or above
 anything issued, is refused (``Lsns.not_in_log``), so a client never resumes past changes the
-server no longer has. Resuming a view (PROTOCOL 11.1) asks the same question.
+server no longer has. Resuming a view (docs/protocol.md, Resuming a view) asks the same question.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ class Broker:
         }
         settings = config.server
         for topic in self.topics.values():
-            if topic.is_sow:  # what resuming a view reads (PROTOCOL 11.1)
+            if topic.is_sow:  # what resuming a view reads (docs/protocol.md, Resuming a view)
                 topic.sow.history = History(
                     settings.resume_history_changes, settings.resume_history_s, settings.resume_history_bytes
                 )
@@ -82,7 +82,8 @@ class Broker:
         self._session_ids = itertools.count(1)
         self._names: dict[str, Session] = {}  # client name -> the session holding it
         self._owners: dict[str, str] = {}  # with [auth]: client name -> the user it belongs to
-        self.logon_throttle = LogonThrottle()  # failed logons per remote address (PROTOCOL 6.7)
+        # failed logons per remote address (docs/protocol.md, Who may connect)
+        self.logon_throttle = LogonThrottle()
         self._sequences: dict[str, int] = {}  # highest accepted publisher sequence per client name
         self.durability = Durability()  # entries waiting to be written, acks waiting for the disk
         self.replays: deque[ReplayRequest] = deque()  # bookmark replays waiting for the runtime
@@ -213,13 +214,14 @@ class Broker:
     # -- identities -----------------------------------------------------------------------------
 
     def reload_users(self, users: dict[str, UserConfig] | None) -> Mapping[str, UserConfig] | None:
-        """``[auth]`` was reloaded (PROTOCOL 6.8): its users from now on; the users before."""
+        """``[auth]`` was reloaded (docs/protocol.md, Reloading entitlements): its users from now
+        on; the users before."""
         previous, self.config = self.config.users, replace(self.config, users=users)
         return previous
 
     @property
     def client_names(self) -> Mapping[str, Session]:
-        """Client name -> the session holding it (one name, one connection: PROTOCOL 10)."""
+        """Client name -> the session holding it (one name, one connection: docs/protocol.md, Cluster)."""
         return self._names
 
     def give_name(self, name: str, session: Session) -> None:
@@ -237,7 +239,7 @@ class Broker:
 
     @property
     def name_owners(self) -> Mapping[str, str]:
-        """With ``[auth]``: client name -> the user it belongs to (PROTOCOL 6.7)."""
+        """With ``[auth]``: client name -> the user it belongs to (docs/protocol.md, Who may connect)."""
         return self._owners
 
     def record_owner(self, name: str, user_id: str) -> None:
@@ -247,7 +249,8 @@ class Broker:
         """The owners a log holds (a restart's recovery): they replace the ones known."""
         self._owners = dict(owners)
 
-    # -- publisher sequences (PROTOCOL 6.4) ----------------------------------------------------
+    # -- publisher sequences (docs/protocol.md, Durability)
+    # ----------------------------------------------------
 
     @property
     def sequences(self) -> Mapping[str, int]:

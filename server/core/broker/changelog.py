@@ -64,7 +64,7 @@ class Proposal:
 @dataclass(slots=True)
 class NameClaim:
     """A logon's client name, on its way to becoming this socket's in the whole cluster (one name,
-    one connection: PROTOCOL 10); the logon completes when Redis answers."""
+    one connection: docs/protocol.md, Cluster); the logon completes when Redis answers."""
 
     session: Session
     header: Header
@@ -98,7 +98,7 @@ class ChangeLog(Protocol):
 
     def applied_position(self, topic: str) -> int:
         """The LSN up to which this server has applied the changes of ``topic``: a bookmark that
-        resumes a view from here misses nothing (PROTOCOL 11.1)."""
+        resumes a view from here misses nothing (docs/protocol.md, Resuming a view)."""
 
     def not_in_log(self, topic: str, lsn: int) -> str | None:
         """Why a bookmark naming ``lsn`` of ``topic`` names no change the log holds, or None."""
@@ -116,8 +116,8 @@ class ChangeLog(Protocol):
         """``session`` let go of client name ``name``."""
 
     def log_owner(self, name: str, user_id: str) -> None:
-        """With ``[auth]``: client name ``name`` belongs to ``user_id`` from now on (PROTOCOL
-        6.7); kept by the log, so a restart remembers it."""
+        """With ``[auth]``: client name ``name`` belongs to ``user_id`` from now on (docs/protocol.md,
+        Who may connect); kept by the log, so a restart remembers it."""
 
     def begin_run(self) -> None:
         """After recovery, before the first connection."""

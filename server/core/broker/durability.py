@@ -1,4 +1,4 @@
-"""What the broker owes the disk and what the disk owes the clients (PROTOCOL 6.4).
+"""What the broker owes the disk and what the disk owes the clients (docs/protocol.md, Durability).
 
 The broker appends encoded log entries here as it applies durable changes. The runtime takes
 everything pending, writes and fsyncs it in one go (group commit), and reports the LSN that is

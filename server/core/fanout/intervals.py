@@ -1,4 +1,4 @@
-"""Subscription conflation (``conflation=250ms``, ``conflation_key=[...]``, PROTOCOL 6.3).
+"""Subscription conflation (``conflation=250ms``, ``conflation_key=[...]``, docs/protocol.md, Conflation).
 
 Per conflation key, the changes that arrive within one interval wait here and become one
 delivery at the interval's end, computed against what the subscriber held before the interval:
@@ -100,7 +100,7 @@ class Waiting:
         return entry if created else None
 
     def _join(self, ckey: Hashable, entry: Held, tx: str) -> None:
-        """A transaction's change waits: its keys are released together (PROTOCOL 11.3)."""
+        """A transaction's change waits: its keys are released together (docs/protocol.md, Transactions)."""
         group = self._groups.get(tx)
         if group is None:
             group = self._groups[tx] = TxGroup(tx)

@@ -1,5 +1,5 @@
 """One subscription's view of a topic: does a record match, what does the subscriber hold,
-and what message (if any) a change to a record means for it (PROTOCOL 6.2).
+and what message (if any) a change to a record means for it (docs/protocol.md, Delta subscriptions and OOF).
 
 A subscription that needs to know what it holds (delta subscriptions, and ``oof``) keeps
 ``held``: SowKey -> the (selected) view it last received. Views are shared, immutable objects,
@@ -134,7 +134,7 @@ class Subscription(RecordReader):
         self.waiting = Waiting()
         self.schedule: Callable[[Subscription, float], None] = lambda subscription, due: None
         self.topic_ref: Any = None  # the Topic, set when the subscription is added to it
-        # A live window (PROTOCOL 6.6): what was asked, and the window the topic gave it.
+        # A live window (docs/protocol.md, Live windows): what was asked, and the window the topic gave it.
         self.window_spec: WindowSpec | None = None
         self.window: Window | None = None
         self.entitle(entitlement)
@@ -168,9 +168,9 @@ class Subscription(RecordReader):
         self.index_term = min(terms, key=lambda term: len(term.keys)) if terms else None
 
     def hide(self, interval: float | None) -> None:
-        """While its socket's page is hidden (PROTOCOL 11.2), changes wait as under subscription
-        conflation, at least ``interval``; None: shown again, back to its own options. (The topic
-        re-sorts it: a hidden subscription is never in the fast lane.)"""
+        """While its socket's page is hidden (docs/protocol.md, Hidden views), changes wait as under
+        subscription conflation, at least ``interval``; None: shown again, back to its own options.
+        (The topic re-sorts it: a hidden subscription is never in the fast lane.)"""
         own = self.options.conflation_s
         if interval is None:
             self.interval = own

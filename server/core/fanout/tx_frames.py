@@ -1,4 +1,4 @@
-"""Delivering a transaction whole (PROTOCOL 11.3): while one is applied, every message its
+"""Delivering a transaction whole (docs/protocol.md, Transactions): while one is applied, every message its
 changes cause for a socket is held, and when it ends each socket that got any is queued one
 ``TxBlock``: ``tx_begin``, the messages in the order of the transaction's commands, ``tx_end``,
 written in one frame and never split (merged with later ones only whole: queue/tx_merge.py).

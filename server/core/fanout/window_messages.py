@@ -1,4 +1,4 @@
-"""What a change means for a live window subscription (PROTOCOL 6.6): the changed record's
+"""What a change means for a live window subscription (docs/protocol.md, Live windows): the changed record's
 message and those about the records it pushed across the window's edges, in the order a client
 with ``positions`` can apply them one at a time.
 """

@@ -1,5 +1,5 @@
-"""Live windows (PROTOCOL 6.6): ``sow_and_subscribe`` with ``top_n`` holds the matching records
-at positions ``skip_n + 1`` to ``skip_n + top_n`` of an order, live.
+"""Live windows (docs/protocol.md, Live windows): ``sow_and_subscribe`` with ``top_n`` holds the
+matching records at positions ``skip_n + 1`` to ``skip_n + top_n`` of an order, live.
 
 A ``WindowOrder`` keeps the records of one topic that pass one set of gates (the subscription's
 filter and the user's entitlement) sorted by one order, in a ``SortedList`` of sort keys: a

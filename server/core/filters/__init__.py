@@ -1,4 +1,4 @@
-"""The AMPS content filter language (PROTOCOL section 7): lexer, Pratt parser, frozen AST,
+"""The AMPS content filter language (docs/protocol.md, Filters): lexer, Pratt parser, frozen AST,
 and a compiler that turns the AST into a closure once per distinct filter text."""
 
 from .compiler import Filter, compile_filter

@@ -1,4 +1,4 @@
-"""The work one filter evaluation may do, whatever the record and the filter (PROTOCOL 7: "or
+"""The work one filter evaluation may do, whatever the record and the filter (docs/protocol.md, Filters: "or
 under a limit, past which it is not TRUE").
 
 Most of the language is constant work per node. What is not, is charged here before it is done:

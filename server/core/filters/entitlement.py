@@ -1,4 +1,4 @@
-"""Entitlement filters (PROTOCOL 6.2): the rows one user may see and change in one topic.
+"""Entitlement filters (docs/protocol.md, Entitlements): the rows one user may see and change in one topic.
 
 An entitlement is not part of a subscription's filter. It is a gate of its own that every read
 path and every write path passes, so that leaving it is never mistaken for an ordinary filter

@@ -1,5 +1,5 @@
 """``LIKE`` and ``REGEXP_REPLACE`` patterns on RE2, bounded so that no pattern and no text can
-stall the event loop (PROTOCOL 7).
+stall the event loop (docs/protocol.md, Filters).
 
 RE2 is linear in the text, but its constant is the compiled program: in the worst case (the lazy
 DFA out of memory, so the NFA runs) a search costs about program size x text bytes. So:

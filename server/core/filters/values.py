@@ -1,4 +1,4 @@
-"""Value semantics of the filter language (PROTOCOL 7), in three-valued logic.
+"""Value semantics of the filter language (docs/protocol.md, Filters), in three-valued logic.
 
 ``None`` is NULL: a missing field, JSON null and the empty string all read as it. A comparison
 with NULL is NULL (not true), ``NOT NULL`` is NULL, and a filter matches only when it is TRUE.

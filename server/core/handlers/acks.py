@@ -1,7 +1,6 @@
-"""The acks a command earns (PROTOCOL 5): ``received`` once it is read, ``processed`` once it is
-applied (or refused: ``failure`` with a reason), ``persisted`` once its effect is in the log,
-``stats`` with what it did. Every handler and both logs ack through here.
-"""
+"""The acks a command earns (docs/protocol.md, Messages from the server): ``received`` once it is
+read, ``processed`` once it is applied (or refused: ``failure`` with a reason), ``persisted`` once
+its effect is in the log, ``stats`` with what it did. Every handler and both logs ack through here."""
 
 from __future__ import annotations
 

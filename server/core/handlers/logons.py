@@ -1,4 +1,5 @@
-"""``logon``: who a socket is (PROTOCOL 4, 6.4, 6.7), and the client names that belong to users.
+"""``logon``: who a socket is (docs/protocol.md, Commands and Who may connect), and the client names
+that belong to users.
 
 A socket's identity is fixed by its first logon. A client name has one connection in the server;
 with ``[auth]`` it belongs to the user that first used it, across restarts (logged as an entry of
@@ -28,7 +29,8 @@ log = logging.getLogger("server.engine")
 def logon(broker: Broker, session: Session, header: Header, body: Logon) -> None:
     parse_logon_options(body.options)  # refused before anything else
     if session.logged_on and (body.user_id, body.client_name) != (session.user_id, session.client_name):
-        # A socket's identity is fixed: its subscriptions were entitled for it (PROTOCOL 6.2).
+        # A socket's identity is fixed: its subscriptions were entitled for it (docs/protocol.md,
+        # Entitlements).
         raise CommandError(
             BAD_MESSAGE,
             f"this connection is logged on as user {session.user_id!r}, client name "
@@ -72,7 +74,8 @@ def claimed(broker: Broker, claim: NameClaim, refusal: CommandError | None) -> N
 
 def _as_reloaded(broker: Broker, claim: NameClaim) -> tuple[UserConfig | None, CommandError | None]:
     """The claim's user as ``[auth]`` is now: it may have been reloaded while the cluster answered
-    (PROTOCOL 6.8). A user it no longer has is refused, and the name the cluster gave let go."""
+    (docs/protocol.md, Reloading entitlements). A user it no longer has is refused, and the name the
+    cluster gave let go."""
     users = broker.config.users
     if users is None:
         return None, None
@@ -104,7 +107,8 @@ def complete(broker: Broker, session: Session, header: Header, body: Logon, user
 
 
 def _refuse_logon(broker: Broker, session: Session, header: Header, body: Logon, error: CommandError) -> None:
-    """A refused identity (PROTOCOL 5, 6.7): the failure ack, then the socket closes with 1008."""
+    """A refused identity (docs/protocol.md, Messages from the server and Who may connect): the
+    failure ack, then the socket closes with 1008."""
     if error.detail != TOO_MANY_ATTEMPTS:  # the block itself was logged once, by session/access.py
         log.warning(
             "logon refused (%s) for user %r, client name %.100r, from %s, session %s; closing it (1008)",

@@ -96,7 +96,8 @@ def decide_publish(
     # What is stored, logged and delivered must be writable, or a later sow, log write or
     # snapshot fails with the publish long acked: refused here, before anything is applied.
     encoded = check_encodable(data)
-    # Checked against the record it replaces and the merged record it stores (PROTOCOL 6.2).
+    # Checked against the record it replaces and the merged record it stores (docs/protocol.md,
+    # Delta subscriptions and OOF).
     entitlement.check_write(old, data)
     lifetime = body.expiration_s
     if lifetime is None and topic.config is not None:

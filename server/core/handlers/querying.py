@@ -144,8 +144,8 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
 
 
 def _window_spec(body: Query, orderby: OrderBy | None, topic: Topic | None) -> WindowSpec | None:
-    """A live window (PROTOCOL 6.6) when a ``sow_and_*`` subscription of a SOW topic asks for
-    ``top_n``; ``positions`` asks for one."""
+    """A live window (docs/protocol.md, Live windows) when a ``sow_and_*`` subscription of a SOW
+    topic asks for ``top_n``; ``positions`` asks for one."""
     if body.subscribe and body.snapshot and body.top_n is not None and topic is not None and topic.is_sow:
         if body.top_n > MAX_WINDOW_ROWS:
             raise CommandError(

@@ -1,5 +1,5 @@
-"""Entitlements that move (PROTOCOL 6.8): after ``[auth]`` is reloaded, every live socket and
-subscription is re-decided at once, as if each of its records had changed.
+"""Entitlements that move (docs/protocol.md, Reloading entitlements): after ``[auth]`` is reloaded,
+every live socket and subscription is re-decided at once, as if each of its records had changed.
 
 - A socket whose user no longer exists is closed with 1008. So is one that logged on (or
   subscribed) while there was no ``[auth]`` when there is one now: it never authenticated. A
@@ -14,9 +14,10 @@ subscription is re-decided at once, as if each of its records had changed.
   body the last state the user was allowed to see; ``match`` for one a window pushed out; nothing
   without ``oof``), a record that entered is sent in full. Records whose place did not change get
   nothing. Subscription conflation and hidden views defer these like any change.
-- Resume points (PROTOCOL 11.1) end on every topic that some user now reads through another
-  gate: a bookmark from before the reload gets the whole snapshot (``resumed: false``), since the
-  topic's history of changes knows nothing of records that entered or left by the reload.
+- Resume points (docs/protocol.md, Resuming a view) end on every topic that some user now reads
+  through another gate: a bookmark from before the reload gets the whole snapshot (``resumed:
+  false``), since the topic's history of changes knows nothing of records that entered or left by
+  the reload.
 
 Cost: a re-gated subscription reads every record of its topic once or twice (its view before and
 after); subscriptions whose entitlement did not change cost nothing. It all runs synchronously,
@@ -59,7 +60,8 @@ def reentitle(broker: Broker, previous: Mapping[str, UserConfig] | None) -> Reen
         history = topic.sow.history
         if history is not None:
             # A view resumed from an earlier bookmark would be the net change under the new gates
-            # alone: records that entered or left by the reload would be missed (PROTOCOL 11.1).
+            # alone: records that entered or left by the reload would be missed (docs/protocol.md,
+            # Resuming a view).
             history.reset(broker.changes.applied_position(topic.name) + 1)
     done = Reentitled()
     for session in list(broker.sessions.values()):
@@ -138,9 +140,10 @@ def _end(broker: Broker, session: Session, subscription: Subscription) -> None:
 
 def _redecide(topic: Topic, session: Session, subscriptions: list[Subscription], gate: Entitlement) -> None:
     """Give ``subscriptions`` (of ``session``, on ``topic``) the new gate and send what it changes:
-    OOFs first, then entries. Subscriptions other than windows are asked together, record by
-    record, so that one message names every subscription whose message is the same (PROTOCOL 5);
-    a window's messages go in its own order (with ``positions``, the order their ``pos`` needs)."""
+    OOFs first, then entries. Subscriptions other than windows are asked together, record by record,
+    so that one message names every subscription whose message is the same (docs/protocol.md,
+    Messages from the server); a window's messages go in its own order (with ``positions``, the
+    order their ``pos`` needs)."""
     records = topic.records
     left: dict[str, list[Subscription]] = {}  # record -> the subscriptions it left
     entered: dict[str, list[Subscription]] = {}

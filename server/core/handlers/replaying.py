@@ -1,4 +1,4 @@
-"""Bookmark replay (PROTOCOL 6.4): the log read back to a subscription, then the seam to live.
+"""Bookmark replay (docs/protocol.md, Durability): the log read back to a subscription, then the seam to live.
 
 The runtime reads the log (the transaction log on disk, or a cluster's Redis stream) and hands
 the entries here in order (``replay``); when it has caught up, ``finish`` sends ``completed`` and
@@ -35,7 +35,7 @@ def replay(
         if full():
             break
         done += 1
-        if entry.op == TX:  # replayed whole, between tx_begin and tx_end (PROTOCOL 11.3)
+        if entry.op == TX:  # replayed whole, between tx_begin and tx_end (docs/protocol.md, Transactions)
             changes = [change for change in transaction_changes(entry) if change.topic == topic.name]
             if changes:
                 broker.tx_frames.begin(str(entry.lsn))

@@ -1,5 +1,5 @@
-"""Resuming a view (PROTOCOL 11.1): instead of the whole snapshot, only the net change of the
-view since the client's bookmark.
+"""Resuming a view (docs/protocol.md, Resuming a view): instead of the whole snapshot, only the net
+change of the view since the client's bookmark.
 
 From the topic's history (sow/history.py), every record changed after the bookmark: the ones in the
 view now are sent in full (``sow``), the ones that were in it then and are not now get an

@@ -1,4 +1,5 @@
-"""``tx`` (PROTOCOL 11.3): several publishes, delta publishes and deletes applied as one step.
+"""``tx`` (docs/protocol.md, Transactions): several publishes, delta publishes and deletes applied
+as one step.
 
 Every command is decided first, in order, each on the records as the commands before it left
 them; the first one refused refuses the transaction (``<reason>: cmds[i]: ...``) and nothing is

@@ -1,4 +1,4 @@
-"""Hidden views (PROTOCOL 11.2): while a socket's page is not being looked at, each of its
+"""Hidden views (docs/protocol.md, Hidden views): while a socket's page is not being looked at, each of its
 subscriptions delivers at most one message per record per ``hidden_interval``, by the rules of
 subscription conflation (final state, OOFs kept, in-then-out-then-in collapsed). Shown again, it
 gets what is pending at once, so it goes out in one frame, and normal delivery resumes.

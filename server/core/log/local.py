@@ -112,7 +112,7 @@ class LocalLog:
         lsn = None
         for entry in entries:
             # Every change is numbered: a record version's number is its bookmark, and a
-            # delete's orders it in the topic's history (resuming a view, PROTOCOL 11.1).
+            # delete's orders it in the topic's history (resuming a view, docs/protocol.md, Resuming a view).
             entry.lsn = broker.lsns.next()
             if topic is not None:
                 apply_change(topic, entry, broker.timers)

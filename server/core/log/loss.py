@@ -1,4 +1,4 @@
-"""How a cluster node tells that Redis lost the shared log (PROTOCOL 10), and what it says then.
+"""How a cluster node tells that Redis lost the shared log (docs/protocol.md, Cluster), and what it says then.
 
 A Redis without ``appendonly`` comes back empty after a restart, one restored from an old dump
 comes back with streams that end before what the nodes applied, and ``FLUSHALL`` empties a live

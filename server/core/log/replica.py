@@ -2,7 +2,7 @@
 
 The runtime reads every stream in order and hands each entry to ``apply``; it sends this node's
 proposals and reports what Redis answered to ``answered``. A proposal is acked once Redis took it
-and this node applied all of it (PROTOCOL 10: ``processed`` means in the log and applied here).
+and this node applied all of it (docs/protocol.md, Cluster: ``processed`` means in the log and applied here).
 The runtime (runtime/redis_*.py) builds one ``Replica`` for the broker and the shared log it
 built, and reports here what Redis says, after which it drains the core as after any call.
 A proposal decided against a record version that another node has replaced since is decided

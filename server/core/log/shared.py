@@ -1,4 +1,4 @@
-"""The shared log of a cluster (PROTOCOL 10): what a node proposes, and what comes back.
+"""The shared log of a cluster (docs/protocol.md, Cluster): what a node proposes, and what comes back.
 
 With ``[cluster]`` a node does not apply the changes its commands make. It proposes them: the
 runtime appends each proposal to its topic's stream in Redis with one atomic script that also
@@ -61,7 +61,7 @@ class SharedLog:
         return int(token) if node == self.node and token.isdigit() else None
 
     def check_available(self) -> None:
-        if not self.available:  # PROTOCOL 10: refused, nothing half-applied
+        if not self.available:  # docs/protocol.md, Cluster: refused, nothing half-applied
             raise CommandError(UNAVAILABLE, "this node cannot reach the cluster's shared log; try again")
 
     def propose(self, proposal: Proposal) -> None:
@@ -90,7 +90,7 @@ class SharedLog:
 
     def claim_name(self, claim: NameClaim) -> bool:
         """The name becomes the socket's once Redis says it is (one name, one connection in the
-        whole cluster: PROTOCOL 10)."""
+        whole cluster: docs/protocol.md, Cluster)."""
         claim.holder = self.holder(claim.session)
         _count(self.in_flight, claim.session, 1)
         _count(self.guarded, claim.session, 1)  # what follows waits for the name

@@ -1,4 +1,4 @@
-"""Client commands (PROTOCOL section 4), decoded and validated once at the edge into typed values.
+"""Client commands (docs/protocol.md, Commands), decoded and validated once at the edge into typed values.
 
 The command types are plain slotted dataclasses, not frozen ones: a frozen dataclass costs a
 microsecond more to build, and one is built for every publish.
@@ -111,7 +111,7 @@ class Unsubscribe:
 
 @dataclass(slots=True)
 class Transaction:
-    """``tx``: changes applied as one step (PROTOCOL 11.3)."""
+    """``tx``: changes applied as one step (docs/protocol.md, Transactions)."""
 
     commands: list[Publish | SowDelete]
     seq: int | None
@@ -119,7 +119,7 @@ class Transaction:
 
 @dataclass(slots=True)
 class Visibility:
-    """Whether the socket's page is hidden (PROTOCOL 11.2)."""
+    """Whether the socket's page is hidden (docs/protocol.md, Hidden views)."""
 
     hidden: bool
 

@@ -4,7 +4,7 @@ orjson reads an integer outside -2**63 .. 2**64-1 as a float: the orders 1844674
 18446744073709551617 both became 1.8446744073709552e+19, one SowKey, and the second publish
 replaced the first. Nor can orjson write such an integer back, so the server could not deliver,
 log or snapshot it exactly anyway. A command that holds one is therefore refused whole (``bad
-message``), and the other commands of its frame run as usual (PROTOCOL 3).
+message``), and the other commands of its frame run as usual (docs/protocol.md, Framing).
 
 Finding them costs a scan of the raw bytes (~2.5 ms a MB, against ~14 ms for orjson itself): such
 an integer has 20 digits or more, or 19 after a minus sign. Only a frame with such a run (in a

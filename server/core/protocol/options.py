@@ -1,4 +1,4 @@
-"""Command options (the ``o`` field, PROTOCOL section 4), parsed once at the edge.
+"""Command options (the ``o`` field, docs/protocol.md, Commands), parsed once at the edge.
 
 A comma list; commas inside ``[...]`` do not separate; spaces around items are ignored.
 An unknown option or a malformed value is refused with ``invalid options``, and so are values
@@ -34,7 +34,7 @@ class Options:
     timestamp: bool = False
     replace: bool = False
     positions: bool = False  # a live window's messages carry the record's position (pos)
-    resume: bool = False  # a bm on every message, and a resume from one (PROTOCOL 11.1)
+    resume: bool = False  # a bm on every message, and a resume from one (docs/protocol.md, Resuming a view)
 
 
 def split_options(text: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""Encoding of server-to-client messages (PROTOCOL section 5), once, with orjson.
+"""Encoding of server-to-client messages (docs/protocol.md, Messages from the server), once, with orjson.
 
 Delivery messages are built from two parts so that the expensive part is encoded once per
 (record version, view) and shared across sockets: a per-socket head carrying ``c``, ``t`` and
@@ -38,7 +38,8 @@ def group_begin(query_id: Any) -> bytes:
 
 
 def group_end(query_id: Any, records: int, **fields: Any) -> bytes:
-    """``fields``: ``bm`` and ``resumed`` of a ``resume`` subscription's snapshot (PROTOCOL 11.1)."""
+    """``fields``: ``bm`` and ``resumed`` of a ``resume`` subscription's snapshot (docs/protocol.md,
+    Resuming a view)."""
     return dumps({"c": "group_end", "query_id": query_id, "records": records, **fields})
 
 

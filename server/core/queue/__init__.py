@@ -1,1 +1,1 @@
-"""The bounded, conflating outbound queue of one socket (PROTOCOL 6.3)."""
+"""The bounded, conflating outbound queue of one socket (docs/protocol.md, Conflation)."""

@@ -1,4 +1,4 @@
-"""Socket-queue conflation (PROTOCOL 6.3): what the messages queued for one record come to.
+"""Socket-queue conflation (docs/protocol.md, Conflation): what the messages queued for one record come to.
 
 While a socket's queue is keyed (after a relief, and always for ``always`` topics), every
 message about one record joins that record's one ``RecordEntry``. The entry keeps, for each

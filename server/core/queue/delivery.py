@@ -169,7 +169,7 @@ class RunBatch:
 
 
 class TxBlock:
-    """Everything a transaction (PROTOCOL 11.3) sent one socket, between ``tx_begin`` and
+    """Everything a transaction (docs/protocol.md, Transactions) sent one socket, between ``tx_begin`` and
     ``tx_end``: queued as one entry, written in one frame, never split (a relief may merge it
     with later ones and what is queued between them, tx_merge.py). Its records (topic, key) are
     passed like a snapshot's: a later change of one goes after the block, or joins it merged."""

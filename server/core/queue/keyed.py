@@ -1,4 +1,4 @@
-"""Folding a message about a record into a keyed queue (PROTOCOL 6.3): the socket's own queue
+"""Folding a message about a record into a keyed queue (docs/protocol.md, Conflation): the socket's own queue
 after a relief (outbox.py), or the messages of a merged transaction block (tx_merge.py). Both
 are a sequence of entries with a ``QueuedRecords`` index of it; what a message joins, and where,
 is decided here once for both (the rules are in conflation.py's docstring).

@@ -1,4 +1,4 @@
-"""The bounded outbound queue of one socket, and its conflation (PROTOCOL 6.3).
+"""The bounded outbound queue of one socket, and its conflation (docs/protocol.md, Conflation).
 
 Entries, in order: plain messages (acks and the like, never conflated), ``RunBatch``es (a run of
 whole records for a stateless subscription), ``Delivery``s (one message about one record), lazy

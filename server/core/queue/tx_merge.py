@@ -1,4 +1,4 @@
-"""Transactions merged in a conflating socket queue (PROTOCOL 11.3 and 6.3).
+"""Transactions merged in a conflating socket queue (docs/protocol.md, Transactions and Conflation).
 
 A transaction reaches a socket as one block (``TxBlock``), delivered whole. When the socket's
 queue is relieved (a message does not fit, or background conflation), consecutive blocks, and

@@ -1,4 +1,4 @@
-"""The ``unsubscribe`` policy at a full queue's relief (PROTOCOL 6.3): which subscriptions go.
+"""The ``unsubscribe`` policy at a full queue's relief (docs/protocol.md, Conflation): which subscriptions go.
 
 A subscription of an ``unsubscribe`` topic with a message queued is dropped whole, found first:
 a transaction queued anywhere (a block, or merged ones) then keeps none of its messages, since

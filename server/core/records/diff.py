@@ -1,4 +1,5 @@
-"""What changed between two versions of a record, for delta subscriptions (PROTOCOL 6.2).
+"""What changed between two versions of a record, for delta subscriptions (docs/protocol.md, Delta
+subscriptions and OOF).
 
 ``make_patch`` writes RFC 6902 operations that turn ``old`` into ``new`` when applied by any
 JSON Patch library. It is purpose-built for records: objects are compared field by field,

@@ -1,4 +1,5 @@
-"""Delta publish merging (PROTOCOL 6.1): objects merge field by field, everything else replaces."""
+"""Delta publish merging (docs/protocol.md, Publish and delta publish): objects merge field by
+field, everything else replaces."""
 
 from __future__ import annotations
 

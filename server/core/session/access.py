@@ -1,4 +1,4 @@
-"""Who may connect, and what the HTTP side shows to whom (PROTOCOL 6.7).
+"""Who may connect, and what the HTTP side shows to whom (docs/protocol.md, Who may connect).
 
 Pure decisions: remote addresses, header values and the time come in as arguments.
 - ``LogonThrottle`` and ``authenticate``: five failed logons from one address within a minute

@@ -1,8 +1,8 @@
 """What one socket's commands may cost the server: the one place where work and memory that a
 command asks for are weighed against that socket's budget, before any of it is done.
 
-- Subscriptions: ``max_subscriptions`` (PROTOCOL 2) and a budget for the filter work they put on
-  every publish (below).
+- Subscriptions: ``max_subscriptions`` (docs/protocol.md, Configuration) and a budget for the filter
+  work they put on every publish (below).
 - Window orders (``admit_window``): the sorted copies of a topic its live windows keep.
 - One pass of a filter over a topic (``admit_filter_pass``): a snapshot, a delete by filter.
 - Transactions (``TransactionWork``): the work of a ``tx``'s one step, counted before it is done.

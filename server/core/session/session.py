@@ -45,7 +45,8 @@ class SessionPort(Protocol):
 
     def try_write(self) -> None:
         """The outbox is full: write what it holds now, as far as the transport takes it, so that a
-        burst to a healthy socket is written rather than conflated (PROTOCOL 6.3, first step)."""
+        burst to a healthy socket is written rather than conflated (docs/protocol.md, Conflation,
+        first step)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,14 +87,15 @@ class Session:
         self.close_code: int | None = None
         self.close_reason = ""
         self._crowded_at = max(1, outbox.max_messages // 4)
-        # While the page is hidden (PROTOCOL 11.2): the interval its subscriptions deliver at.
+        # While the page is hidden (docs/protocol.md, Hidden views): the interval its subscriptions
+        # deliver at.
         self.hidden_interval: float | None = None
 
     def __repr__(self) -> str:
         return f"Session({self.id}, client_name={self.client_name!r})"
 
     def entitlement(self, topic: str, clock: Callable[[], float]) -> Entitlement:
-        """What this session's user may see and change of ``topic`` (PROTOCOL 6.2)."""
+        """What this session's user may see and change of ``topic`` (docs/protocol.md, Entitlements)."""
         found = self._entitlements.get(topic)
         if found is None or found.ctx.user != self.user_id or found.ctx.client_name != self.client_name:
             text = self.user.filters.get(topic) if self.user is not None else None
@@ -103,9 +105,9 @@ class Session:
         return found
 
     def reauthorize(self, user: UserConfig | None) -> None:
-        """``[auth]`` was reloaded (PROTOCOL 6.8): the user's read and write lists and entitlement
-        filters are ``user``'s from now on (None: no ``[auth]``, anything goes). The socket keeps
-        its identity and its logon."""
+        """``[auth]`` was reloaded (docs/protocol.md, Reloading entitlements): the user's read and
+        write lists and entitlement filters are ``user``'s from now on (None: no ``[auth]``,
+        anything goes). The socket keeps its identity and its logon."""
         self.user = user
         self._entitlements.clear()
 

@@ -1,1 +1,1 @@
-"""The configuration (PROTOCOL section 2) and what it names: user functions, server names."""
+"""The configuration (docs/protocol.md, Configuration) and what it names: user functions, server names."""

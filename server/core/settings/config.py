@@ -1,4 +1,4 @@
-"""The configuration (PROTOCOL section 2), validated from the parsed TOML document.
+"""The configuration (docs/protocol.md, Configuration), validated from the parsed TOML document.
 
 Every problem is a ``ConfigError`` whose message names the key, for example
 ``topic[1].conflation: expected one of off, conflate, always, unsubscribe, got 'sometimes'``.
@@ -50,8 +50,8 @@ class UserConfig:
     filters: dict[str, str]
 
     def check_password(self, given: str | None) -> bool:
-        """Compared in constant time (PROTOCOL 6.7): how long it takes tells nothing about how
-        much of a guess was right."""
+        """Compared in constant time (docs/protocol.md, Who may connect): how long it takes tells
+        nothing about how much of a guess was right."""
         if given is None:
             return False
         given_bytes = given.encode("utf-8", "surrogatepass")
@@ -81,11 +81,14 @@ class ServerSettings:
     log_retention_s: float = 24 * 3600.0  # keep transaction log segments this long (after a snapshot)
     log_retention_bytes: int = 1024**3  # and no more than this in all
     recover_damaged_log: bool = False  # start even when log frames are damaged (their changes lost)
-    allowed_origins: tuple[str, ...] = ()  # browser origins allowed besides the server's own (6.7)
+    # browser origins allowed besides the server's own (docs/protocol.md, Who may connect)
+    allowed_origins: tuple[str, ...] = ()
     server_names: tuple[str, ...] = ()  # Host names answered besides localhost and the listen address
     max_subscriptions: int = 1000  # live subscriptions per socket
-    hidden_interval_s: float = 1.0  # delivery interval for a socket whose page is hidden (11.2)
-    resume_history_s: float = 600.0  # each SOW topic keeps its changes this long to resume views (11.1)
+    # delivery interval for a socket whose page is hidden (docs/protocol.md, Hidden views)
+    hidden_interval_s: float = 1.0
+    # each SOW topic keeps its changes this long to resume views (docs/protocol.md, Resuming a view)
+    resume_history_s: float = 600.0
     resume_history_changes: int = 100_000  # and at most this many
     resume_history_bytes: int = 16 * 1024 * 1024  # and the versions they replaced in this many bytes
     metrics_token: str | None = None  # with [auth]: the bearer token /metrics asks for
@@ -94,7 +97,7 @@ class ServerSettings:
 
 @dataclass(frozen=True, slots=True)
 class ClusterSettings:
-    """``[cluster]`` (PROTOCOL 10): the Redis every node of the cluster shares."""
+    """``[cluster]`` (docs/protocol.md, Cluster): the Redis every node of the cluster shares."""
 
     redis_url: str
     name: str = "sowpush"  # prefix of every Redis key the cluster writes

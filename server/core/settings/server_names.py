@@ -1,4 +1,5 @@
-"""The names the server answers to, and the browser origins that are its own (PROTOCOL 6.7).
+"""The names the server answers to, and the browser origins that are its own (docs/protocol.md, Who
+may connect).
 
 Why the ``Host`` header is checked at all: DNS rebinding. A page of ``evil.example`` whose name
 its owner then re-points at 127.0.0.1 is, to the browser, same-origin with whatever listens there,

@@ -1,5 +1,5 @@
 """The recent changes of one topic, each with the version it replaced: what resuming a view
-(PROTOCOL 11.1) reads.
+(docs/protocol.md, Resuming a view) reads.
 
 A resume from bookmark B needs, for every record changed after B, how it was at B (the version
 its first change after B replaced: was it in the view then?) and how it is now (the SOW). So the

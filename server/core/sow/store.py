@@ -60,7 +60,7 @@ class Sow:
 
     def remove(self, key: str, lsn: int, timestamp: float, gone: str = "deleted") -> VersionChange:
         """Remove the record of ``key`` by the change ``lsn`` made at ``timestamp``; ``gone`` says
-        how (``deleted`` or ``expired``: what resuming a view tells, PROTOCOL 11.1)."""
+        how (``deleted`` or ``expired``: what resuming a view tells, docs/protocol.md, Resuming a view)."""
         old = self._records.pop(key, None)
         if old is None:
             return NO_CHANGE

@@ -29,8 +29,9 @@ import orjson
 
 PUBLISH, DELETE, EXPIRE, SEQUENCE = "p", "d", "x", "n"  # n: only a publisher sequence to remember
 OWNER = "o"  # a client name's owner (with [auth]): it goes where the name's sequences go
-# A transaction (PROTOCOL 11.3): one entry, one LSN; its data is the list of its changes, each
-# ``[op, topic, key, data, expires_at]`` (``transaction_changes`` makes them entries again).
+# A transaction (docs/protocol.md, Transactions): one entry, one LSN; its data is the list of its
+# changes, each ``[op, topic, key, data, expires_at]`` (``transaction_changes`` makes them entries
+# again).
 TX = "t"
 
 

@@ -165,7 +165,7 @@ def test_a_held_record_stays_decoded_and_leaves_the_history_like_any_other() -> 
 def test_subscriptions_that_hold_a_record_share_one_message_after_it_was_stored(command: str) -> None:
     """Found in review: one holder took the record while it was fresh, the other (a later
     snapshot) decoded the stored version again, and the two held equal but different objects:
-    one message each instead of one naming both (PROTOCOL 5)."""
+    one message each instead of one naming both (docs/protocol.md, Messages from the server)."""
     h = Harness()
     feed, reader = h.peer(), h.peer()
     options = {"o": "oof"} if command == "subscribe" else {}

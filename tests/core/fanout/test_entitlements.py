@@ -1,4 +1,5 @@
-"""Entitlement filters are a gate of their own on every read and write path (PROTOCOL 6.2)."""
+"""Entitlement filters are a gate of their own on every read and write path (docs/protocol.md,
+Entitlements)."""
 
 from __future__ import annotations
 

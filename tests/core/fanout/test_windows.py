@@ -1,5 +1,5 @@
-"""Live windows (PROTOCOL 6.6): sow_and_subscribe with top_n, skip_n and orderby, case by case (the
-property tests are in test_windows_model.py)."""
+"""Live windows (docs/protocol.md, Live windows): sow_and_subscribe with top_n, skip_n and orderby,
+case by case (the property tests are in test_windows_model.py)."""
 
 from __future__ import annotations
 
@@ -123,7 +123,8 @@ def test_positions_rebuild_the_order_when_a_record_leaves_at_the_top_edge() -> N
 
 def test_identical_windows_and_a_plain_view_on_one_socket_get_one_message_naming_all() -> None:
     """Found in review: window messages went out one window at a time, never grouped, where
-    PROTOCOL 5 asks for one message naming every subscription whose view is the same."""
+    docs/protocol.md, Messages from the server asks for one message naming every subscription whose
+    view is the same."""
     h = Harness(topics=TOPICS)
     feed, peer, other = h.peer(), h.peer(), h.peer()
     feed.send(*[publish(i, x=i) for i in range(3)])

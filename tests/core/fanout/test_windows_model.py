@@ -1,4 +1,4 @@
-"""Live windows (PROTOCOL 6.6), proved by property tests.
+"""Live windows (docs/protocol.md, Live windows), proved by property tests.
 
 The property test drives windows of every shape (ascending and descending orders over mixed
 types and NULLs, filters, entitlements, skip and top, full and delta subscriptions, oof and

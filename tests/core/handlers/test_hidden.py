@@ -1,5 +1,5 @@
-"""Hidden views (PROTOCOL 11.2) with a fake clock: while hidden, at most one message per record per
-``hidden_interval``; shown again, what is pending at once, in one frame."""
+"""Hidden views (docs/protocol.md, Hidden views) with a fake clock: while hidden, at most one
+message per record per ``hidden_interval``; shown again, what is pending at once, in one frame."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Identity at logon (PROTOCOL 6.4, 6.7): client names belong to users, failed logons are throttled
-per remote address, passwords are compared in constant time."""
+"""Identity at logon (docs/protocol.md, Who may connect): client names belong to users, failed
+logons are throttled per remote address, passwords are compared in constant time."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Entitlements that move (PROTOCOL 6.8): ``[auth]`` reloaded, every live socket and subscription
-re-decided at once, as if each of its records had changed."""
+"""Entitlements that move (docs/protocol.md, Reloading entitlements): ``[auth]`` reloaded, every
+live socket and subscription re-decided at once, as if each of its records had changed."""
 
 from __future__ import annotations
 
@@ -345,7 +345,8 @@ def test_a_logon_the_cluster_answers_after_a_reload_is_decided_by_the_new_users(
     assert shared.releases == [("desk", shared.holder(alice.session))]
 
 
-# -- resuming a view (PROTOCOL 11.1) ------------------------------------------------------------
+# -- resuming a view (docs/protocol.md, Resuming a view)
+# ------------------------------------------------------------
 
 
 def resumed(peer: Peer, bm: str) -> tuple[bool, list[int]]:

@@ -1,6 +1,7 @@
-"""Property (PROTOCOL 6.8): after any reload of ``[auth]``, every live ``oof`` view that a client
-rebuilt from the messages it received equals what a fresh subscription with the new entitlements
-sees, and no message ever carried a row the entitlement in force did not allow.
+"""Property (docs/protocol.md, Reloading entitlements): after any reload of ``[auth]``, every live
+``oof`` view that a client rebuilt from the messages it received equals what a fresh subscription
+with the new entitlements sees, and no message ever carried a row the entitlement in force did not
+allow.
 
 Random records are published and deleted, and the user's entitlement filter is replaced at random
 (with ``USER()``, with none at all), under subscriptions of every kind: plain, delta (patch and

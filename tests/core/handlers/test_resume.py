@@ -1,5 +1,6 @@
-"""Resuming a view (PROTOCOL 11.1): with ``resume`` and the last bookmark, a subscription gets only
-the net change of its view since then; when that cannot be done, the whole snapshot."""
+"""Resuming a view (docs/protocol.md, Resuming a view): with ``resume`` and the last bookmark, a
+subscription gets only the net change of its view since then; when that cannot be done, the whole
+snapshot."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""A resumed view (PROTOCOL 11.1) is encoded as the socket reads it, like a plain snapshot, and
-says exactly what the eager resume said (eager_resume.py, the reference): the same messages in
-the same order, as the view was at the subscribe, whatever is published before the socket
-reads them (those follow ``group_end``, none lost, none twice)."""
+"""A resumed view (docs/protocol.md, Resuming a view) is encoded as the socket reads it, like a
+plain snapshot, and says exactly what the eager resume said (eager_resume.py, the reference): the
+same messages in the same order, as the view was at the subscribe, whatever is published before the
+socket reads them (those follow ``group_end``, none lost, none twice)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Transactions (PROTOCOL 11.3): checked first, all or nothing, one log entry and one sequence,
-delivered to each socket in one frame between tx_begin and tx_end."""
+"""Transactions (docs/protocol.md, Transactions): checked first, all or nothing, one log entry and
+one sequence, delivered to each socket in one frame between tx_begin and tx_end."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Socket-queue conflation (PROTOCOL 6.3): every policy, both modes, every row of the merge table.
+"""Socket-queue conflation (docs/protocol.md, Conflation): every policy, both modes, every row of
+the merge table.
 
 A "stalled" peer is one whose outbox is never drained until the test reads it.
 """

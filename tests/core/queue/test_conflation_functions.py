@@ -1,4 +1,4 @@
-"""Socket-queue conflation (PROTOCOL 6.3) with a topic's merger and matcher, and background
+"""Socket-queue conflation (docs/protocol.md, Conflation) with a topic's merger and matcher, and background
 conflation of crowded queues."""
 
 from __future__ import annotations

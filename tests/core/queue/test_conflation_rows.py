@@ -1,5 +1,5 @@
-"""Socket-queue conflation (PROTOCOL 6.3), the merge table row by row: what the net effect of two
-queued messages about one record is."""
+"""Socket-queue conflation (docs/protocol.md, Conflation), the merge table row by row: what the net
+effect of two queued messages about one record is."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The merge table of socket-queue conflation (queue/conflation.py's docstring, PROTOCOL 6.3),
+"""The merge table of socket-queue conflation (queue/conflation.py's docstring, docs/protocol.md, Conflation),
 row by row, and where the merged message goes: no engine, a fake subscription (fakes.py).
 
 A row: what the subscriber held before anything was queued, the messages queued for it about

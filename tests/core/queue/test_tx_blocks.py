@@ -1,6 +1,6 @@
-"""Transactions in the socket queue (PROTOCOL 11.3): a ``TxBlock`` is queued and written whole;
-``without`` leaves out dropped subscriptions; a relief merges consecutive blocks, and what is
-queued between and after them, into one ``TxMerge`` (queue/tx_merge.py's table)."""
+"""Transactions in the socket queue (docs/protocol.md, Transactions): a ``TxBlock`` is queued and
+written whole; ``without`` leaves out dropped subscriptions; a relief merges consecutive blocks, and
+what is queued between and after them, into one ``TxMerge`` (queue/tx_merge.py's table)."""
 
 from __future__ import annotations
 

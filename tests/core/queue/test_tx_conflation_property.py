@@ -1,4 +1,4 @@
-"""Transactions under socket-queue conflation (PROTOCOL 11.3 and 6.3), as a property.
+"""Transactions under socket-queue conflation (docs/protocol.md, Transactions and Conflation), as a property.
 
 The same changes go to two engines, once as transactions and once as plain publishes, each with a
 socket that never reads. The socket receiving transactions must survive at least as long (in

@@ -1,5 +1,5 @@
-"""Transactions under socket-queue conflation (PROTOCOL 11.3 and 6.3): the table in the
-Transactions section of docs/protocol.md, row by row, and the paragraph above it.
+"""Transactions under socket-queue conflation (docs/protocol.md, Transactions and Conflation): the
+table in the Transactions section of docs/protocol.md, row by row, and the paragraph above it.
 
 A stalled peer never reads until the test does; ``relieve`` is what a full queue (or background
 conflation, ``drop=False``) does to it.

@@ -1,4 +1,4 @@
-"""The ``unsubscribe`` policy at a full queue's relief (queue/unsubscribing.py, PROTOCOL 6.3):
+"""The ``unsubscribe`` policy at a full queue's relief (queue/unsubscribing.py, docs/protocol.md, Conflation):
 which subscriptions go, what is counted as dropped, and what is left of the transactions queued."""
 
 from __future__ import annotations

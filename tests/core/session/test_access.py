@@ -1,5 +1,5 @@
-"""The pure decisions of the front door: /metrics, /topics (PROTOCOL 6.7; origins and Host names:
-test_server_names.py)."""
+"""The pure decisions of the front door: /metrics, /topics (docs/protocol.md, Who may connect;
+origins and Host names: test_server_names.py)."""
 
 from __future__ import annotations
 

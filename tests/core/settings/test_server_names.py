@@ -1,5 +1,6 @@
-"""The names the server answers to and the origins that are its own (PROTOCOL 6.7): the Host rule
-against DNS rebinding, the Origin rule, and server_names in the configuration, as tables of cases."""
+"""The names the server answers to and the origins that are its own (docs/protocol.md, Who may
+connect): the Host rule against DNS rebinding, the Origin rule, and server_names in the
+configuration, as tables of cases."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Resume reads (PROTOCOL 11.1) from a topic's history, as the store writes it: for each record
-changed after a bookmark, how it was then and how its last change ended it; and the floor below
-which a bookmark cannot be resumed, raised by every bound."""
+"""Resume reads (docs/protocol.md, Resuming a view) from a topic's history, as the store writes it:
+for each record changed after a bookmark, how it was then and how its last change ended it; and the
+floor below which a bookmark cannot be resumed, raised by every bound."""
 
 from __future__ import annotations
 
