@@ -1,6 +1,6 @@
 """After every call into the engine: wake each task that has work the core left for it.
 
-The core never calls out (DESIGN.md habit 1, as python-websockets' protocol is fed with
+The core never calls out (docs/architecture.md, Fed and drained; as python-websockets' protocol is fed with
 ``receive_data`` and drained with ``data_to_send``). What it leaves for the runtime is state it
 keeps, and the runtime looks at that state right after it feeds the core, before it awaits
 anything, so nothing waits longer than it did when the core called out at once:
