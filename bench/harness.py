@@ -36,12 +36,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def serve(config_text: str, work: Path, port: int) -> subprocess.Popen[bytes]:
-    """Start this server (``python -m server``) with ``config_text`` as its configuration, in ``work``."""
+def serve(config_text: str, work: Path, port: int, root: Path = ROOT) -> subprocess.Popen[bytes]:
+    """Start this server (``python -m server``) with ``config_text`` as its configuration, in ``work``;
+    ``root``: the checkout whose server runs (another commit's, to compare two in one run)."""
     config = work / "bench.toml"
     config.write_text(config_text)
     command = [sys.executable, "-m", "server", "--config", str(config), "--port", str(port)]
-    return start([*command, "--data-dir", str(work / "data")], port)
+    return start([*command, "--data-dir", str(work / "data")], port, cwd=root)
 
 
 @contextmanager

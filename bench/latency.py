@@ -159,8 +159,10 @@ def describe(benchmark: str, rate: float, samples: dict[str, list[Sample]]) -> l
     return [*out, Figure(benchmark, "sowpush p99 / relay p99", "ratio", "x", ratio, note)]
 
 
-def figures(rounds: int, seconds: float, fractions: list[float]) -> list[Figure]:
-    peers = [PEERS[name] for name in PEER_NAMES]
+def figures(
+    rounds: int, seconds: float, fractions: list[float], names: tuple[str, ...] = PEER_NAMES
+) -> list[Figure]:
+    peers = [PEERS[name] for name in names]
     out = []
     with tempfile.TemporaryDirectory() as work:
         started = {}
@@ -205,10 +207,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--fractions", default="0.25,0.5,0.9")
+    parser.add_argument("--peers", default=",".join(PEER_NAMES))
     args = parser.parse_args()
     fractions = [float(value) for value in args.fractions.split(",")]
+    names = tuple(args.peers.split(","))
     print(f"{os.cpu_count()} cores shared by the servers and the load client, {args.rounds} rounds each")
-    print(table(figures(args.rounds, args.seconds, fractions)))
+    print(table(figures(args.rounds, args.seconds, fractions, names)))
 
 
 if __name__ == "__main__":

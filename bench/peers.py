@@ -14,6 +14,7 @@ permessage-deflate off, as this server does by default.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -34,13 +35,14 @@ class Peer:
     batched: bool = True  # socketio: one event per frame of updates, else one per update
     launcher: str = "uvicorn"  # "sowpush", "uvicorn" (an ASGI app) or "node" (a script)
     target: str = ""  # the ASGI app or the Node script
+    root: Path = ROOT  # sowpush: the checkout whose server runs
 
     def start(self, work: Path) -> tuple[subprocess.Popen[bytes], str]:
         """Start the server; its process and the WebSocket URL the load client opens."""
         port = free_port()
         work.mkdir(parents=True, exist_ok=True)
         if self.launcher == "sowpush":
-            return serve(TOPIC_CONFIG, work, port), f"ws://127.0.0.1:{port}/ws"
+            return serve(TOPIC_CONFIG, work, port, self.root), f"ws://127.0.0.1:{port}/ws"
         if self.launcher == "node":
             install_node_packages()
             # Node resolves an ES module's imports beside the script: run a copy there.
@@ -73,6 +75,12 @@ PEERS = {
         Peer("node-socketio-batched", "socketio", launcher="node", target="socketio.mjs"),
     )
 }
+# SOWPUSH_BASELINE=/path/to/another/checkout adds the peer "baseline": that checkout's server, run
+# by this interpreter, so a change is measured against an earlier commit in the same interleaved
+# rounds (git worktree add /tmp/base <commit>; --peers sowpush,baseline).
+BASELINE = os.environ.get("SOWPUSH_BASELINE")
+if BASELINE:
+    PEERS["baseline"] = Peer("baseline", "sowpush", launcher="sowpush", root=Path(BASELINE))
 
 
 def node() -> str:
