@@ -368,12 +368,45 @@ class EngineMachine(EngineSockets):
 EXAMPLES = int(os.environ.get("SOWPUSH_MODEL_EXAMPLES", "1000"))
 STEPS = int(os.environ.get("SOWPUSH_MODEL_STEPS", "100"))
 
-EngineMachine.TestCase.settings = settings(
-    max_examples=EXAMPLES,
-    stateful_step_count=STEPS,
-    deadline=None,
-    report_multiple_bugs=False,  # one failure at a time, shrunk in minutes rather than many
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.large_base_example],
-)
-# About 70 s when it passes; a failure adds up to five minutes of shrinking.
-TestEngineModel = pytest.mark.timeout(900)(pytest.mark.slow(EngineMachine.TestCase))
+
+# The examples are run in four parts of a quarter each, so that xdist can run the parts on four
+# workers at once (scripts/test) instead of one worker running all of them at the end of the suite.
+# Each part is a class of its own: a derandomized run (Hypothesis's CI profile) draws a machine's
+# examples from a seed made of its class's name and source, so parts of one class would all draw
+# the same examples; four classes draw four different sets, as four random runs do.
+class EngineMachine1(EngineMachine):
+    """The first quarter of the examples."""
+
+
+class EngineMachine2(EngineMachine):
+    """The second quarter of the examples."""
+
+
+class EngineMachine3(EngineMachine):
+    """The third quarter of the examples."""
+
+
+class EngineMachine4(EngineMachine):
+    """The fourth quarter of the examples."""
+
+
+PARTS = (EngineMachine1, EngineMachine2, EngineMachine3, EngineMachine4)
+
+
+def as_test(machine: type[EngineMachine]) -> Any:
+    machine.TestCase.settings = settings(
+        max_examples=-(-EXAMPLES // len(PARTS)),  # rounded up: EXAMPLES in all, at least
+        stateful_step_count=STEPS,
+        deadline=None,
+        report_multiple_bugs=False,  # one failure at a time, shrunk in minutes rather than many
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.filter_too_much,
+            HealthCheck.large_base_example,
+        ],
+    )
+    # About 20 s a part when it passes; a failure adds up to five minutes of shrinking.
+    return pytest.mark.timeout(900)(pytest.mark.slow(machine.TestCase))
+
+
+TestEngineModel1, TestEngineModel2, TestEngineModel3, TestEngineModel4 = (as_test(m) for m in PARTS)

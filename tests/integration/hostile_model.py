@@ -100,7 +100,12 @@ class Attacker:
     def _socket(self) -> ClientConnection:
         if self.ws is None:
             # No keepalive of its own: an attacker that never reads must not be cut by its library.
-            opened = connect(self.server.url, open_timeout=10, max_size=None, ping_interval=None)
+            # Closing waits 2 s (not the library's 10) for the server's close frame: after a volley
+            # whose replies the attacker never read, that frame is stuck behind them and never comes
+            # (the server has long worked through the volley); the connection is then dropped.
+            opened = connect(
+                self.server.url, open_timeout=10, close_timeout=2, max_size=None, ping_interval=None
+            )
             self.ws = self._opened.enter_context(opened)
         return self.ws
 

@@ -1,4 +1,5 @@
-"""A real local SparkSession, started once for the module (UI off, one shuffle partition)."""
+"""A real local SparkSession, started once for the session (UI off, one shuffle partition): an xdist
+worker that runs several of the modules that use it starts one."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ TOPICS = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     session = (
         SparkSession.builder.master("local[2]")
