@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -106,6 +107,18 @@ class ServerProcess:
 
     def output(self) -> str:
         return "".join(self.lines)
+
+    async def logged(self, *parts: str, timeout: float = 10.0) -> int:
+        """How many lines hold every one of ``parts``, once one does: the server's output is read
+        by a thread, so a line it has written may not be in ``lines`` yet (0: none by ``timeout``)."""
+
+        def count() -> int:
+            return sum(all(part in line for part in parts) for line in list(self.lines))
+
+        deadline = time.monotonic() + timeout
+        while count() == 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        return count()
 
 
 @contextmanager

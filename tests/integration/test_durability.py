@@ -55,7 +55,11 @@ async def test_kill_9_mid_stream_loses_nothing_acked_and_repeats_nothing(
             await asyncio.sleep(0.01)
 
     streaming = asyncio.create_task(stream())
-    await asyncio.sleep(random.uniform(0.2, 0.8))
+    # Killed once some of it is on disk (a loaded machine may take a while to get there), at a
+    # random point of the rest: the stream takes over a second, so the kill lands in its middle.
+    while publisher.persisted_seq == 0 and not streaming.done():
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(random.uniform(0.0, 0.3))
     first.stop(signal.SIGKILL)
     acked = publisher.persisted_seq
     assert 0 < acked < TOTAL, "the kill landed in the middle of the stream"

@@ -163,6 +163,6 @@ async def test_other_sections_need_a_restart_and_say_so(server: Server) -> None:
     alice = await logon(server, "alice", "a")
     server.write(BEFORE, {"heartbeat_s": 5})
     await server.reload("only [auth] is reloaded")
-    assert any("[server] changed" in line for line in server.process.lines)
+    assert await server.process.logged("[server] changed")
     assert (await alice.request({"c": "heartbeat", "cid": "h"}))[0] == {"c": "heartbeat"}
     await alice.close()
