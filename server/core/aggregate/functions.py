@@ -1,0 +1,217 @@
+"""The aggregate functions as running accumulators (docs/protocol.md, Aggregated views).
+
+Each group keeps one accumulator per aggregate. A record's value is *prepared* once when it
+joins (``prepare``: NULL, a missing field and a value the function cannot use become None and
+are ignored, as in SQL), kept by the group table, and handed back to ``remove`` when the record
+leaves, so leaving never re-reads the record. Costs per change: constant for SUM, COUNT, AVG and
+the standard deviations (running sums), constant for COUNT_DISTINCT (a counter per value),
+logarithmic for MIN and MAX (a sorted list). Never a rescan of the group.
+
+Sums are exact: integers as integers, floats as exact fractions, so adding and then removing a
+value gives back exactly what was there (a float running sum would drift) and a result equals
+the sum computed from scratch, correctly rounded once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from fractions import Fraction
+from typing import Any, Protocol
+
+import orjson
+from sortedcontainers import SortedList
+
+from ..filters.values import to_number
+from ..limits import MAX_INTEGER, MIN_INTEGER
+from ..records.paths import MISSING
+
+Exact = int | Fraction
+
+
+def _number(value: Any) -> int | float | None:
+    """A value as a finite number for SUM, AVG and the deviations (filter-language conversion:
+    numeric strings count, booleans are 1 and 0), or None."""
+    if value is None or value is MISSING:
+        return None
+    number = to_number(value)
+    if type(number) is float and not math.isfinite(number):
+        return None
+    return number
+
+
+def _ordered(value: Any) -> tuple[int, Any] | None:
+    """A value as MIN and MAX order it: numbers by value, then strings (as filters sort them)."""
+    number = _number(value)
+    if number is not None and type(value) is not str:
+        return (0, number)
+    if type(value) is str and value:
+        parsed = to_number(value)
+        if parsed is not None and (type(parsed) is int or math.isfinite(parsed)):
+            return (0, parsed)
+        return (1, value)
+    return None
+
+
+def _distinct(value: Any) -> Any:
+    """A value as COUNT_DISTINCT tells values apart: 1 and 1.0 are one value, "1" and true others."""
+    if value is None or value is MISSING or value == "":
+        return None
+    kind = type(value)
+    if kind is bool:
+        return ("b", value)
+    if kind is int or kind is float:
+        return ("n", value)  # equal numbers hash alike
+    if kind is str:
+        return ("s", value)
+    return ("j", orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+
+
+def _present(value: Any) -> Any:
+    return None if value is None or value is MISSING or value == "" else True
+
+
+def prepare(function: str, value: Any) -> Any:
+    """What ``function`` keeps of one record's value (None: ignored)."""
+    if function in ("SUM", "AVG", "STDDEV_POP", "STDDEV_SAMP"):
+        return _number(value)
+    if function in ("MIN", "MAX"):
+        return _ordered(value)
+    if function == "COUNT_DISTINCT":
+        return _distinct(value)
+    return _present(value)  # COUNT
+
+
+def _exact(value: int | float) -> Exact:
+    return value if type(value) is int else Fraction(value)
+
+
+def _out(value: Exact) -> int | float | None:
+    """An exact result as JSON can carry it: a 64-bit integer, else the nearest float."""
+    if type(value) is int:
+        return value if MIN_INTEGER <= value <= MAX_INTEGER else float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+class Accumulator(Protocol):
+    def add(self, value: Any) -> None: ...
+    def remove(self, value: Any) -> None: ...
+    def result(self) -> Any: ...
+
+
+class Count:
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def add(self, value: Any) -> None:
+        self.n += 1
+
+    def remove(self, value: Any) -> None:
+        self.n -= 1
+
+    def result(self) -> Any:
+        return self.n
+
+
+class Sum:
+    """SUM, AVG and the standard deviations: count, exact sum and exact sum of squares."""
+
+    __slots__ = ("floats", "function", "n", "squares", "total")
+
+    def __init__(self, function: str) -> None:
+        self.function = function
+        self.n = 0
+        self.floats = 0  # how many of the values are floats: with none, a SUM is an integer
+        self.total: Exact = 0
+        self.squares: Exact = 0
+
+    def add(self, value: Any) -> None:
+        exact = _exact(value)
+        self.n += 1
+        self.floats += type(value) is float
+        self.total += exact
+        if self.function.startswith("STDDEV"):
+            self.squares += exact * exact
+
+    def remove(self, value: Any) -> None:
+        exact = _exact(value)
+        self.n -= 1
+        self.floats -= type(value) is float
+        self.total -= exact
+        if self.function.startswith("STDDEV"):
+            self.squares -= exact * exact
+
+    def result(self) -> Any:
+        n, function = self.n, self.function
+        if n == 0:
+            return None
+        if function == "SUM":
+            return _out(int(self.total)) if not self.floats else _out(Fraction(self.total))
+        if function == "AVG":
+            return _out(Fraction(self.total) / n)
+        divisor = n if function == "STDDEV_POP" else n - 1
+        if divisor == 0:
+            return None
+        variance = (Fraction(self.squares) - Fraction(self.total) ** 2 / n) / divisor
+        try:
+            return math.sqrt(float(variance))
+        except OverflowError:
+            return None
+
+
+class Distinct:
+    __slots__ = ("counts",)
+
+    def __init__(self) -> None:
+        self.counts: Counter[Any] = Counter()
+
+    def add(self, value: Any) -> None:
+        self.counts[value] += 1
+
+    def remove(self, value: Any) -> None:
+        counts = self.counts
+        left = counts[value] - 1
+        if left:
+            counts[value] = left
+        else:
+            del counts[value]
+
+    def result(self) -> Any:
+        return len(self.counts)
+
+
+class Extreme:
+    """MIN or MAX over a sorted list of the group's values."""
+
+    __slots__ = ("least", "values")
+
+    def __init__(self, least: bool) -> None:
+        self.least = least
+        self.values = SortedList()
+
+    def add(self, value: Any) -> None:
+        self.values.add(value)
+
+    def remove(self, value: Any) -> None:
+        self.values.remove(value)
+
+    def result(self) -> Any:
+        values = self.values
+        if not values:
+            return None
+        return values[0 if self.least else -1][1]
+
+
+def accumulator(function: str) -> Accumulator:
+    if function in ("COUNT",):
+        return Count()
+    if function == "COUNT_DISTINCT":
+        return Distinct()
+    if function in ("MIN", "MAX"):
+        return Extreme(function == "MIN")
+    return Sum(function)

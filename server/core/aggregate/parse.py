@@ -1,0 +1,210 @@
+"""``grouping`` and ``projection`` (docs/protocol.md, Aggregated views), parsed once per query.
+
+A projection is a list of items, each ``EXPRESSION [AS /path]``: an aggregate
+(``SUM(/qty * /px) AS /notional``, ``COUNT(*) AS /n``), a grouping field (``/desk``), or any
+other expression, which takes its value from the group's most recently changed record (AMPS).
+Arguments are filter-language value expressions, compiled by the filter compiler, so an
+aggregate evaluates exactly what a filter would. Everything past the limits, or malformed, is
+refused with ``invalid options`` before anything is built.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import INVALID_OPTIONS, CommandError, FilterError
+from ..filters import Filter, ast, compile_filter
+from ..records.paths import PathSteps, format_path, parse_path
+
+AGGREGATES = ("SUM", "COUNT", "COUNT_DISTINCT", "AVG", "MIN", "MAX", "STDDEV_POP", "STDDEV_SAMP")
+MAX_PROJECTION_BYTES = 64 * 1024  # the projection's text, all items together
+MAX_GROUPING_FIELDS = 16
+MAX_PROJECTED_FIELDS = 64
+
+_CALL = re.compile(r"\s*([A-Za-z_]+)\s*\(", re.DOTALL)
+_ANY_AGGREGATE = re.compile(r"\b(" + "|".join(AGGREGATES) + r")\s*\(", re.IGNORECASE)
+_AS = re.compile(r"\sAS\s", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One projected field: where it goes in the group record, and what it holds."""
+
+    output: PathSteps
+    function: str | None  # an aggregate's name; None: a plain field
+    argument: Filter | None  # the expression (None: COUNT(*))
+    group_index: int | None  # a plain field that is a grouping field: which one
+    path: PathSteps | None = None  # a plain field that is a bare path: copied as it is
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """A parsed grouping and projection. ``text`` is their canonical form: equal texts are the
+    same aggregation (what identical subscriptions share a state by)."""
+
+    grouping: tuple[PathSteps, ...]
+    fields: tuple[Field, ...]
+    text: str
+
+    @property
+    def aggregates(self) -> tuple[int, ...]:
+        return tuple(i for i, f in enumerate(self.fields) if f.function is not None)
+
+
+def _refuse(detail: str) -> CommandError:
+    return CommandError(INVALID_OPTIONS, detail)
+
+
+def split_items(text: str) -> list[str]:
+    """``text`` split at the commas outside parentheses, brackets and quotes (``COALESCE(/a, 0)``
+    and ``'x,y'`` are one item each); items stripped, empty ones dropped."""
+    items: list[str] = []
+    depth, quote, start, escaped = 0, "", 0, False
+    for index, char in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(text[start:index].strip())
+            start = index + 1
+    items.append(text[start:].strip())
+    return [item for item in items if item]
+
+
+def _top_level(text: str, index: int) -> bool:
+    """Whether ``text[index]`` is outside parentheses and quotes."""
+    depth, quote = 0, ""
+    for char in text[:index]:
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+    return depth == 0 and not quote
+
+
+def _closing(text: str, opening: int) -> int:
+    """The index of the parenthesis that closes the one at ``opening`` (-1: none)."""
+    depth, quote = 0, ""
+    for index in range(opening, len(text)):
+        char = text[index]
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+    return -1
+
+
+def _path(text: str, what: str) -> PathSteps:
+    try:
+        steps = parse_path(text.strip())
+    except ValueError as error:
+        raise _refuse(f"{what}: {error}") from None
+    if not steps or any(isinstance(step, int) for step in steps):
+        raise _refuse(f"{what}: {text.strip()!r} must name an object field, like /desk")
+    return steps
+
+
+def _expression(text: str, item: str) -> Filter:
+    try:
+        return compile_filter(text)
+    except FilterError as error:
+        raise _refuse(f"projection: {item!r}: {error.detail}") from None
+
+
+def _item(item: str, grouping: tuple[PathSteps, ...]) -> Field:
+    expression, output_text = item, None
+    found = [m for m in _AS.finditer(item) if _top_level(item, m.start())]
+    if found:
+        last = found[-1]
+        expression, output_text = item[: last.start()].strip(), item[last.end() :].strip()
+    call = _CALL.match(expression)
+    function = call.group(1).upper() if call is not None else None
+    if (
+        call is not None
+        and function in AGGREGATES
+        and _closing(expression, call.end() - 1) == len(expression.rstrip()) - 1
+    ):
+        inner = expression[call.end() : expression.rstrip().rfind(")")].strip()
+        if _ANY_AGGREGATE.search(inner):
+            raise _refuse(f"projection: {item!r} is an aggregate of an aggregate")
+        if output_text is None:
+            raise _refuse(f"projection: {item!r} needs AS /name for its result")
+        argument = None
+        if inner == "*":
+            if function != "COUNT":
+                raise _refuse(f"projection: only COUNT takes *, not {function}")
+        elif not inner:
+            raise _refuse(f"projection: {function} takes one argument")
+        else:
+            argument = _expression(inner, item)
+        return Field(_path(output_text, "projection"), function, argument, None)
+    if _ANY_AGGREGATE.search(expression):
+        raise _refuse(f"projection: {item!r}: an aggregate must be the whole expression")
+    compiled = _expression(expression, item)
+    tree = compiled.tree
+    steps = tree.steps if isinstance(tree, ast.Field) else None
+    if output_text is None and steps is None:
+        raise _refuse(f"projection: {item!r} needs AS /name")
+    if output_text is not None:
+        output = _path(output_text, "projection")
+    else:
+        assert steps is not None
+        if not steps or any(isinstance(step, int) for step in steps):
+            raise _refuse(f"projection: {item!r} needs AS /name")
+        output = steps
+    index = grouping.index(steps) if steps is not None and steps in grouping else None
+    return Field(output, None, compiled, index, steps)
+
+
+def parse_aggregation(grouping: list[str] | None, projection: list[str] | None) -> Spec:
+    """The aggregation of a query's ``grouping`` and ``projection`` items (either may be None;
+    ``grouping`` alone projects the grouping fields and ``COUNT(*) AS /count``; ``projection``
+    alone makes one group of every record)."""
+    if projection is not None and sum(len(item) + 1 for item in projection) > MAX_PROJECTION_BYTES:
+        raise _refuse(f"projection longer than 64 KB ({MAX_PROJECTION_BYTES} bytes)")
+    groups = grouping or []
+    if len(groups) > MAX_GROUPING_FIELDS:
+        raise _refuse(f"more than {MAX_GROUPING_FIELDS} grouping fields")
+    steps = tuple(_path(text, "grouping") for text in groups)
+    if len(set(steps)) != len(steps):
+        raise _refuse("grouping names a field twice")
+    if projection is None:
+        projection = [*(format_path(s) for s in steps), "COUNT(*) AS /count"]
+    if not projection:
+        raise _refuse("projection is empty")
+    if len(projection) > MAX_PROJECTED_FIELDS:
+        raise _refuse(f"more than {MAX_PROJECTED_FIELDS} projected fields")
+    fields = tuple(_item(item, steps) for item in projection)
+    outputs = [f.output for f in fields]
+    if len(set(outputs)) != len(outputs):
+        raise _refuse("projection names an output field twice")
+    for out in outputs:  # /a and /a/b cannot both be written
+        if any(other != out and other[: len(out)] == out for other in outputs):
+            raise _refuse(f"projection writes {format_path(out)} and a field inside it")
+    text = (
+        "grouping=[" + ",".join(format_path(s) for s in steps) + "],projection=[" + ",".join(projection) + "]"
+    )
+    return Spec(steps, fields, text)
