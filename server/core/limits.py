@@ -18,6 +18,7 @@ MAX_NAME_LENGTH = 256  # client_name, user_id, topic names (characters)
 MAX_ID_LENGTH = 256  # cid, sub_id and query_id strings, and each SowKey of sow_keys
 MAX_PASSWORD_LENGTH = 1024
 MAX_OPTIONS_LENGTH = 4096  # the ``o`` field of any command
+MAX_PROJECTION_BYTES = 64 * 1024  # an aggregation's projection (and so an ``o`` that holds one)
 MAX_BOOKMARK_LENGTH = 64  # a log position or an ISO-8601 time is under 40
 MAX_ACKS_LENGTH = 128  # the ``a`` field: all five ack kinds take 46
 MAX_PATHS = 64  # paths in one select list or conflation_key
@@ -80,7 +81,7 @@ def check_identifier(name: str, value: Any) -> None:
 
 
 def check_options_length(text: str) -> None:
-    if len(text) > MAX_OPTIONS_LENGTH:
+    if len(text) > MAX_OPTIONS_LENGTH + (MAX_PROJECTION_BYTES if "projection=" in text else 0):
         raise CommandError(
             INVALID_OPTIONS, f"o too long ({len(text)} characters, at most {MAX_OPTIONS_LENGTH})"
         )

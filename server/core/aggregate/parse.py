@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from ..errors import INVALID_OPTIONS, CommandError, FilterError
 from ..filters import Filter, ast, compile_filter
+from ..limits import MAX_PROJECTION_BYTES
 from ..records.paths import PathSteps, format_path, parse_path
 
 AGGREGATES = ("SUM", "COUNT", "COUNT_DISTINCT", "AVG", "MIN", "MAX", "STDDEV_POP", "STDDEV_SAMP")
-MAX_PROJECTION_BYTES = 64 * 1024  # the projection's text, all items together
 MAX_GROUPING_FIELDS = 16
 MAX_PROJECTED_FIELDS = 64
 
@@ -54,32 +54,6 @@ class Spec:
 
 def _refuse(detail: str) -> CommandError:
     return CommandError(INVALID_OPTIONS, detail)
-
-
-def split_items(text: str) -> list[str]:
-    """``text`` split at the commas outside parentheses, brackets and quotes (``COALESCE(/a, 0)``
-    and ``'x,y'`` are one item each); items stripped, empty ones dropped."""
-    items: list[str] = []
-    depth, quote, start, escaped = 0, "", 0, False
-    for index, char in enumerate(text):
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char in "([":
-            depth += 1
-        elif char in ")]":
-            depth -= 1
-        elif char == "," and depth == 0:
-            items.append(text[start:index].strip())
-            start = index + 1
-    items.append(text[start:].strip())
-    return [item for item in items if item]
 
 
 def _top_level(text: str, index: int) -> bool:

@@ -79,7 +79,9 @@ def _follow(
     gone: str,
 ) -> None:
     """What follows a record's change from ``old`` to ``new``, made by ``lsn`` at ``timestamp``:
-    the new version's expiry armed, the subscribers told."""
+    the topic's aggregations fed, the new version's expiry armed, the subscribers told."""
+    if topic.derived:
+        _feed(topic, old, new, lsn, timestamp, gone)
     if new is not None:
         if new.expires_at is not None:
             timers.expire_at(topic.name, new.key, new.expires_at)
@@ -89,3 +91,18 @@ def _follow(
         # client that resumes from the last bm it received must not be sent the delete again.
         last = RecordVersion(old.key, old.data, lsn, timestamp, old.expires_at)
         topic.fan_out(old.key, last, None, gone=gone)
+
+
+def _feed(
+    topic: Topic, old: RecordVersion | None, new: RecordVersion | None, lsn: int, timestamp: float, gone: str
+) -> None:
+    """Feed the change to the topic's aggregations (aggregate/view.py). A record that went is told
+    as of its delete or expiry: the versions of the groups it leaves are that change's."""
+    if new is not None:
+        key, told = new.key, old
+    elif old is not None:
+        key, told = old.key, RecordVersion(old.key, None, lsn, timestamp)
+    else:
+        return
+    for view in list(topic.derived.values()):
+        view.source_changed(key, told, new, gone)

@@ -144,6 +144,12 @@ class Broker:
         subscription.replay_buffer.clear()
         self.timers.cancel(subscription)
         topic = self.topics.get(subscription.topic)
+        origin = subscription.topic_ref.origin if subscription.topic_ref is not None else None
+        if origin is not None:  # an aggregated view's: its topic of groups (aggregate/view.py)
+            subscription.topic_ref.remove(subscription)
+            if not subscription.topic_ref.subscribers:
+                origin.release()
+            return
         if topic is None:
             return
         topic.remove(subscription)

@@ -29,6 +29,7 @@ from .windows import Window, WindowOrder
 
 if TYPE_CHECKING:
     from ..filters.entitlement import Entitlement
+    from .derived import Derived
     from .ports import Subscriber
 
 
@@ -81,6 +82,9 @@ class Topic:
         self._run_bytes = 0
         # Live windows' orders, shared by windows with the same gates and order (windows.py).
         self._orders: dict[tuple[Any, ...], WindowOrder] = {}
+        # Aggregations fed by this topic (broker/applying.py); a topic of groups: the one feeding it.
+        self.derived: dict[Any, Derived] = {}
+        self.origin: Derived | None = None
 
     @property
     def records(self) -> Mapping[str, RecordVersion]:

@@ -102,6 +102,13 @@ class Query:
     snapshot: bool
     subscribe: bool
     delta: bool
+    # An aggregated view's (docs/protocol.md, Aggregated views): the command's fields, else the options'.
+    grouping: tuple[str, ...] | None = None
+    projection: tuple[str, ...] | None = None
+
+    @property
+    def aggregated(self) -> bool:
+        return self.grouping is not None or self.projection is not None
 
 
 @dataclass(slots=True)
@@ -361,4 +368,17 @@ def _decode_query(header: Header, raw: dict[str, Any]) -> Query:
         snapshot=snapshot,
         subscribe=subscribe,
         delta=delta,
+        grouping=_strings(raw, "grouping", options.grouping),
+        projection=_strings(raw, "projection", options.projection),
     )
+
+
+def _strings(raw: dict[str, Any], name: str, given: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """A command field that is an array of strings (``grouping``, ``projection``), or ``given``
+    (what the options said) when the command has none."""
+    value = raw.get(name)
+    if value is None:
+        return given
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _bad(f"{name} must be an array of strings")
+    return tuple(value)

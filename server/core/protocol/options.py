@@ -17,6 +17,7 @@ from ..limits import MAX_CONFLATION_S, MAX_PATH_LENGTH, MAX_PATHS
 from ..records.paths import PathSteps, parse_path
 from ..records.select import SelectList, parse_select
 from .durations import parse_duration
+from .lists import split_items
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,8 @@ class Options:
     replace: bool = False
     positions: bool = False  # a live window's messages carry the record's position (pos)
     resume: bool = False  # a bm on every message, and a resume from one (docs/protocol.md, Resuming a view)
+    grouping: tuple[str, ...] | None = None  # an aggregated view's (docs/protocol.md, Aggregated views)
+    projection: tuple[str, ...] | None = None
 
 
 def split_options(text: str) -> list[str]:
@@ -152,6 +155,8 @@ def parse_options(text: str | None) -> Options:
             values["delta_merge"] = value == "merge"
         elif name in ("top_n", "skip_n"):
             values[name] = _count(name, value)
+        elif name in ("grouping", "projection"):  # checked by aggregate/parse.py
+            values[name] = tuple(split_items(_bracketed(name, value)))
         else:
             raise CommandError(INVALID_OPTIONS, f"unknown option {name!r}")
     return Options(**values)  # type: ignore[arg-type]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from server.core.aggregate.parse import parse_aggregation, split_items
+from server.core.aggregate.parse import parse_aggregation
 from server.core.errors import CommandError
+from server.core.protocol.lists import split_items
 
 
 def test_split_items_keeps_calls_and_strings_whole() -> None:

@@ -1,0 +1,154 @@
+"""An aggregation as a derived topic (docs/protocol.md, Aggregated views).
+
+An ``Aggregation`` is fed every change of its source topic's records as it is applied
+(broker/applying.py), keeps the group table of the records that pass its filters and its user's
+entitlement, and writes each group's change into a ``Topic`` of its own: a SOW of group records
+under the source topic's name, keyed by group. Aggregated subscriptions subscribe to that topic,
+so everything the fan-out does for records it does for groups, unchanged: windows and their
+positions, deltas, OOFs, subscription and socket-queue conflation, hidden views, transactions.
+
+Identical aggregations (topic, filter, grouping, projection and the user's entitlement, with the
+user and client name a filter may name) share one: the source topic keeps them by ``share``,
+and the last subscriber's leaving releases it. A transaction's changes are flushed once, at its
+end (fanout/tx_frames.py), so it changes each group once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..fanout.topic import Topic
+from ..fanout.tx_frames import TxFrames
+from ..filters import Filter
+from ..filters.entitlement import Entitlement
+from ..filters.functions import EvalContext
+from ..records.keys import KeySpec
+from ..records.paths import MISSING, PathSteps
+from ..records.version import RecordVersion
+from .groups import MATCH, GroupTable
+from .parse import Spec
+
+Share = tuple[Any, ...]
+
+
+class GroupKeys(KeySpec):
+    """The key fields of a group record, for ``delta=merge`` messages: its projected grouping
+    fields (a group whose grouping value is missing has none)."""
+
+    def key_values(self, record: Any) -> list[tuple[PathSteps, Any]]:
+        return [(steps, value) for steps, value in super().key_values(record) if value is not MISSING]
+
+
+def share_of(spec: Spec, filters: tuple[Filter, ...], entitlement: Entitlement, ctx: EvalContext) -> Share:
+    gate = entitlement.filter
+    return (
+        spec.text,
+        tuple(f.text for f in filters),
+        gate.text if gate is not None else None,
+        ctx.user,
+        ctx.client_name,
+    )
+
+
+class Aggregation:
+    def __init__(
+        self,
+        source: Topic,
+        share: Share,
+        spec: Spec,
+        filters: tuple[Filter, ...],
+        entitlement: Entitlement,
+        ctx: EvalContext,
+        frames: TxFrames,
+        live: bool = True,
+    ) -> None:
+        """``live``: fed from now on (shared by subscriptions); otherwise a one-shot ``sow``'s
+        groups, computed once and dropped."""
+        self.source = source
+        self.share = share
+        self.spec = spec
+        self.filters = filters
+        self.entitlement = entitlement
+        self.ctx = ctx
+        self.frames = frames
+        self.table = GroupTable(spec, ctx)
+        queue = source.queue
+        topic = Topic(source.name, source.config, source._run, queue.merge, queue.match)
+        keys = tuple(f.output for f in spec.fields if f.group_index is not None)
+        topic.key_spec = GroupKeys(keys)
+        topic.origin = self
+        self.topic = topic
+        # The groups of the records there are now, told to nobody: nobody subscribes yet.
+        for key, version in source.records.items():
+            data = version.data
+            if self.admits(data):
+                self.table.apply(key, data, version.seq, version.timestamp)
+        self._write(told=False)
+        if live:
+            source.derived[share] = self
+
+    def admits(self, data: Any) -> bool:
+        """Whether a record is an input: it passes the filters and the user's entitlement."""
+        ctx = self.ctx
+        return self.entitlement.allows(data) and all(f.matches(data, ctx) for f in self.filters)
+
+    def source_changed(
+        self, key: str, old: RecordVersion | None, new: RecordVersion | None, gone: str
+    ) -> None:
+        version = new if new is not None else old
+        if version is None:
+            return
+        data, reason = None, gone
+        if new is not None:
+            data, reason = new.data, MATCH
+            if not self.admits(data):
+                data = None
+        self.table.apply(key, data, version.seq, version.timestamp, reason)
+        if self.frames.tx is not None:
+            self.frames.pending[self] = None  # flushed at the transaction's end: each group once
+        else:
+            self.flush()
+
+    def flush(self) -> None:
+        self._write(told=True)
+
+    def _write(self, told: bool) -> None:
+        """Store each group change in the topic of groups, and tell its subscribers."""
+        topic = self.topic
+        sow = topic.sow
+        for change in self.table.drain():
+            key = change.key
+            if change.after is None:
+                old, _ = sow.remove(key, change.seq, change.timestamp, change.gone)
+                if told and old is not None:
+                    # The OOF's body is the group's last state, its bookmark the change's.
+                    last = RecordVersion(key, old.data, change.seq, change.timestamp)
+                    topic.fan_out(key, last, None, gone=change.gone)
+                continue
+            old, new = sow.put(RecordVersion(key, change.after, change.seq, change.timestamp))
+            if told:
+                topic.fan_out(key, old, new)
+            elif new is not None:
+                new.compact()
+
+    def release(self) -> None:
+        if self.source.derived.get(self.share) is self:
+            del self.source.derived[self.share]
+        self.frames.pending.pop(self, None)
+
+
+def aggregation_for(
+    source: Topic,
+    spec: Spec,
+    filters: tuple[Filter, ...],
+    entitlement: Entitlement,
+    ctx: EvalContext,
+    frames: TxFrames,
+) -> Aggregation:
+    """The aggregation these subscribers share: the one that exists, or a new one (one pass over
+    the source's records)."""
+    share = share_of(spec, filters, entitlement, ctx)
+    found = source.derived.get(share)
+    if isinstance(found, Aggregation):
+        return found
+    return Aggregation(source, share, spec, filters, entitlement, ctx, frames)

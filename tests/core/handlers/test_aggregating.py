@@ -1,0 +1,83 @@
+"""Aggregated views through the engine: groups as records of a derived topic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..harness import Harness, Peer, acks, of_type
+
+GROUPS = "grouping=[/desk],projection=[/desk,SUM(/qty) AS /qty,COUNT(*) AS /n]"
+
+
+def _pub(order: int, **fields: Any) -> dict[str, Any]:
+    return {"c": "publish", "t": "orders", "data": {"order": order, **fields}}
+
+
+def _feed(peer: Peer) -> None:
+    peer.send(_pub(1, desk="a", qty=1), _pub(2, desk="a", qty=2), _pub(3, desk="b", qty=5))
+
+
+def _data(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {m["data"]["desk"]: m["data"] for m in messages if "data" in m and m["c"] in ("sow", "p")}
+
+
+def test_snapshot_then_a_move_changes_both_groups_in_one_frame() -> None:
+    h = Harness()
+    publisher, viewer = h.peer(), h.peer()
+    _feed(publisher)
+    snapshot = viewer.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "o": "oof," + GROUPS})
+    assert _data(snapshot) == {"a": {"desk": "a", "qty": 3, "n": 2}, "b": {"desk": "b", "qty": 5, "n": 1}}
+    publisher.send(_pub(1, desk="b", qty=1))
+    moved = viewer.take()
+    assert _data(moved) == {"a": {"desk": "a", "qty": 2, "n": 1}, "b": {"desk": "b", "qty": 6, "n": 2}}
+
+
+def test_the_last_record_deleted_is_an_oof_deleted() -> None:
+    h = Harness()
+    publisher, viewer = h.peer(), h.peer()
+    _feed(publisher)
+    viewer.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "o": "oof," + GROUPS})
+    publisher.send({"c": "sow_delete", "t": "orders", "data": {"order": 3}})
+    (oof,) = of_type(viewer.take(), "oof")
+    assert oof["reason"] == "deleted" and oof["data"] == {"desk": "b", "qty": 5, "n": 1}
+
+
+def test_a_transaction_changes_each_group_once() -> None:
+    h = Harness()
+    publisher, viewer = h.peer(), h.peer()
+    _feed(publisher)
+    viewer.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "o": GROUPS})
+    tx = [_pub(7, desk="a", qty=10), _pub(8, desk="a", qty=20), _pub(2, desk="b", qty=2)]
+    publisher.send({"c": "tx", "cid": "t", "cmds": tx})
+    messages = viewer.take()
+    assert [m["c"] for m in messages] == ["tx_begin", "p", "p", "tx_end"]
+    assert _data(messages) == {"a": {"desk": "a", "qty": 31, "n": 3}, "b": {"desk": "b", "qty": 7, "n": 2}}
+
+
+def test_identical_subscriptions_share_one_state_released_with_the_last() -> None:
+    h = Harness()
+    one, two = h.peer(), h.peer()
+    _feed(one)
+    one.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "o": GROUPS})
+    two.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "o": GROUPS})
+    topic = h.broker.topics["orders"]
+    assert len(topic.derived) == 1
+    one.send({"c": "unsubscribe", "sub_id": "g"})
+    assert len(topic.derived) == 1
+    two.send({"c": "unsubscribe", "sub_id": "g"})
+    assert topic.derived == {}
+
+
+def test_limits_and_misuse_are_refused() -> None:
+    h = Harness()
+    viewer = h.peer()
+    cases = [
+        {"c": "sow_and_subscribe", "t": "orders", "cid": "a", "o": "projection=[SUM(SUM(/q)) AS /x]"},
+        {"c": "subscribe", "t": "orders", "cid": "b", "o": GROUPS},
+        {"c": "sow_and_subscribe", "t": "orders", "cid": "c", "grouping": [f"/g{i}" for i in range(17)]},
+        {"c": "sow", "t": "orders", "cid": "d", "grouping": "/desk"},
+    ]
+    for command in cases:
+        reply = viewer.send(command)
+        assert acks(reply) == [("processed", "failure")], reply
+    assert h.broker.topics["orders"].derived == {}
