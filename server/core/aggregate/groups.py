@@ -48,7 +48,9 @@ def _canonical(value: Any) -> str:
 
 def group_key(values: tuple[Any, ...]) -> str:
     """The ``k`` of the group of these grouping values."""
-    canonical = "\x00".join(_canonical(value) for value in values)
+    # Marked as a group's, so that it is never the SowKey of a record of the same topic (a socket
+    # queue conflates by topic and key, and a socket may hold both views).
+    canonical = "group\x00" + "\x00".join(_canonical(value) for value in values)
     return hashlib.blake2b(canonical.encode(), digest_size=10).hexdigest()
 
 

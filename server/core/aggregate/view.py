@@ -72,8 +72,9 @@ class Aggregation:
         self.ctx = ctx
         self.frames = frames
         self.table = GroupTable(spec, ctx)
-        queue = source.queue
-        topic = Topic(source.name, source.config, source._run, queue.merge, queue.match)
+        # The source's queue policy, but not its structural merge: that function merges records
+        # of the source, not groups (a group is conflated to its latest state).
+        topic = Topic(source.name, source.config, source._run)
         keys = tuple(f.output for f in spec.fields if f.group_index is not None)
         topic.key_spec = GroupKeys(keys)
         topic.origin = self

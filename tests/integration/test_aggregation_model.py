@@ -1,0 +1,168 @@
+"""A model of aggregated views over a real server: random publishes, delta publishes, deletes and
+transactions by a desk; a user with an entitlement filter holds an aggregated delta view, rebuilt
+from its snapshot, patches and OOFs; the groups it holds equal the groups computed from scratch
+over the records the model knows the user may see (docs/protocol.md, Aggregated views)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from server.core.aggregate.parse import parse_aggregation
+
+from ..core.aggregate.reference import groups_from_scratch
+from .client import Client, Message
+from .server_process import ServerProcess, auth_section, write_config
+
+PROJECTION = [
+    "/desk",
+    "SUM(/qty) AS /qty",
+    "COUNT(*) AS /n",
+    "COUNT(/px) AS /priced",
+    "COUNT_DISTINCT(/px) AS /prices",
+    "AVG(/qty) AS /avg",
+    "MIN(/px) AS /low",
+    "MAX(/px) AS /high",
+    "STDDEV_POP(/qty) AS /sd",
+]
+SPEC = parse_aggregation(["/desk"], PROJECTION)
+USERS = auth_section(
+    {"user_id": "desk", "password": "d", "read": ["*"], "write": ["*"]},
+    {
+        "user_id": "alice",
+        "password": "a",
+        "read": ["*"],
+        "write": [],
+        "filter": {"orders": "/customer = 'Alice'"},
+    },
+)
+RUNS = itertools.count(1)
+
+FIELDS = st.fixed_dictionaries(
+    {"customer": st.sampled_from(["Alice", "Alice", "Bob"])},
+    optional={
+        "desk": st.sampled_from(["a", "b", "c", None]),
+        "qty": st.one_of(st.none(), st.integers(-50, 50), st.sampled_from([0.5, 2.25, -1.5])),
+        "px": st.one_of(st.none(), st.integers(1, 5), st.sampled_from([1.5, "2"])),
+    },
+)
+STEP = st.one_of(
+    st.tuples(st.just("publish"), st.integers(0, 7), FIELDS),
+    st.tuples(st.just("delta_publish"), st.integers(0, 7), FIELDS),
+    st.tuples(st.just("delete"), st.integers(0, 7), st.none()),
+    st.tuples(st.just("tx"), st.integers(0, 7), st.lists(st.tuples(st.integers(0, 7), FIELDS), max_size=4)),
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    path: Path = tmp_path_factory.mktemp("aggregation_model")
+    config = write_config(path / "server.toml", {}, [{"name": "orders", "key": ["/order"]}], USERS)
+    process = ServerProcess(config, path / "data")
+    yield process
+    process.stop()
+
+
+async def _logon(url: str, user: str, password: str) -> Client:
+    client = await Client.connect(url)
+    replies = await client.request({"c": "logon", "cid": "l", "user_id": user, "pw": password})
+    assert replies[-1]["status"] == "success", replies
+    return client
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, int | float) and isinstance(b, int | float) and math.isclose(a, b, abs_tol=1e-9)
+    return bool(a == b)
+
+
+def _apply(view: dict[str, Any], message: Message) -> None:
+    c = message["c"]
+    if c == "sow" or (c == "p" and "data" in message):
+        view[message["k"]] = message["data"]
+    elif c == "p":
+        view[message["k"]] = jsonpatch.apply_patch(view[message["k"]], message["patch"])
+    elif c == "oof":
+        del view[message["k"]]
+
+
+async def _run(url: str, steps: list[tuple[str, int, Any]]) -> None:
+    run = next(RUNS)
+    desk = await _logon(url, "desk", "d")
+    alice = await _logon(url, "alice", "a")
+    try:
+        await alice.send(
+            {
+                "c": "sow_and_delta_subscribe",
+                "t": "orders",
+                "cid": "v",
+                "filter": f"/run = {run}",
+                "o": "oof",
+                "grouping": ["/desk"],
+                "projection": PROJECTION,
+            }
+        )
+        view: dict[str, Any] = {}
+        for message in await alice.until(lambda m: m["c"] == "group_end"):
+            _apply(view, message)
+        records: dict[int, dict[str, Any]] = {}  # what the model knows: order -> record
+        order_of_change: list[int] = []
+
+        def changed(order: int, data: dict[str, Any] | None) -> None:
+            if order in order_of_change:
+                order_of_change.remove(order)
+            if data is None:
+                records.pop(order, None)
+            else:
+                records[order] = data
+                order_of_change.append(order)
+
+        def publish(order: int, fields: dict[str, Any], delta: bool) -> Message:
+            key = run * 100 + order
+            data = {**fields, "order": key, "run": run}
+            merged = {**records[order], **data} if delta and order in records else data
+            changed(order, merged)
+            return {"c": "delta_publish" if delta else "publish", "t": "orders", "data": data}
+
+        commands: list[Message] = []
+        for kind, order, detail in steps:
+            if kind in ("publish", "delta_publish"):
+                commands.append(publish(order, detail, kind == "delta_publish"))
+            elif kind == "delete":
+                changed(order, None)
+                commands.append({"c": "sow_delete", "t": "orders", "data": {"order": run * 100 + order}})
+            else:
+                cmds = [publish(o, fields, False) for o, fields in detail]
+                if cmds:
+                    commands.append({"c": "tx", "cmds": cmds})
+        if commands:
+            await desk.send(*commands)
+        await desk.request({"c": "flush", "cid": "f"})
+        # What the desk's changes sent Alice is queued before the ack of her own flush.
+        for message in await alice.request({"c": "flush", "cid": "f2"}):
+            _apply(view, message)
+        visible = {str(k): r for k, r in records.items() if r.get("customer") == "Alice"}
+        expected = groups_from_scratch(SPEC, visible, [str(k) for k in order_of_change])
+        assert _same(view, expected), (view, expected)
+    finally:
+        await desk.close()
+        await alice.close()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(STEP, max_size=30))
+def test_the_groups_a_client_rebuilds_equal_the_groups_from_scratch(
+    server: ServerProcess, steps: list[tuple[str, int, Any]]
+) -> None:
+    asyncio.run(_run(server.url, steps))
