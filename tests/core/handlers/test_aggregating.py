@@ -81,3 +81,43 @@ def test_limits_and_misuse_are_refused() -> None:
         reply = viewer.send(command)
         assert acks(reply) == [("processed", "failure")], reply
     assert h.broker.topics["orders"].derived == {}
+
+
+def test_a_replace_moves_a_window_over_groups_and_a_new_filter_moves_to_another_state() -> None:
+    h = Harness()
+    publisher, viewer = h.peer(), h.peer()
+    _feed(publisher)
+    base = {"c": "sow_and_subscribe", "t": "orders", "sub_id": "v", "grouping": ["/desk"]}
+    first = viewer.send({**base, "cid": 1, "o": "oof", "top_n": 1, "orderby": "/count DESC"})
+    assert [m["data"]["desk"] for m in of_type(first, "sow")] == ["a"]
+    # Sorted the other way: the same state, the window moves.
+    moved = viewer.send({**base, "cid": 2, "o": "oof,replace", "top_n": 1, "orderby": "/count"})
+    assert [(m["c"], m["data"]["desk"]) for m in moved if m["c"] in ("oof", "sow")] == [
+        ("oof", "a"),
+        ("sow", "b"),
+    ]
+    assert len(h.broker.topics["orders"].derived) == 1
+    # Filtered: another state; the one left behind is dropped.
+    filtered = viewer.send({**base, "cid": 3, "o": "oof,replace", "filter": "/qty > 1"})
+    assert [(m["c"], m["data"]) for m in filtered if m["c"] in ("oof", "sow")] == [
+        ("oof", {"desk": "b", "count": 1}),
+        ("sow", {"desk": "a", "count": 1}),
+        ("sow", {"desk": "b", "count": 1}),
+    ]
+    (state,) = h.broker.topics["orders"].derived.values()
+    publisher.send(_pub(1, desk="a", qty=7))
+    assert of_type(viewer.take(), "p")[0]["data"] == {"desk": "a", "count": 2}
+    assert state.topic.subscribers
+
+
+def test_a_replace_between_a_plain_and_an_aggregated_view_is_refused() -> None:
+    h = Harness()
+    viewer = h.peer()
+    viewer.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "v", "cid": 1, "grouping": ["/desk"]})
+    reply = viewer.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "v", "cid": 2, "o": "replace"})
+    assert acks(reply) == [("processed", "failure")] and "kind of view" in reply[0]["reason"]
+    viewer.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "w", "cid": 3})
+    reply = viewer.send(
+        {"c": "sow_and_subscribe", "t": "orders", "sub_id": "w", "cid": 4, "o": "replace,grouping=[/desk]"}
+    )
+    assert acks(reply) == [("processed", "failure")] and "kind of view" in reply[0]["reason"]
