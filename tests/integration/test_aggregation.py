@@ -237,17 +237,27 @@ async def test_a_transaction_changes_each_group_once(connect: Connect) -> None:
     }
 
 
-async def test_a_resumed_aggregated_view_is_answered_in_full(connect: Connect) -> None:
-    publisher, viewer = await connect(), await connect()
-    await feed(publisher, pub(1, desk="a", qty=1))
-    command = {"c": "sow_and_subscribe", "t": "orders", "cid": "r", "o": "resume,grouping=[/desk]"}
+async def test_a_view_resumes_while_its_state_lives_and_is_answered_in_full_after(connect: Connect) -> None:
+    publisher, viewer, keeper = await connect(), await connect(), await connect()
+    await feed(publisher, pub(1, desk="a"), pub(2, desk="b"), pub(3, desk="c"))
+    command = {"c": "sow_and_subscribe", "t": "orders", "cid": "r", "o": "oof,resume,grouping=[/desk]"}
+    await groups_of(keeper, command)  # keeps the aggregation alive
     _, got = await groups_of(viewer, command)
     bm = got[-1]["bm"]
     await viewer.request({"c": "unsubscribe", "cid": "u", "sub_id": "r"})
-    await feed(publisher, pub(2, desk="a", qty=1))
+    await feed(publisher, pub(4, desk="a"), {"c": "sow_delete", "t": "orders", "filter": "/desk = 'b'"})
+    _, got = await groups_of(viewer, {**command, "bm": bm})
+    assert got[-1]["resumed"] is True
+    net = [(m["c"], m["data"], m.get("reason")) for m in got if m["c"] in ("sow", "oof")]
+    assert net == [("sow", {"desk": "a", "count": 2}, None), ("oof", {"desk": "b", "count": 1}, "deleted")]
+    bm = got[-1]["bm"]
+    # With every subscriber gone, the state goes: a later resume gets the groups in full.
+    await viewer.request({"c": "unsubscribe", "cid": "u2", "sub_id": "r"})
+    await keeper.request({"c": "unsubscribe", "cid": "u3", "sub_id": "r"})
+    await feed(publisher, pub(5, desk="c"))
     groups, got = await groups_of(viewer, {**command, "bm": bm})
     assert got[-1]["resumed"] is False
-    assert list(groups.values()) == [{"desk": "a", "count": 2}]
+    assert sorted(g["desk"] for g in groups.values()) == ["a", "c"]
 
 
 async def test_hidden_view_gets_one_message_per_group_per_interval(start_server: StartServer) -> None:

@@ -61,8 +61,6 @@ class Group:
     accumulators: list[Accumulator]
     # record key -> what it contributed (one item per projected field), in order of last change
     members: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    seq: int = 0  # the latest change's sequence (the group record's version)
-    timestamp: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,13 +95,13 @@ class GroupTable:
         was = self._where.get(key)
         if data is None:
             if was is not None:
-                self._leave(was, key, gone, seq, timestamp)
+                self._leave(was, key, gone)
             return
         values = tuple(get_path(data, steps) for steps in self.spec.grouping)
         now = group_key(values)
         if was is not None:
-            self._leave(was, key, MATCH, seq, timestamp)
-        self._join(now, values, key, self._contribution(data), seq, timestamp)
+            self._leave(was, key, MATCH)
+        self._join(now, values, key, self._contribution(data))
 
     def _contribution(self, data: Any) -> tuple[Any, ...]:
         ctx = self.ctx
@@ -127,9 +125,7 @@ class GroupTable:
             group = self.groups.get(gkey)
             self._touched[gkey] = (self.record(group) if group is not None else None, MATCH)
 
-    def _join(
-        self, gkey: str, values: tuple[Any, ...], key: str, given: tuple[Any, ...], seq: int, timestamp: float
-    ) -> None:
+    def _join(self, gkey: str, values: tuple[Any, ...], key: str, given: tuple[Any, ...]) -> None:
         self._touch(gkey)
         group = self.groups.get(gkey)
         if group is None:
@@ -142,10 +138,9 @@ class GroupTable:
             if value is not None:
                 group.accumulators[slot].add(value)
         group.members[key] = given
-        group.seq, group.timestamp = seq, timestamp
         self._where[key] = gkey
 
-    def _leave(self, gkey: str, key: str, gone: str, seq: int, timestamp: float) -> None:
+    def _leave(self, gkey: str, key: str, gone: str) -> None:
         self._touch(gkey)
         group = self.groups[gkey]
         given = group.members.pop(key)
@@ -154,7 +149,6 @@ class GroupTable:
             value = given[i]
             if value is not None:
                 group.accumulators[slot].remove(value)
-        group.seq, group.timestamp = seq, timestamp
         if not group.members:
             del self.groups[gkey]
             self._touched[gkey] = (self._touched[gkey][0], gone)
@@ -181,6 +175,8 @@ class GroupTable:
             after = self.record(group) if group is not None else None
             if before is None and after is None:
                 continue
-            seq, timestamp = (group.seq, group.timestamp) if group is not None else self._last
+            # Every group a drain changes is versioned by its last change (a transaction's LSN):
+            # versions in the order of the changes, as a topic's history keeps them.
+            seq, timestamp = self._last
             changes.append(GroupChange(gkey, before, after, gone, seq, timestamp))
         return changes

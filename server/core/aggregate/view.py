@@ -25,6 +25,7 @@ from ..filters.functions import EvalContext
 from ..records.keys import KeySpec
 from ..records.paths import MISSING, PathSteps
 from ..records.version import RecordVersion
+from ..sow.history import History
 from .groups import MATCH, GroupTable
 from .parse import Spec
 
@@ -61,9 +62,11 @@ class Aggregation:
         ctx: EvalContext,
         frames: TxFrames,
         live: bool = True,
+        history: History | None = None,
     ) -> None:
         """``live``: fed from now on (shared by subscriptions); otherwise a one-shot ``sow``'s
-        groups, computed once and dropped."""
+        groups, computed once and dropped. ``history``: the topic of groups keeps its changes
+        from now on, to resume views from (docs/protocol.md, Resuming a view)."""
         self.source = source
         self.share = share
         self.spec = spec
@@ -85,6 +88,7 @@ class Aggregation:
             if self.admits(data):
                 self.table.apply(key, data, version.seq, version.timestamp)
         self._write(told=False)
+        topic.sow.history = history
         if live:
             source.derived[share] = self
 
@@ -145,11 +149,12 @@ def aggregation_for(
     entitlement: Entitlement,
     ctx: EvalContext,
     frames: TxFrames,
+    history: History | None = None,
 ) -> Aggregation:
     """The aggregation these subscribers share: the one that exists, or a new one (one pass over
-    the source's records)."""
+    the source's records) that keeps ``history``."""
     share = share_of(spec, filters, entitlement, ctx)
     found = source.derived.get(share)
     if isinstance(found, Aggregation):
         return found
-    return Aggregation(source, share, spec, filters, entitlement, ctx, frames)
+    return Aggregation(source, share, spec, filters, entitlement, ctx, frames, history=history)

@@ -22,6 +22,7 @@ from ..filters.entitlement import Entitlement
 from ..filters.functions import EvalContext
 from ..protocol.commands import Header, Query
 from ..session.quota import admit_filter_pass, admit_subscription, admit_window
+from ..sow.history import History
 from .acks import ack, processed, received
 from .querying import _filters, _replace, _resumable, _snapshot, _window_spec
 
@@ -90,7 +91,8 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
         matches, returned = _snapshot(view.topic, session, body, reader, orderby, None)
         _end(session, header, matches, returned)
         return
-    view = aggregation_for(source, spec, filters, entitlement, ctx, broker.tx_frames)
+    history = group_history(broker, source) if shared is None else None
+    view = aggregation_for(source, spec, filters, entitlement, ctx, broker.tx_frames, history)
     groups = view.topic
     try:
         window = _window_spec(body, orderby, groups)
@@ -123,11 +125,25 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
         groups.add(subscription)
     session.subscriptions[body.sub_id] = subscription
     if body.options.resume:
-        # A topic of groups keeps no history: a resume answers the groups in full, resumed: false.
         matches, returned = _resumable(broker, groups, session, body, subscription, orderby, window)
     else:
         matches, returned = _snapshot(groups, session, body, subscription, orderby, subscription)
     _end(session, header, matches, returned)
+
+
+def group_history(broker: Broker, source: Topic) -> History | None:
+    """The history a new aggregation's topic of groups keeps (when its source keeps one): every
+    change from now on, so a view resumes from any bookmark it was sent while the aggregation
+    lived; a bookmark from before gets the groups in full (``resumed: false``)."""
+    if source.sow.history is None:
+        return None
+    settings = broker.config.server
+    return History(
+        settings.resume_history_changes,
+        settings.resume_history_s,
+        settings.resume_history_bytes,
+        broker.changes.applied_position(source.name),
+    )
 
 
 def _end(session: Session, header: Header, matches: int, returned: int) -> None:

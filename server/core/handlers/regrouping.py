@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..aggregate.view import Aggregation, aggregation_for
 from ..filters.entitlement import ENTITLEMENT
+from .aggregating import group_history
 
 if TYPE_CHECKING:
     from ..broker.broker import Broker
@@ -29,7 +30,8 @@ def regroup(broker: Broker, session: Session, subscription: Subscription) -> boo
     now = gate.filter
     if (was.text if was is not None else None) == (now.text if now is not None else None):
         return False
-    moved = aggregation_for(source, view.spec, view.filters, gate, view.ctx, broker.tx_frames)
+    history = group_history(broker, source)
+    moved = aggregation_for(source, view.spec, view.filters, gate, view.ctx, broker.tx_frames, history)
     target = moved.topic
     before = groups.records
     window = subscription.window
