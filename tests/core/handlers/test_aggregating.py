@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonpatch
+
 from ..harness import Harness, Peer, acks, of_type
 
 GROUPS = "grouping=[/desk],projection=[/desk,SUM(/qty) AS /qty,COUNT(*) AS /n]"
@@ -121,3 +123,25 @@ def test_a_replace_between_a_plain_and_an_aggregated_view_is_refused() -> None:
         {"c": "sow_and_subscribe", "t": "orders", "sub_id": "w", "cid": 4, "o": "replace,grouping=[/desk]"}
     )
     assert acks(reply) == [("processed", "failure")] and "kind of view" in reply[0]["reason"]
+
+
+def test_a_stalled_socket_gets_its_groups_conflated_to_their_final_state() -> None:
+    h = Harness(server={"queue_max_messages": 20})
+    publisher, stalled = h.peer(), h.peer()
+    stalled.send({"c": "sow_and_delta_subscribe", "t": "orders", "sub_id": "s", "o": "oof," + GROUPS})
+    stalled.take()
+    for n in range(2000):
+        publisher.send(_pub(n % 7, desk="abc"[n % 3], qty=n))
+    assert stalled.session.close_code is None
+    held: dict[str, Any] = {}
+    messages = stalled.take()
+    assert len(messages) <= 20
+    for message in messages:
+        if message["c"] == "oof":
+            held.pop(message["k"])
+        elif "data" in message:
+            held[message["k"]] = message["data"]
+        else:
+            held[message["k"]] = jsonpatch.apply_patch(held[message["k"]], message["patch"])
+    server = h.peer().send({"c": "sow", "t": "orders", "cid": "q", "o": GROUPS})
+    assert held == {m["k"]: m["data"] for m in server if m["c"] == "sow"}
