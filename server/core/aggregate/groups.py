@@ -57,7 +57,6 @@ def group_key(values: tuple[Any, ...]) -> str:
 @dataclass(slots=True)
 class Group:
     key: str
-    values: tuple[Any, ...]  # the grouping values, as the latest record has them
     accumulators: list[Accumulator]
     # record key -> what it contributed (one item per projected field), in order of last change
     members: dict[str, tuple[Any, ...]] = field(default_factory=dict)
@@ -66,7 +65,7 @@ class Group:
 @dataclass(frozen=True, slots=True)
 class GroupChange:
     key: str
-    before: dict[str, Any] | None  # the group record before (None: the group is new)
+    new: bool  # the group did not exist before the changes drained
     after: dict[str, Any] | None  # now (None: its last record left)
     gone: str  # why it went, when it went: match, deleted or expired
     seq: int
@@ -81,8 +80,8 @@ class GroupTable:
         self._where: dict[str, str] = {}  # input record key -> its group's key
         self._aggregates = spec.aggregates
         self._slots = {i: slot for slot, i in enumerate(self._aggregates)}  # field -> its accumulator
-        # Touched since the last drain: group key -> (its record before, how its last record left).
-        self._touched: dict[str, tuple[dict[str, Any] | None, str]] = {}
+        # Touched since the last drain: group key -> (whether it existed, how its last record left).
+        self._touched: dict[str, tuple[bool, str]] = {}
         self._last = (0, 0.0)  # the latest change applied: what a group that went went by
 
     def __len__(self) -> int:
@@ -97,11 +96,10 @@ class GroupTable:
             if was is not None:
                 self._leave(was, key, gone)
             return
-        values = tuple(get_path(data, steps) for steps in self.spec.grouping)
-        now = group_key(values)
+        now = group_key(tuple(get_path(data, steps) for steps in self.spec.grouping))
         if was is not None:
             self._leave(was, key, MATCH)
-        self._join(now, values, key, self._contribution(data))
+        self._join(now, key, self._contribution(data))
 
     def _contribution(self, data: Any) -> tuple[Any, ...]:
         ctx = self.ctx
@@ -122,17 +120,14 @@ class GroupTable:
 
     def _touch(self, gkey: str) -> None:
         if gkey not in self._touched:
-            group = self.groups.get(gkey)
-            self._touched[gkey] = (self.record(group) if group is not None else None, MATCH)
+            self._touched[gkey] = (gkey in self.groups, MATCH)
 
-    def _join(self, gkey: str, values: tuple[Any, ...], key: str, given: tuple[Any, ...]) -> None:
+    def _join(self, gkey: str, key: str, given: tuple[Any, ...]) -> None:
         self._touch(gkey)
         group = self.groups.get(gkey)
         if group is None:
-            group = self.groups[gkey] = Group(
-                gkey, values, [accumulator(self.spec.fields[i].function or "") for i in self._aggregates]
-            )
-        group.values = values
+            functions = [self.spec.fields[i].function or "" for i in self._aggregates]
+            group = self.groups[gkey] = Group(gkey, [accumulator(function) for function in functions])
         for slot, i in enumerate(self._aggregates):
             value = given[i]
             if value is not None:
@@ -170,13 +165,13 @@ class GroupTable:
         between: none), in the order they were first touched."""
         touched, self._touched = self._touched, {}
         changes: list[GroupChange] = []
-        for gkey, (before, gone) in touched.items():
+        for gkey, (existed, gone) in touched.items():
             group = self.groups.get(gkey)
             after = self.record(group) if group is not None else None
-            if before is None and after is None:
+            if not existed and after is None:
                 continue
             # Every group a drain changes is versioned by its last change (a transaction's LSN):
             # versions in the order of the changes, as a topic's history keeps them.
             seq, timestamp = self._last
-            changes.append(GroupChange(gkey, before, after, gone, seq, timestamp))
+            changes.append(GroupChange(gkey, not existed, after, gone, seq, timestamp))
         return changes
