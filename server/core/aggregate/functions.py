@@ -7,16 +7,15 @@ leaves, so leaving never re-reads the record. Costs per change: constant for SUM
 the standard deviations (running sums), constant for COUNT_DISTINCT (a counter per value),
 logarithmic for MIN and MAX (a sorted list). Never a rescan of the group.
 
-Sums are exact: integers as integers, floats as exact fractions, so adding and then removing a
-value gives back exactly what was there (a float running sum would drift) and a result equals
-the sum computed from scratch, correctly rounded once.
+Sums are exact (scaled integers, ``Sum``), so adding and then removing a value gives back exactly
+what was there (a float running sum would drift) and a result equals the sum computed from
+scratch, correctly rounded once.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from fractions import Fraction
 from typing import Any, Protocol
 
 import orjson
@@ -25,8 +24,6 @@ from sortedcontainers import SortedList
 from ..filters.values import to_number
 from ..limits import MAX_INTEGER, MIN_INTEGER
 from ..records.paths import MISSING
-
-Exact = int | Fraction
 
 
 def _number(value: Any) -> int | float | None:
@@ -82,18 +79,19 @@ def prepare(function: str, value: Any) -> Any:
     return _present(value)  # COUNT
 
 
-def _exact(value: int | float) -> Exact:
-    return value if type(value) is int else Fraction(value)
+SCALE = 1074  # 2**-1074 is the smallest float: scaled by 2**SCALE, every float is an integer
 
 
-def _out(value: Exact) -> int | float | None:
-    """An exact result as JSON can carry it: a 64-bit integer, else the nearest float."""
+def _scaled(value: int | float) -> int:
     if type(value) is int:
-        return value if MIN_INTEGER <= value <= MAX_INTEGER else float(value)
-    try:
-        return float(value)
-    except OverflowError:
-        return None
+        return value << SCALE
+    numerator, denominator = value.as_integer_ratio()  # the denominator is a power of two
+    return numerator << (SCALE + 1 - denominator.bit_length())
+
+
+def _out(value: int) -> int | float:
+    """An integer as JSON can carry it: within 64 bits, else the nearest float."""
+    return value if MIN_INTEGER <= value <= MAX_INTEGER else float(value)
 
 
 class Accumulator(Protocol):
@@ -119,47 +117,53 @@ class Count:
 
 
 class Sum:
-    """SUM, AVG and the standard deviations: count, exact sum and exact sum of squares."""
+    """SUM, AVG and the standard deviations: count, exact sum and exact sum of squares.
 
-    __slots__ = ("floats", "function", "n", "squares", "total")
+    Exact in plain integers: every value is scaled by 2**SCALE, which makes every finite float an
+    integer (the smallest is 2**-1074), so adding and removing cost an integer addition, and a
+    result is one correctly rounded integer division."""
+
+    __slots__ = ("floats", "n", "squares", "stddev", "total", "which")
 
     def __init__(self, function: str) -> None:
-        self.function = function
+        self.which = function
+        self.stddev = function.startswith("STDDEV")
         self.n = 0
         self.floats = 0  # how many of the values are floats: with none, a SUM is an integer
-        self.total: Exact = 0
-        self.squares: Exact = 0
+        self.total = 0  # the sum, scaled
+        self.squares = 0  # the sum of squares, scaled twice (only for the deviations)
 
     def add(self, value: Any) -> None:
-        exact = _exact(value)
+        scaled = _scaled(value)
         self.n += 1
         self.floats += type(value) is float
-        self.total += exact
-        if self.function.startswith("STDDEV"):
-            self.squares += exact * exact
+        self.total += scaled
+        if self.stddev:
+            self.squares += scaled * scaled
 
     def remove(self, value: Any) -> None:
-        exact = _exact(value)
+        scaled = _scaled(value)
         self.n -= 1
         self.floats -= type(value) is float
-        self.total -= exact
-        if self.function.startswith("STDDEV"):
-            self.squares -= exact * exact
+        self.total -= scaled
+        if self.stddev:
+            self.squares -= scaled * scaled
 
     def result(self) -> Any:
-        n, function = self.n, self.function
+        n, which = self.n, self.which
         if n == 0:
             return None
-        if function == "SUM":
-            return _out(int(self.total)) if not self.floats else _out(Fraction(self.total))
-        if function == "AVG":
-            return _out(Fraction(self.total) / n)
-        divisor = n if function == "STDDEV_POP" else n - 1
-        if divisor == 0:
-            return None
-        variance = (Fraction(self.squares) - Fraction(self.total) ** 2 / n) / divisor
         try:
-            return math.sqrt(float(variance))
+            if which == "SUM":
+                return _out(self.total >> SCALE) if not self.floats else self.total / (1 << SCALE)
+            if which == "AVG":
+                return self.total / (n << SCALE)
+            divisor = n if which == "STDDEV_POP" else n - 1
+            if divisor == 0:
+                return None
+            # n * variance * divisor, scaled twice: exact, and never negative.
+            spread = n * self.squares - self.total * self.total
+            return math.sqrt(spread / ((n * divisor) << (2 * SCALE)))
         except OverflowError:
             return None
 
