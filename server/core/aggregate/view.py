@@ -51,6 +51,18 @@ def share_of(spec: Spec, filters: tuple[Filter, ...], entitlement: Entitlement, 
     )
 
 
+class GroupTopic(Topic):
+    """The topic of groups of an aggregation: a topic whose records are groups, fed by its
+    aggregation (``origin``) and subscribed to by aggregated subscriptions."""
+
+    def __init__(self, source: Topic, origin: Aggregation, key_spec: KeySpec) -> None:
+        # The source's queue policy, but not its structural merge: that function merges records
+        # of the source, not groups (a group is conflated to its latest state).
+        super().__init__(source.name, source.config, source._run)
+        self.key_spec = key_spec
+        self.origin = origin
+
+
 class Aggregation:
     def __init__(
         self,
@@ -75,13 +87,8 @@ class Aggregation:
         self.ctx = ctx
         self.frames = frames
         self.table = GroupTable(spec, ctx)
-        # The source's queue policy, but not its structural merge: that function merges records
-        # of the source, not groups (a group is conflated to its latest state).
-        topic = Topic(source.name, source.config, source._run)
         keys = tuple(f.output for f in spec.fields if f.group_index is not None)
-        topic.key_spec = GroupKeys(keys)
-        topic.origin = self
-        self.topic = topic
+        self.topic = topic = GroupTopic(source, self, GroupKeys(keys))
         # The groups of the records there are now, told to nobody: nobody subscribes yet.
         for key, version in source.records.items():
             data = version.data
@@ -109,9 +116,7 @@ class Aggregation:
             if not self.admits(data):
                 data = None
         self.table.apply(key, data, version.seq, version.timestamp, reason)
-        if self.frames.tx is not None:
-            self.frames.pending[self] = None  # flushed at the transaction's end: each group once
-        else:
+        if self.frames.tx is None:  # in a transaction, flushed at its end: each group once
             self.flush()
 
     def flush(self) -> None:
@@ -137,9 +142,9 @@ class Aggregation:
                 new.compact()
 
     def release(self) -> None:
+        """Its last subscriber left: no longer fed."""
         if self.source.derived.get(self.share) is self:
             del self.source.derived[self.share]
-        self.frames.pending.pop(self, None)
 
 
 def aggregation_for(

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..aggregate.view import GroupTopic
 from ..fanout.run import FanOutRun
 from ..fanout.topic import Topic
 from ..fanout.tx_frames import TxFrames
@@ -144,11 +145,11 @@ class Broker:
         subscription.replay_buffer.clear()
         self.timers.cancel(subscription)
         topic = self.topics.get(subscription.topic)
-        origin = subscription.topic_ref.origin if subscription.topic_ref is not None else None
-        if origin is not None:  # an aggregated view's: its topic of groups (aggregate/view.py)
-            subscription.topic_ref.remove(subscription)
-            if not subscription.topic_ref.subscribers:
-                origin.release()
+        groups = subscription.topic_ref
+        if isinstance(groups, GroupTopic):  # an aggregated view's (aggregate/view.py)
+            groups.remove(subscription)
+            if not groups.subscribers:
+                groups.origin.release()
             return
         if topic is None:
             return

@@ -27,3 +27,19 @@ class PendingRun(Protocol):
     def flush_run(self) -> None: ...
 
     def defers_to(self, subscriber: Subscriber) -> bool: ...
+
+
+if TYPE_CHECKING:
+    from ..records.version import RecordVersion
+
+
+class Derived(Protocol):
+    """A view derived from a topic's changes (an aggregation: aggregate/view.py), fed every change
+    of the topic's records as it is applied (broker/applying.py) and flushed at the end of a
+    transaction, so that a transaction changes what it derives once."""
+
+    def source_changed(
+        self, key: str, old: RecordVersion | None, new: RecordVersion | None, gone: str
+    ) -> None: ...
+
+    def flush(self) -> None: ...

@@ -29,8 +29,7 @@ from .windows import Window, WindowOrder
 
 if TYPE_CHECKING:
     from ..filters.entitlement import Entitlement
-    from .derived import Derived
-    from .ports import Subscriber
+    from .ports import Derived, Subscriber
 
 
 COUNTERS = ("conflated", "dropped", "unsubscribed", "closed_slow")
@@ -51,6 +50,7 @@ class Topic:
         self.counters = dict.fromkeys(COUNTERS, 0)
         self.latency = TopicLatency()
         self.sow = Sow()  # the only writer of the records
+        self.derived: dict[Any, Derived] = {}  # the aggregations its changes feed (aggregate/view.py)
         self.subscribers: dict[Subscriber, list[Subscription]] = {}
         self.name_json = trimmed(orjson.dumps(name))
         # What its deliveries tell a socket queue (the queue never sees the topic itself); the
@@ -82,9 +82,6 @@ class Topic:
         self._run_bytes = 0
         # Live windows' orders, shared by windows with the same gates and order (windows.py).
         self._orders: dict[tuple[Any, ...], WindowOrder] = {}
-        # Aggregations fed by this topic (broker/applying.py); a topic of groups: the one feeding it.
-        self.derived: dict[Any, Derived] = {}
-        self.origin: Derived | None = None
 
     @property
     def records(self) -> Mapping[str, RecordVersion]:

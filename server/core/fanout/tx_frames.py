@@ -19,7 +19,6 @@ from ..queue.delivery import Delivery, RunBatch, TxBlock
 from .run import FanOutRun
 
 if TYPE_CHECKING:
-    from .derived import Derived
     from .ports import Subscriber
     from .subscription import Owed, Subscription
 
@@ -29,16 +28,13 @@ Released = tuple["Subscription", list["Owed"], str | None]
 
 
 class TxFrames:
-    __slots__ = ("_held", "_run", "now", "pending", "tx")
+    __slots__ = ("_held", "_run", "now", "tx")
 
     def __init__(self, run: FanOutRun, now: Callable[[], float]) -> None:
         self._run = run
         self.now = now  # the time of the unit of work under way (Broker.now)
         self.tx: str | None = None  # the open transaction's ID (its LSN), None: none is open
         self._held: dict[Subscriber, list[Delivery | RunBatch]] = {}
-        # Derived views the open transaction changed: flushed at its end, so a transaction
-        # changes each of their records once (an aggregation's group).
-        self.pending: dict[Derived, None] = {}
 
     def begin(self, tx: str) -> None:
         self._run.flush()  # what was decided before the transaction goes before it
@@ -88,10 +84,6 @@ class TxFrames:
 
     def end(self) -> None:
         """Queue each socket's messages of the transaction as one block."""
-        while self.pending:
-            view = next(iter(self.pending))
-            del self.pending[view]
-            view.flush()
         self._run.flush()  # the fast lane's messages of the transaction are in the block too
         held, self._held = self._held, {}
         tx, self.tx = self.tx, None

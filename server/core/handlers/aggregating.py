@@ -14,7 +14,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..aggregate.parse import parse_aggregation
-from ..aggregate.view import Aggregation, aggregation_for, share_of
+from ..aggregate.view import Aggregation, GroupTopic, aggregation_for, share_of
 from ..errors import BAD_MESSAGE, INVALID_OPTIONS, INVALID_TOPIC, SUBID_IN_USE, CommandError
 from ..fanout.subscription import Subscription
 from ..filters import parse_orderby
@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 
 def is_aggregated(subscription: Subscription | None) -> bool:
     """Whether ``subscription`` is an aggregated view's."""
-    ref = subscription.topic_ref if subscription is not None else None
-    return ref is not None and ref.origin is not None
+    return subscription is not None and isinstance(subscription.topic_ref, GroupTopic)
 
 
 def handles(session: Session, body: Query) -> bool:

@@ -34,6 +34,7 @@ from ..fanout.windows import in_position_order
 from ..filters.entitlement import ENTITLEMENT
 from ..protocol import wire
 from ..session.session import CLOSE_POLICY
+from .aggregating import is_aggregated
 from .regrouping import regroup
 
 if TYPE_CHECKING:
@@ -93,8 +94,8 @@ def _reauthorize(broker: Broker, session: Session, done: Reentitled) -> None:
         if user is not None and not user.may_read(subscription.topic):
             _end(broker, session, subscription)
             done.ended += 1
-        elif subscription.topic_ref is not None and subscription.topic_ref.origin is not None:
-            done.regated += regroup(broker, session, subscription)  # an aggregated view's
+        elif is_aggregated(subscription):
+            done.regated += regroup(broker, session, subscription)
         elif _gate(session.entitlement(subscription.topic, broker.clock)) != _gate(subscription.entitlement):
             moved.setdefault(subscription.topic_ref, []).append(subscription)
             done.regated += 1

@@ -32,12 +32,12 @@ class Options:
     delta_merge: bool = False  # delta=merge (AMPS partial records) instead of RFC 6902 patches
     top_n: int | None = None
     skip_n: int | None = None
+    grouping: tuple[str, ...] | None = None  # an aggregated view's (docs/protocol.md, Aggregated views)
+    projection: tuple[str, ...] | None = None
     timestamp: bool = False
     replace: bool = False
     positions: bool = False  # a live window's messages carry the record's position (pos)
     resume: bool = False  # a bm on every message, and a resume from one (docs/protocol.md, Resuming a view)
-    grouping: tuple[str, ...] | None = None  # an aggregated view's (docs/protocol.md, Aggregated views)
-    projection: tuple[str, ...] | None = None
 
 
 def split_options(text: str) -> list[str]:
