@@ -11,7 +11,10 @@ one, and otherwise computes them over the filtered records and drops them.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from ..aggregate.parse import parse_aggregation
 from ..aggregate.view import Aggregation, GroupTopic, aggregation_for, share_of
@@ -20,11 +23,13 @@ from ..fanout.subscription import Subscription
 from ..filters import parse_orderby
 from ..filters.entitlement import Entitlement
 from ..filters.functions import EvalContext
+from ..protocol import wire
 from ..protocol.commands import Header, Query
 from ..session.quota import admit_filter_pass, admit_subscription, admit_window
 from ..sow.history import History
 from .acks import ack, processed, received
-from .querying import _filters, _replace, _resumable, _snapshot, _window_spec
+from .querying import _filters, _replace, _send_snapshot, _snapshot, _window_spec
+from .resuming import net_change, resume_point
 
 if TYPE_CHECKING:
     from ..broker.broker import Broker
@@ -124,10 +129,30 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
         groups.add(subscription)
     session.subscriptions[body.sub_id] = subscription
     if body.options.resume:
-        matches, returned = _resumable(broker, groups, session, body, subscription, orderby, window)
+        matches, returned = _resume(broker, groups, session, body, subscription, orderby)
     else:
         matches, returned = _snapshot(groups, session, body, subscription, orderby, subscription)
     _end(session, header, matches, returned)
+
+
+def _resume(
+    broker: Broker, groups: Topic, session: Session, body: Query, subscription: Subscription, orderby: Any
+) -> tuple[int, int]:
+    """A ``resume`` of an aggregated view (docs/protocol.md, Aggregated views): the net change of
+    its groups since the bookmark while its state's history holds it, else every group;
+    ``group_end`` carries the position to resume from next time and whether it resumed."""
+    fields: dict[str, Any] = {"bm": str(broker.changes.applied_position(groups.name))}
+    after = resume_point(broker, groups, body.bookmark, subscription.window_spec is not None)
+    if body.bookmark is not None:
+        fields["resumed"] = after is not None
+    if after is None:
+        return _snapshot(groups, session, body, subscription, orderby, subscription, fields)
+    head = wire.snapshot_head(groups.name_json, orjson.dumps(body.query_id))
+    net = net_change(groups, subscription, after)
+    _send_snapshot(
+        groups, session, body, head, net.versions, partial(net.message, subscription, head), fields
+    )
+    return len(net), len(net)
 
 
 def group_history(broker: Broker, source: Topic) -> History | None:
