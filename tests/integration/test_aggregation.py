@@ -357,3 +357,26 @@ async def test_totals_count_only_entitled_rows_and_follow_a_reload(tmp_path: Pat
         await alice.close()
     finally:
         server.stop()
+
+
+async def test_a_plain_field_is_the_latest_changed_records_and_skip_n_pages_groups(connect: Connect) -> None:
+    publisher, viewer = await connect(), await connect()
+    await feed(
+        publisher, pub(1, desk="a", sym="EUR"), pub(2, desk="a", sym="GBP"), pub(3, desk="b", sym="JPY")
+    )
+    command = {
+        "c": "sow_and_subscribe",
+        "t": "orders",
+        "cid": "l",
+        "o": "grouping=[/desk],projection=[/desk,/sym,COUNT(*) AS /n]",
+        "orderby": "/desk",
+        "skip_n": 1,
+        "top_n": 1,
+    }
+    groups, _ = await groups_of(viewer, command)
+    assert list(groups.values()) == [{"desk": "b", "sym": "JPY", "n": 1}]
+    one_shot, _ = await groups_of(viewer, {**command, "c": "sow", "cid": "s", "skip_n": 0})
+    assert list(one_shot.values()) == [{"desk": "a", "sym": "GBP", "n": 2}]  # order 2 changed last
+    await feed(publisher, pub(1, desk="a", sym="CHF"))
+    again, _ = await groups_of(viewer, {**command, "c": "sow", "cid": "t", "skip_n": 0})
+    assert list(again.values()) == [{"desk": "a", "sym": "CHF", "n": 2}]
