@@ -86,14 +86,13 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
         admit_filter_pass(body.filter, len(source.records))  # the groups are made by one pass
     ungated = Entitlement(body.topic, None, ctx)  # the inputs were gated: the groups are the user's
     if not body.subscribe:
-        view = shared if isinstance(shared, Aggregation) else None
-        if view is None:
-            view = Aggregation(source, (), spec, filters, entitlement, ctx, broker.tx_frames, live=False)
+        # A one-shot sow: the shared state's groups, or groups made for it alone and dropped.
+        if not isinstance(shared, Aggregation):
+            shared = Aggregation(source, (), spec, filters, entitlement, ctx, broker.tx_frames, live=False)
         received(session, header)
         processed(session, header)
         reader = Subscription(session, None, body.topic, (), body.options, False, None, ctx, ungated)
-        matches, returned = _snapshot(view.topic, session, body, reader, orderby, None)
-        _end(session, header, matches, returned)
+        _end(session, header, *_snapshot(shared.topic, session, body, reader, orderby, None))
         return
     history = group_history(broker, source) if shared is None else None
     view = aggregation_for(source, spec, filters, entitlement, ctx, broker.tx_frames, history)
