@@ -130,7 +130,7 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
             session, None, topic.name, filters, body.options, False, None, ctx, entitlement
         )
         counted = topic.counting.matches(subscription) if subscription is not None else None
-        end = {"matches": counted} if counted is not None else {}  # option count
+        end = {"matches": counted or 0} if body.options.count else {}  # (a plain topic: always 0)
         if moved is not None:
             matches, returned = moved
         elif resuming and subscription is not None:
