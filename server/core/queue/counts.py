@@ -6,7 +6,8 @@ at any time. A new number takes its subscription out of the message queued befor
 speaks for the others it named, or renders nothing) and goes in a new one at the end of the
 queue, behind the change that made it. So a frame carries at most one count per subscription,
 the latest, and never one older than the records before it; conflation and relief leave the
-entry where it is (it holds no record) and it renders what is latest when the writer takes it.
+entry where it is (it holds no record) and it renders what is latest when the writer takes it,
+again if a frame was cut right before it (snapshots.Rerendered).
 
 Subscriptions of one socket whose numbers are equal share one message through ``sids``, as they
 share ``p`` messages.
@@ -14,23 +15,35 @@ share ``p`` messages.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from weakref import WeakKeyDictionary
 
 import orjson
 
 from .reader import Reader
+from .snapshots import Rerendered
 
 
-class CountMessage:
-    """One queued count message: the subscriptions it still speaks for, and their numbers."""
+class CountMessage(Rerendered):
+    """One queued count message: the subscriptions it still speaks for, and their numbers. The
+    outbox drains it as a stream of one message, rendered when the writer takes it."""
 
-    __slots__ = ("numbers", "topic_json")
+    __slots__ = ("_given", "numbers", "topic_json")
 
     def __init__(self, topic_json: bytes, numbers: dict[Reader, int]) -> None:
         self.topic_json = topic_json
         self.numbers = numbers
+        self._given = False
+
+    def __next__(self) -> bytes:
+        rendered = None if self._given else self.render()
+        self._given = True
+        if rendered is None:
+            raise StopIteration
+        return rendered
+
+    def again(self) -> bytes | None:
+        return self.render()
 
     def render(self) -> bytes | None:
         """The messages, comma-joined (they are written into an array frame as they are); None
@@ -45,12 +58,6 @@ class CountMessage:
             count_message(self.topic_json, [sub.sub_id for sub in sorted(subs, key=_order)], number)
             for number, subs in groups.items()
         )
-
-    def stream(self) -> Iterator[bytes]:
-        """What the outbox drains: the message as it is when the writer takes it."""
-        rendered = self.render()
-        if rendered is not None:
-            yield rendered
 
 
 def _order(sub: Reader) -> int:

@@ -142,7 +142,7 @@ class Session:
         tx = self.tx_frames.tx
         if tx is None:
             message = self._counts.message(policy.name_json, numbers)
-            self.send_stream(message.stream(), 1, 48 + 16 * len(numbers))
+            self.send_stream(message, 1, 48 + 16 * len(numbers))
             return
         if self._tx_counts[0] != tx:
             self._tx_counts = (tx, {})

@@ -229,3 +229,18 @@ def test_a_plain_topic_counts_nothing() -> None:
     got = peer.send({"c": "sow_and_subscribe", "t": "chatter", "sub_id": "c", "o": "count"})
     assert of_type(got, "group_end")[0]["matches"] == 0
     assert counts(feed.send({"c": "publish", "t": "chatter", "data": {"x": 1}}) + peer.take()) == []
+
+
+def test_a_count_left_for_the_next_frame_is_the_latest_when_written() -> None:
+    """The frame size limit cuts a frame right before a count: the count waits, and when a newer
+    change comes before the next frame, that frame has the newer count alone, behind it."""
+    h = Harness()
+    feed, viewer = h.peer(), h.peer()
+    viewer.send(window(top=5))
+    feed.send(publish(1))
+    outbox = viewer.session.outbox
+    first = orjson.loads(outbox.take_frame(10) or b"[]")  # room for the first message only
+    assert [m["c"] for m in first] == ["p"]
+    feed.send(publish(2))
+    (second,) = frames(viewer)
+    assert [(m["c"], m.get("matches")) for m in second] == [("p", None), ("count", 2)]
