@@ -244,3 +244,18 @@ def test_a_count_left_for_the_next_frame_is_the_latest_when_written() -> None:
     feed.send(publish(2))
     (second,) = frames(viewer)
     assert [(m["c"], m.get("matches")) for m in second] == [("p", None), ("count", 2)]
+
+
+def test_a_sealed_transaction_keeps_its_count_and_the_latest_follows() -> None:
+    """What docs/protocol.md, Viewports says of a transaction's count and a later change."""
+    h = Harness()
+    feed, viewer = h.peer(), h.peer()
+    viewer.send(window())
+    feed.send({"c": "tx", "cmds": [publish(1), publish(2)]})
+    feed.send(publish(3))
+    (frame,) = frames(viewer)
+    assert [(m["c"], m.get("matches")) for m in frame if m["c"] in ("count", "tx_end")] == [
+        ("count", 2),
+        ("tx_end", None),
+        ("count", 3),
+    ]
