@@ -4,21 +4,23 @@ imports the topic. What the queue needs of a subscription is the queue's own (qu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..queue.delivery import Delivery, RunBatch, TxBlock
+    from ..queue.delivery import Delivery, QueuePolicy, RunBatch, TxBlock
 
 
 class Subscriber(Protocol):
-    """What the fan-out needs of a socket's session: to queue a message, a run of them, or a
-    transaction's messages whole."""
+    """What the fan-out needs of a socket's session: to queue a message, a run of them, a
+    transaction's messages whole, or the new sizes of views (option count)."""
 
     def deliver(self, delivery: Delivery) -> None: ...
 
     def deliver_run(self, batch: RunBatch) -> None: ...
 
     def deliver_tx(self, block: TxBlock) -> None: ...
+
+    def count(self, policy: QueuePolicy, numbers: dict[Any, int]) -> None: ...
 
 
 class PendingRun(Protocol):

@@ -65,6 +65,7 @@ class Subscription(RecordReader):
         "_stateless_when_shown",
         "bookmarked",
         "closed",
+        "counted",
         "ctx",
         "delta",
         "dropped",
@@ -137,6 +138,7 @@ class Subscription(RecordReader):
         # A live window (docs/protocol.md, Live windows): what was asked, and the window the topic gave it.
         self.window_spec: WindowSpec | None = None
         self.window: Window | None = None
+        self.counted: int | None = None  # option count: the number it was last sent (counting.py)
         self.entitle(entitlement)
         self.order = next(_ORDER)  # subscription order, for listing sids the same way every time
         # Sent the shared full body of every matching change, with nothing to remember: the

@@ -21,6 +21,7 @@ from ..records.version import RecordVersion, trimmed
 from ..settings.config import TopicConfig
 from ..sow.store import Sow
 from .bodies import Memo
+from .counting import Counting
 from .run import FanOutRun
 from .subindex import SubscriptionIndex
 from .subscription import Message, Subscription
@@ -82,6 +83,7 @@ class Topic:
         self._run_bytes = 0
         # Live windows' orders, shared by windows with the same gates and order (windows.py).
         self._orders: dict[tuple[Any, ...], WindowOrder] = {}
+        self.counting = Counting(self.queue)  # subscriptions with the option count
 
     @property
     def records(self) -> Mapping[str, RecordVersion]:
@@ -177,21 +179,21 @@ class Topic:
         )
 
     def _open_window(self, subscription: Subscription) -> None:
-        """Give a window subscription its window, over the shared order of its gates."""
+        """Give a window subscription its window, over its gates' shared order; count for count."""
         share = self.order_share(subscription)
         spec = subscription.window_spec
-        if share is None or spec is None:
-            return
-        order = self._orders.get(share)
-        if order is None:
-            order = self._orders[share] = WindowOrder(
-                spec.sort_key, subscription.matches, self.records.values()
-            )
-            order.share = share
-        subscription.window = window = Window(order, spec.skip, spec.top, subscription)
-        order.windows.add(window)
+        if share is not None and spec is not None:
+            order = self._orders.get(share)
+            if order is None:
+                order = WindowOrder(spec.sort_key, subscription.matches, self.records.values())
+                self._orders[share] = order
+                order.share = share
+            subscription.window = window = Window(order, spec.skip, spec.top, subscription)
+            order.windows.add(window)
+        self.counting.open(subscription, self.records)
 
     def _close_window(self, subscription: Subscription) -> None:
+        self.counting.close(subscription)
         window = subscription.window
         if window is None:
             return
@@ -238,6 +240,7 @@ class Topic:
         (``new`` is None when the record went away; ``gone`` says why: deleted or expired)."""
         try:
             self._fan_out(key, old, new, gone)
+            self.counting.changed(old, new)  # behind the change's own messages
         finally:
             if new is not None and key is not None:
                 self._run.stored(new)

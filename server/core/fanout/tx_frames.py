@@ -28,13 +28,14 @@ Released = tuple["Subscription", list["Owed"], str | None]
 
 
 class TxFrames:
-    __slots__ = ("_held", "_run", "now", "tx")
+    __slots__ = ("_held", "_last", "_run", "now", "tx")
 
     def __init__(self, run: FanOutRun, now: Callable[[], float]) -> None:
         self._run = run
         self.now = now  # the time of the unit of work under way (Broker.now)
         self.tx: str | None = None  # the open transaction's ID (its LSN), None: none is open
         self._held: dict[Subscriber, list[Delivery | RunBatch]] = {}
+        self._last: dict[Subscriber, list[Delivery]] = {}  # count messages: after the changes
 
     def begin(self, tx: str) -> None:
         self._run.flush()  # what was decided before the transaction goes before it
@@ -72,6 +73,8 @@ class TxFrames:
             with self.whole(latest):
                 for _, key, change, sub in heapq.merge(*streams, key=lambda owed: owed[0]):
                     sub.topic_ref.deliver(sub.session, (sub,), key, change)
+        for subscription, _, _ in released:  # option count: the number goes with what was released
+            subscription.topic_ref.counting.settle((subscription,))
 
     @staticmethod
     def _deliver(subscription: Subscription, changes: list[Owed]) -> None:
@@ -82,10 +85,17 @@ class TxFrames:
     def hold(self, session: Subscriber, item: Delivery | RunBatch) -> None:
         self._held.setdefault(session, []).append(item)
 
+    def hold_last(self, session: Subscriber, item: Delivery) -> None:
+        """Hold ``item`` for the end of the block (a count message: it counts every change)."""
+        self._last.setdefault(session, []).append(item)
+
     def end(self) -> None:
         """Queue each socket's messages of the transaction as one block."""
         self._run.flush()  # the fast lane's messages of the transaction are in the block too
         held, self._held = self._held, {}
+        for session, last in self._last.items():
+            held.setdefault(session, []).extend(last)
+        self._last = {}
         tx, self.tx = self.tx, None
         if not held:
             return

@@ -31,6 +31,7 @@ from ..queue.snapshots import SnapshotRecords, estimated_size, record_message
 from ..records.version import RecordVersion
 from ..session.quota import admit_filter_pass, admit_subscription, admit_window
 from .acks import ack, processed, received
+from .moving import move, moves
 from .resuming import net_change, resume_point
 
 if TYPE_CHECKING:
@@ -50,8 +51,11 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
     if header.c == "sow" and (known is None or not known.is_sow):
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
     resuming = body.options.resume
-    if resuming and not (body.snapshot and body.subscribe):
-        raise CommandError(INVALID_OPTIONS, "resume is for sow_and_subscribe and sow_and_delta_subscribe")
+    for flag, name in ((resuming, "resume"), (body.options.count, "count")):
+        if flag and not (body.snapshot and body.subscribe):
+            raise CommandError(
+                INVALID_OPTIONS, f"{name} is for sow_and_subscribe and sow_and_delta_subscribe"
+            )
     bookmark = None
     if body.bookmark is not None and not resuming:  # a resume's bm is read by resuming.py
         if header.c not in ("subscribe", "delta_subscribe"):
@@ -112,7 +116,10 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
         admit_filter_pass(body.filter, len(known.records))
     received(session, header)
     processed(session, header)
-    if existing is not None and subscription is not None:
+    moved: tuple[int, int] | None = None
+    if existing is not None and subscription is not None and moves(existing, subscription, body):
+        moved = move(topic, session, body, existing, subscription)  # a viewport moves
+    elif existing is not None and subscription is not None:
         _replace(topic, existing, subscription, body.snapshot)
     elif subscription is not None:
         topic.add(subscription)
@@ -122,10 +129,14 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
         reader = subscription or Subscription(
             session, None, topic.name, filters, body.options, False, None, ctx, entitlement
         )
-        if resuming and subscription is not None:
-            matches, returned = _resumable(broker, topic, session, body, subscription, orderby, window)
+        counted = topic.counting.matches(subscription) if subscription is not None else None
+        end = {"matches": counted or 0} if body.options.count else {}  # (a plain topic: always 0)
+        if moved is not None:
+            matches, returned = moved
+        elif resuming and subscription is not None:
+            matches, returned = _resumable(broker, topic, session, body, subscription, orderby, window, end)
         else:
-            matches, returned = _snapshot(topic, session, body, reader, orderby, subscription)
+            matches, returned = _snapshot(topic, session, body, reader, orderby, subscription, end)
         if header.wants("stats"):
             ack(session, header, "stats", matches=matches, records_returned=returned)
     if bookmark is not None and subscription is not None and not bookmark.live_only:
@@ -189,11 +200,12 @@ def _resumable(
     subscription: Subscription,
     orderby: Any,
     window: WindowSpec | None,
+    end: dict[str, Any],
 ) -> tuple[int, int]:
     """A ``resume`` subscription's snapshot: the net change since its bookmark when the topic's
     history reaches back to it, else the whole snapshot; ``group_end`` carries the position to
     resume from next time and, when a bookmark was given, whether it was resumed."""
-    fields: dict[str, Any] = {"bm": str(broker.changes.applied_position(topic.name))}
+    fields: dict[str, Any] = {"bm": str(broker.changes.applied_position(topic.name)), **end}
     after = resume_point(broker, topic, body.bookmark, window is not None) if topic.is_sow else None
     if body.bookmark is not None:
         fields["resumed"] = after is not None

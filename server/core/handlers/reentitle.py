@@ -175,6 +175,7 @@ def _redecide(topic: Topic, session: Session, subscriptions: list[Subscription],
     for moved in (left, entered):
         for key, members in moved.items():
             topic.recheck(session, members, key)
+    topic.counting.settle(subscriptions)  # option count: after the records that moved
 
 
 def _view(topic: Topic, subscription: Subscription) -> list[str]:

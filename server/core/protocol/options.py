@@ -38,6 +38,7 @@ class Options:
     replace: bool = False
     positions: bool = False  # a live window's messages carry the record's position (pos)
     resume: bool = False  # a bm on every message, and a resume from one (docs/protocol.md, Resuming a view)
+    count: bool = False  # group_end and count messages carry the view's size (docs/protocol.md, Viewports)
 
 
 def split_options(text: str) -> list[str]:
@@ -95,7 +96,7 @@ def _paths(name: str, inside: str) -> list[str]:
     return items
 
 
-_FLAGS = {"oof", "no_empties", "no_sowkey", "timestamp", "replace", "positions", "resume"}
+_FLAGS = {"oof", "no_empties", "no_sowkey", "timestamp", "replace", "positions", "resume", "count"}
 
 
 def parse_logon_options(text: str | None) -> bool:

@@ -37,11 +37,25 @@ class SnapshotStream:
     def peek(self) -> bytes | None:
         if self.head is None:
             self.head = next(self.source, None)
+        elif isinstance(self.source, Rerendered):
+            # Looked at before, left for the next frame: written as it is when it is written.
+            self.head = self.source.again()
         return self.head
 
     @property
     def size(self) -> int:
         return self.messages * self.unit
+
+
+class Rerendered(Iterator[bytes]):
+    """A stream of one message rendered again whenever the writer looks at it, so that what is
+    written is what is true then, even when a frame was cut right before it (a count message:
+    counts.py). ``next`` gives it once; ``again`` renders it anew (None: nothing to say)."""
+
+    __slots__ = ()
+
+    def again(self) -> bytes | None:
+        raise NotImplementedError
 
 
 class SnapshotRecords:

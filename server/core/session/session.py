@@ -20,7 +20,8 @@ from ..filters import compile_filter
 from ..filters.entitlement import Entitlement
 from ..filters.functions import EvalContext
 from ..protocol import wire
-from ..queue.delivery import Delivery, kept_for
+from ..queue.counts import CountsQueued
+from ..queue.delivery import FULL, Delivery, kept_for
 from ..queue.outbox import Outbox
 
 if TYPE_CHECKING:
@@ -90,6 +91,10 @@ class Session:
         # While the page is hidden (docs/protocol.md, Hidden views): the interval its subscriptions
         # deliver at.
         self.hidden_interval: float | None = None
+        # Count messages (queue/counts.py): the one queued per subscription, and those held in
+        # the transaction being applied (its ID, then one delivery per subscription).
+        self._counts = CountsQueued()
+        self._tx_counts: tuple[str | None, dict[Any, Delivery]] = (None, {})
 
     def __repr__(self) -> str:
         return f"Session({self.id}, client_name={self.client_name!r})"
@@ -129,6 +134,30 @@ class Session:
         self._end_run()
         outbox = self.outbox
         self._settle(outbox.push(message), lambda: outbox.push(message), None)
+
+    def count(self, policy: QueuePolicy, numbers: dict[Any, int]) -> None:
+        """Tell subscriptions of this socket the new size of their views (docs/protocol.md,
+        Viewports): behind the change that made it, at most one queued per subscription, and
+        inside a transaction at the end of its block, once per subscription, the last number."""
+        tx = self.tx_frames.tx
+        if tx is None:
+            message = self._counts.message(policy.name_json, numbers)
+            self.send_stream(message, 1, 48 + 16 * len(numbers))
+            return
+        if self._tx_counts[0] != tx:
+            self._tx_counts = (tx, {})
+        held = self._tx_counts[1]
+        for sub, number in numbers.items():
+            self._counts.withdraw(sub)  # the block's number is newer than one queued before it
+            body = b'"matches":%d}' % number
+            delivery = held.get(sub)
+            if delivery is None:
+                sids = wire.head(b"count", policy.name_json, [sub.sub_id])
+                held[sub] = delivery = Delivery(policy, None, FULL, sids, body, (sub,))
+                self.tx_frames.hold_last(self, delivery)
+            else:  # not queued yet: the block is made when the transaction ends
+                delivery.body = body
+                delivery.size = len(delivery.head) + len(body) + 2
 
     def deliver(self, delivery: Delivery) -> None:
         frames = self.tx_frames
@@ -204,7 +233,10 @@ class Session:
             def retry() -> int:
                 return outbox.push_stream(stream, count, size, records)
 
+            idle = not outbox  # the writer sleeps: a stream of several messages must wake it too
             self._settle(retry(), retry, None)
+            if idle and outbox:
+                self._wake()
 
     def _settle(
         self,
