@@ -28,7 +28,7 @@ from ..records.keys import KeySpec
 from ..records.version import RecordVersion
 from .bodies import Memo, RecordReader
 from .intervals import Held, Waiting, conflation_key
-from .windows import Window, WindowSpec, in_position_order
+from .windows import Window, WindowSpec, in_position_order, match_all
 
 # What a change means for a subscription: (kind, body, base, view, version) -- see queue/delivery.py.
 Message = tuple[str, bytes, Any, Any, RecordVersion]
@@ -46,7 +46,7 @@ def _matcher(
     gate = entitlement.filter
     checks = (*filters, gate) if gate is not None else filters
     if not checks:
-        return lambda data: True
+        return match_all
     if len(checks) == 1:
         only = checks[0]
         only_ctx = entitlement.ctx if gate is not None else ctx

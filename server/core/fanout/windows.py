@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from sortedcontainers import SortedKeyList, SortedList
 
+from ..filters.orderby import Keyed
 from ..queue.delivery import OOF
 from ..records.version import RecordVersion
 
@@ -37,9 +38,25 @@ class WindowSpec:
     """What a window subscription asked for: the order (its text, for sharing) and the range."""
 
     order_text: str
-    sort_key: Callable[[RecordVersion], SortKey]
+    sort_key: Callable[[Keyed], SortKey]
     skip: int
     top: int
+
+
+def match_all(data: Any) -> bool:
+    """The gate of a view without a filter or an entitlement filter: an order over it never
+    reads a record's data to decide (a stored record decodes on each read)."""
+    return True
+
+
+class _Decoded:
+    """A record's key and its data decoded once, for the gate and the sort key to share."""
+
+    __slots__ = ("data", "key")
+
+    def __init__(self, key: str, data: Any) -> None:
+        self.key = key
+        self.data = data
 
 
 class WindowOrder:
@@ -47,14 +64,19 @@ class WindowOrder:
 
     def __init__(
         self,
-        sort_key: Callable[[RecordVersion], SortKey],
+        sort_key: Callable[[Keyed], SortKey],
         matches: Callable[[Any], bool],
         records: Iterable[RecordVersion],
     ) -> None:
         self.sort_key = sort_key
         self.matches = matches
-        self.keys: dict[str, SortKey] = {v.key: sort_key(v) for v in records if matches(v.data)}
-        self.sorted: SortedList = SortedList(self.keys.values())
+        self.keys: dict[str, SortKey] = {}
+        keys = self.keys
+        for version in records:
+            entry = self._entry(version)
+            if entry is not None:
+                keys[version.key] = entry
+        self.sorted: SortedList = SortedList(keys.values())
         # Its windows by where they end, so a change finds the few it touches by bisection.
         self.windows: SortedKeyList = SortedKeyList(key=_by_end)
         self.share: tuple[Any, ...] = ()  # the topic's key for it
@@ -70,7 +92,7 @@ class WindowOrder:
         """Take the change of record ``key`` to ``new`` (None: it is gone); the windows it may
         touch: those around the positions it moved the records between."""
         old_key = self.keys.get(key)
-        new_key = self.sort_key(new) if new is not None and self.matches(new.data) else None
+        new_key = self._entry(new) if new is not None else None
         self.change = (key, old_key, new_key)
         self._changed_index = _UNKNOWN
         ordered = self.sorted
@@ -108,6 +130,16 @@ class WindowOrder:
         windows = self.windows
         first = windows.bisect_key_left((low + 1, -1))
         return [window for window in windows.islice(first) if window.skip <= high]
+
+    def _entry(self, version: RecordVersion) -> SortKey | None:
+        """The record's sort key in this order, or None when it does not pass the gates: its data
+        decoded once for both (building the order of a big topic is mostly decoding)."""
+        if self.matches is match_all:
+            return self.sort_key(version)  # an order by key reads no data at all
+        data = version.data
+        if not self.matches(data):
+            return None
+        return self.sort_key(_Decoded(version.key, data))
 
     def _beyond_every_window(self, sort_key: SortKey | None) -> bool:
         """Whether a record of ``sort_key`` is (or would be) past every window's end, in the
