@@ -69,7 +69,7 @@ def test_one_socket_cannot_keep_more_than_its_share_of_distinct_window_orders() 
         assert window(peer, n, f"/qty, /x{n}")["status"] == "success"
     ack = window(peer, "over", "/qty, /x_over")
     assert ack["reason"].startswith("invalid options: window orders:"), ack
-    orders = h.broker.topics["orders"]._orders
+    orders = h.broker.topics["orders"].orders
     assert len(orders) == SOCKET_ORDERS  # the refused window's order is not kept
     # Windows over an order the socket already uses cost nothing more; another socket has its own share.
     assert window(peer, "same", "/qty, /x0", top_n=5)["status"] == "success"
