@@ -216,3 +216,16 @@ def test_a_window_over_groups_moves_as_a_viewport() -> None:
     ]
     assert brief == [("oof", 4, None), ("sow", 3, 1), ("sow", "key", 2), ("sow", 6, 3)]
     assert len(h.broker.topics["orders"].derived) == 1  # the old aggregation went with its last view
+
+
+def test_a_transaction_counts_its_groups_once_inside_its_block() -> None:
+    h = Harness()
+    publisher, viewer = h.peer(), h.peer()
+    _feed(publisher)
+    viewer.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "o": "count," + GROUPS})
+    publisher.send(
+        {"c": "tx", "cmds": [_pub(7, desk="x", qty=1), _pub(8, desk="y", qty=1), _pub(9, desk="x", qty=2)]}
+    )
+    got = viewer.take()
+    assert [m["c"] for m in got] == ["tx_begin", "p", "p", "count", "tx_end"]
+    assert got[-2]["matches"] == 4
