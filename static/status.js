@@ -63,8 +63,8 @@ function draw(status) {
   fill("topics", status.topics, (row, t) => {
     cell(row, t.topic);
     cell(row, t.sow ? (t.durable ? "sow, durable" : "sow") : "plain");
-    for (const key of ["records", "subscriptions", "queued", "conflated", "dropped", "unsubscribed", "closed_slow"]) {
-      cell(row, t.sow || key !== "records" ? t[key] : null, true);
+    for (const key of ["records", "subscriptions", "aggregations", "groups", "queued", "conflated", "dropped", "unsubscribed", "closed_slow"]) {
+      cell(row, t.sow || !["records", "aggregations", "groups"].includes(key) ? t[key] : null, true);
     }
     cell(row, millis(t.written.p50_ms), true);
     cell(row, millis(t.written.p99_ms), true);

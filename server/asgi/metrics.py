@@ -12,7 +12,15 @@ from prometheus_client.registry import Collector
 from ..core.fanout.topic import Topic
 from ..runtime.hub import Hub
 from ..runtime.redis_log import RedisLog
-from ..runtime.status import merged, queue_depths, topics_by_label
+from ..runtime.status import (
+    aggregations,
+    groups,
+    merged,
+    queue_depths,
+    subscriptions,
+    topics_by_label,
+    with_groups,
+)
 
 
 class HubCollector(Collector):
@@ -30,17 +38,27 @@ class HubCollector(Collector):
             "Socket queues conflated early, in idle time, past a quarter of their limit",
             value=broker.background_conflations,
         )
-        groups = topics_by_label(self.hub)
+        labelled = topics_by_label(self.hub)
         records = GaugeMetricFamily("push_sow_records", "Records in each topic's SOW", labels=["topic"])
-        subscriptions = GaugeMetricFamily(
-            "push_subscriptions", "Live subscriptions per topic", labels=["topic"]
+        live = GaugeMetricFamily("push_subscriptions", "Live subscriptions per topic", labels=["topic"])
+        views = GaugeMetricFamily(
+            "push_aggregations",
+            "Aggregations (shared by identical aggregated views) per topic",
+            labels=["topic"],
         )
-        for label, topics in groups.items():
+        grouped = GaugeMetricFamily(
+            "push_groups", "Groups held by each topic's aggregations", labels=["topic"]
+        )
+        for label, topics in labelled.items():
             if topics[0].is_sow:
                 records.add_metric([label], sum(len(topic.records) for topic in topics))
-            subscriptions.add_metric([label], sum(len(s) for t in topics for s in t.subscribers.values()))
+                views.add_metric([label], sum(len(aggregations(topic)) for topic in topics))
+                grouped.add_metric([label], groups(topics))
+            live.add_metric([label], subscriptions(topics))
         yield records
-        yield subscriptions
+        yield live
+        yield views
+        yield grouped
         for counter, help_text in (
             ("conflated", "Queued messages merged into newer ones for slow sockets"),
             ("dropped", "Queued messages dropped for unsubscribe-policy topics"),
@@ -48,8 +66,8 @@ class HubCollector(Collector):
             ("closed_slow", "Sockets closed with 4001 on a message of this topic"),
         ):
             family = CounterMetricFamily(f"push_{counter}", help_text, labels=["topic"])
-            for label, topics in groups.items():
-                family.add_metric([label], sum(topic.counters[counter] for topic in topics))
+            for label, topics in labelled.items():
+                family.add_metric([label], sum(topic.counters[counter] for topic in with_groups(topics)))
             yield family
         depth = GaugeMetricFamily(
             "push_queued_messages",
@@ -57,10 +75,10 @@ class HubCollector(Collector):
             labels=["topic"],
         )
         depths = queue_depths(self.hub)
-        for label in groups:
+        for label in labelled:
             depth.add_metric([label], depths.get(label, 0))
         yield depth
-        yield from latency_metrics(groups)
+        yield from latency_metrics(labelled)
         store = self.hub.store
         yield CounterMetricFamily(
             "push_log_damaged_frames",
@@ -73,7 +91,7 @@ class HubCollector(Collector):
             yield from cluster_metrics(self.hub.cluster)
 
 
-def latency_metrics(groups: dict[str, list[Topic]]) -> Iterator[Metric]:
+def latency_metrics(labelled: dict[str, list[Topic]]) -> Iterator[Metric]:
     for kind, name, help_text in (
         (
             "written",
@@ -87,8 +105,8 @@ def latency_metrics(groups: dict[str, list[Topic]]) -> Iterator[Metric]:
         ),
     ):
         family = HistogramMetricFamily(name, help_text, labels=["topic"])
-        for label, topics in groups.items():
-            histogram = merged([getattr(topic.latency, kind) for topic in topics])
+        for label, topics in labelled.items():
+            histogram = merged([getattr(topic.latency, kind) for topic in with_groups(topics)])
             buckets = [
                 ("+Inf" if math.isinf(bound) else repr(bound), count)
                 for bound, count in histogram.cumulative()

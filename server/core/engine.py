@@ -16,7 +16,7 @@ import orjson
 
 from .broker.broker import Broker, Clock, LogFactory
 from .errors import BAD_MESSAGE, CommandError
-from .handlers import aggregating, logons, publishing, querying, reentitle, transactions, visibility
+from .handlers import logons, publishing, querying, reentitle, transactions, visibility
 from .handlers.acks import check_logged_on, fail, persisted_ack, processed, received
 from .protocol import inbound, wire
 from .protocol.commands import (
@@ -121,10 +121,7 @@ class Engine:
         elif isinstance(body, SowDelete):
             publishing.sow_delete(broker, session, header, body)
         elif isinstance(body, Query):
-            if aggregating.handles(session, body):
-                aggregating.query(broker, session, header, body)
-            else:
-                querying.query(broker, session, header, body)
+            querying.query(broker, session, header, body)
         elif isinstance(body, Unsubscribe):
             querying.unsubscribe(broker, session, header, body)
         elif isinstance(body, Transaction):

@@ -1,7 +1,10 @@
 """What ``/status`` shows people, and the per-topic figures ``/metrics`` shares with it.
 
 Labels stay bounded: configured topics by name, every plain topic made on first use under one
-label (anyone may publish to a new name, and each would otherwise be a label for ever).
+label (anyone may publish to a new name, and each would otherwise be a label for ever). An
+aggregated view's topic of groups (core/aggregate/view.py) is its source topic's: its
+subscriptions, counters and latency count under the source's label, which also reports how many
+aggregations it feeds and the groups they hold.
 Latency here is recent: the page polls, and each answer reports the observations since the
 oldest sample that is at most ``WINDOW_S`` old (a minute), so a page left open shows the last
 minute, not the average since the server started.
@@ -13,6 +16,7 @@ import time
 from collections import deque
 from typing import Any
 
+from ..core.aggregate.view import Aggregation
 from ..core.fanout.topic import Topic
 from ..core.queue.latency import Histogram
 from ..core.records.version import format_timestamp
@@ -35,6 +39,26 @@ def topics_by_label(hub: Hub) -> dict[str, list[Topic]]:
     for topic in hub.engine.broker.topics.values():
         groups.setdefault(label_of(topic), []).append(topic)
     return groups
+
+
+def with_groups(topics: list[Topic]) -> list[Topic]:
+    """``topics`` and the topics of groups of the aggregations they feed."""
+    return [*topics, *(view.topic for topic in topics for view in aggregations(topic))]
+
+
+def aggregations(topic: Topic) -> list[Aggregation]:
+    """The aggregations ``topic`` feeds (shared by identical aggregated views)."""
+    return [view for view in topic.derived.values() if isinstance(view, Aggregation)]
+
+
+def subscriptions(topics: list[Topic]) -> int:
+    """Live subscriptions of ``topics`` and of the aggregated views over them."""
+    return sum(len(subs) for topic in with_groups(topics) for subs in topic.subscribers.values())
+
+
+def groups(topics: list[Topic]) -> int:
+    """The groups the aggregations of ``topics`` hold."""
+    return sum(len(view.topic.records) for topic in topics for view in aggregations(topic))
 
 
 def merged(histograms: list[Histogram]) -> Histogram:
@@ -95,25 +119,29 @@ class Status:
 
     async def report(self) -> dict[str, Any]:
         hub, engine, now = self.hub, self.hub.engine, self.hub.clock()
-        groups = topics_by_label(hub)
+        labelled = topics_by_label(hub)
         current: dict[Key, Histogram] = {}
-        for label, topics in groups.items():
-            current[(label, "written")] = merged([t.latency.written for t in topics])
-            current[(label, "persisted")] = merged([t.latency.persisted for t in topics])
+        for label, topics in labelled.items():
+            every = with_groups(topics)
+            current[(label, "written")] = merged([t.latency.written for t in every])
+            current[(label, "persisted")] = merged([t.latency.persisted for t in every])
         recent = self._recent(time.monotonic(), current)
         depths = queue_depths(hub)
         rows = []
-        for label, topics in sorted(groups.items()):
+        for label, topics in sorted(labelled.items()):
             first = topics[0]
+            every = with_groups(topics)
             rows.append(
                 {
                     "topic": label,
                     "sow": first.is_sow,
                     "durable": bool(first.config is not None and first.config.durable),
                     "records": sum(len(t.records) for t in topics if t.is_sow),
-                    "subscriptions": sum(len(s) for t in topics for s in t.subscribers.values()),
+                    "subscriptions": subscriptions(topics),
+                    "aggregations": sum(len(aggregations(t)) for t in topics),
+                    "groups": groups(topics),
                     "queued": depths.get(label, 0),
-                    **{name: sum(t.counters[name] for t in topics) for name in first.counters},
+                    **{name: sum(t.counters[name] for t in every) for name in first.counters},
                     "written": _millis(recent[(label, "written")]),
                     "persisted": _millis(recent[(label, "persisted")]),
                 }

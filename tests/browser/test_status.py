@@ -37,7 +37,7 @@ def test_views_show_their_latency_and_the_status_page_its_figures(page: Page, se
     expect(row).to_contain_text("5")  # records
     cells = row.locator("td")
     expect(cells.nth(3)).to_have_text("1")  # the dashboard's one subscription
-    expect(cells.nth(9)).to_have_text(re.compile(r"\d+(\.\d+)? ms"))  # to socket, p50
+    expect(cells.nth(11)).to_have_text(re.compile(r"\d+(\.\d+)? ms"))  # to socket, p50
     expect(status.locator("#sockets tbody tr")).to_have_count(1)
     expect(status.locator("#sockets tbody tr")).to_contain_text("visible")
     expect(status.locator("#cluster")).to_be_hidden()

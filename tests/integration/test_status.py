@@ -111,3 +111,27 @@ async def test_status_is_guarded_like_metrics(start_server: StartServer) -> None
     assert status == 200 and json.loads(body)["connections"] == 0
     status, _, _ = http(server.http + "/status")  # the page itself holds no figures
     assert status == 200
+
+
+async def test_aggregated_views_count_under_their_topic(start_server: StartServer) -> None:
+    server = start_server({}, TOPICS)
+    publisher, viewer = await Client.connect(server.url), await Client.connect(server.url)
+    await publisher.send(
+        *[{"c": "publish", "t": "quotes", "data": {"sym": f"S{n}", "desk": n % 3}} for n in range(9)]
+    )
+    await publisher.request({"c": "flush", "cid": "f"})
+    by_desk = {"c": "sow_and_subscribe", "t": "quotes", "grouping": ["/desk"]}
+    for cid, extra in (("a", {}), ("b", {}), ("c", {"filter": "/desk = 0"})):  # a and b share one
+        await viewer.request({**by_desk, "cid": cid, **extra})
+    await publisher.send({"c": "publish", "t": "quotes", "data": {"sym": "S9", "desk": 1}})
+    await viewer.until(lambda m: m.get("c") == "p")
+    _, _, metrics = http(server.http + "/metrics")
+    assert sample(metrics, "push_aggregations", topic="quotes") == 2
+    assert sample(metrics, "push_groups", topic="quotes") == 3 + 1
+    assert sample(metrics, "push_subscriptions", topic="quotes") == 3
+    assert sample(metrics, "push_write_latency_seconds_count", topic="quotes") >= 1  # a group's message
+    _, _, body = http(server.http + "/status.json")
+    quotes = next(row for row in json.loads(body)["topics"] if row["topic"] == "quotes")
+    assert (quotes["aggregations"], quotes["groups"], quotes["subscriptions"]) == (2, 4, 3)
+    for client in (publisher, viewer):
+        await client.close()

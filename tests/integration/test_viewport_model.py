@@ -2,7 +2,8 @@
 (new skip, top, orderby and filter) over a real socket, for a user whose entitlement hides some
 rows. A client that keeps its rows from nothing but the messages (``pos``, key-only ``sow``
 messages, OOFs, ``count``) must show, after every step, what the server computes from scratch:
-a one-off ``sow`` of the same filter, order and range, and the number of matching records."""
+a one-off ``sow`` of the same filter, order and range, and the number of matching records; over
+groups (docs/protocol.md, Aggregated views), the groups computed from the model's records."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.sync.client import ClientConnection, connect
 
+from server.core.aggregate.parse import parse_aggregation
+from server.core.filters import parse_orderby
+
+from ..core.aggregate.reference import groups_from_scratch
 from .conftest import StartServer
 from .server_process import ServerProcess, auth_section
 
@@ -189,3 +194,69 @@ def check(
     everything = desk.until_group_end(desk.request({"c": "sow", "t": "orders"}))
     records = [m["data"] for m in everything if m["c"] == "sow"]
     assert view.count == sum(1 for r in records if r["cat"] == "a" and FILTERS[filter_](r))
+
+
+# The same, over groups: a window over an aggregated view of the rows Alice may see, moved
+# (range, order over projected fields, and a filter of the input records, which moves it onto
+# another aggregation); it must show the groups computed from scratch over the model's records.
+PROJECTION = ["/qty", "COUNT(*) AS /n", "SUM(/order) AS /total"]
+SPEC = parse_aggregation(["/qty"], PROJECTION)
+GROUP_ORDERS = [None, "/total", "/total DESC", "/n DESC, /qty"]
+group_moves = st.tuples(
+    st.just("move"),
+    st.integers(0, 4),  # skip_n
+    st.integers(1, 4),  # top_n
+    st.sampled_from(GROUP_ORDERS),
+    st.sampled_from(sorted(FILTERS, key=str)),
+)
+group_steps = st.lists(st.one_of(publishes, publishes, deletes, group_moves), min_size=1, max_size=25)
+
+
+@dataclass(frozen=True)
+class Group:
+    key: str
+    data: Any
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=group_steps)
+def test_a_client_rebuilds_its_viewport_over_groups_from_the_messages(
+    server: ServerProcess, steps: list[Any]
+) -> None:
+    with ExitStack() as opened:
+        desk, alice = Socket(server.url, "desk", "d", opened), Socket(server.url, "alice", "a", opened)
+        desk.request({"c": "sow_delete", "t": "orders", "filter": "/order >= 0"})
+        records: dict[str, Any] = {}  # what the model knows: key -> record, in order of change
+        sub_id = next(IDS)
+        view = Viewport()
+        window: tuple[int, int, str | None, str | None] = (0, 3, None, None)
+        view.take(alice.until_group_end(alice.request(grouped(command(sub_id, *window, first=True)))))
+        for step in steps:
+            if step[0] == "publish":
+                _, order, qty, cat = step
+                record = {"order": order, "qty": qty, "cat": cat}
+                records.pop(str(order), None)
+                records[str(order)] = record
+                desk.request({"c": "publish", "t": "orders", "data": record})
+            elif step[0] == "delete":
+                records.pop(str(step[1]), None)
+                desk.request({"c": "sow_delete", "t": "orders", "filter": f"/order = {step[1]}"})
+            else:
+                window = step[1:]
+                moved = grouped(command(sub_id, *window, first=False))
+                view.take(alice.until_group_end(alice.request(moved)))
+            view.take(alice.request({"c": "flush"}))  # every message the step caused, then the ack
+            skip, top, orderby, filter_ = window
+            visible = {k: r for k, r in records.items() if r["cat"] == "a" and FILTERS[filter_](r)}
+            groups = [Group(k, g) for k, g in groups_from_scratch(SPEC, visible, list(records)).items()]
+            ordered = parse_orderby(orderby).sort(groups) if orderby else sorted(groups, key=lambda g: g.key)
+            assert view.shown() == [g.data for g in ordered[skip : skip + top]]
+            assert view.count == len(groups)
+
+
+def grouped(command: Message) -> Message:
+    return {**command, "grouping": ["/qty"], "projection": PROJECTION}

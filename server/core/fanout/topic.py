@@ -22,11 +22,12 @@ from ..settings.config import TopicConfig
 from ..sow.store import Sow
 from .bodies import Memo
 from .counting import Counting
+from .orders import WindowOrders, order_share
 from .run import FanOutRun
 from .subindex import SubscriptionIndex
 from .subscription import Message, Subscription
 from .window_messages import window_changes
-from .windows import Window, WindowOrder
+from .windows import Window
 
 if TYPE_CHECKING:
     from ..filters.entitlement import Entitlement
@@ -81,8 +82,8 @@ class Topic:
         self._run_keys: list[str | None] = []
         self._run_versions: list[RecordVersion] = []
         self._run_bytes = 0
-        # Live windows' orders, shared by windows with the same gates and order (windows.py).
-        self._orders: dict[tuple[Any, ...], WindowOrder] = {}
+        # Live windows' orders, shared by windows with the same gates and order (orders.py).
+        self.orders = WindowOrders()
         self.counting = Counting(self.queue)  # subscriptions with the option count
 
     @property
@@ -159,48 +160,22 @@ class Topic:
     def has_order(self, subscription: Subscription | None) -> bool:
         """Whether ``subscription`` is a window whose order exists already (shared, or kept by
         the subscription a ``replace`` swaps out): opening it reads the order, not the topic."""
-        share = None if subscription is None else self.order_share(subscription)
-        return share is not None and share in self._orders
+        return subscription is not None and self.orders.holds(self.order_share(subscription))
 
     def order_share(self, subscription: Subscription) -> tuple[Any, ...] | None:
-        """What a window subscription's window shares its order by (its gates and its order),
-        None when it is not a window of a SOW topic."""
-        spec = subscription.window_spec
-        if spec is None or not self.is_sow:
-            return None
-        gate = subscription.entitlement.filter
-        ctx = subscription.ctx
-        return (
-            spec.order_text,
-            tuple(f.text for f in subscription.filters),
-            gate.text if gate is not None else None,
-            ctx.user,
-            ctx.client_name,
-        )
+        """What a window subscription's window shares its order by, None when it is not a
+        window of a SOW topic."""
+        return order_share(subscription) if self.is_sow else None
 
     def _open_window(self, subscription: Subscription) -> None:
         """Give a window subscription its window, over its gates' shared order; count for count."""
-        share = self.order_share(subscription)
-        spec = subscription.window_spec
-        if share is not None and spec is not None:
-            order = self._orders.get(share)
-            if order is None:
-                order = WindowOrder(spec.sort_key, subscription.matches, self.records.values())
-                self._orders[share] = order
-                order.share = share
-            subscription.window = window = Window(order, spec.skip, spec.top, subscription)
-            order.windows.add(window)
+        if self.is_sow:
+            self.orders.open(subscription, self.records)
         self.counting.open(subscription, self.records)
 
     def _close_window(self, subscription: Subscription) -> None:
         self.counting.close(subscription)
-        window = subscription.window
-        if window is None:
-            return
-        order = window.order
-        order.windows.discard(window)
-        if not order.windows:
-            self._orders.pop(order.share, None)
+        self.orders.close(subscription)
 
     def _unsort(self, session: Subscriber) -> None:
         fast = self._fast.pop(session, None)
@@ -248,10 +223,7 @@ class Topic:
     def _fan_out(
         self, key: str | None, old: RecordVersion | None, new: RecordVersion | None, gone: str
     ) -> None:
-        touched: list[Window] = []
-        if self._orders and key is not None:
-            for order in self._orders.values():  # every order first: then ask the windows
-                touched += order.apply(key, new)
+        touched: list[Window] = self.orders.apply(key, new) if key is not None and self.orders else []
         if new is not None and self._fast:
             self._run.join(self)
             shared = record_body(key, None, encoded=new.encoded)  # what every stateless subscription gets

@@ -17,7 +17,7 @@ window held, and only the records that entered are encoded.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -46,20 +46,35 @@ def moves(old: Subscription, new: Subscription, body: Query) -> bool:
 
 
 def move(
-    topic: Topic, session: Session, body: Query, old: Subscription, new: Subscription
+    topic: Topic,
+    session: Session,
+    body: Query,
+    old: Subscription,
+    new: Subscription,
+    leave: Callable[[Subscription], None],
 ) -> tuple[int, int]:
-    """Swap ``old`` for ``new`` and queue the answer; the view's size and the rows sent."""
+    """Swap ``old`` for ``new`` (on ``topic``) and queue the answer; the view's size and the rows
+    sent. ``old`` may be on another topic: an aggregated window moving to another aggregation
+    (another filter, grouping or projection), which ``leave`` ends (its aggregation goes with its
+    last subscriber); a group the client holds is then sent as its key alone only where the new
+    aggregation's group is what the client has."""
+    before: Topic = old.topic_ref
     owed, tx = old.release(math.inf)  # what an interval still owed the client goes first
     with session.tx_frames.whole(tx):
         for _, record_key, owed_change in owed:
-            topic.deliver(session, (old,), record_key, owed_change)
+            before.deliver(session, (old,), record_key, owed_change)
     assert old.window is not None
-    held = _client_holds(old)
+    held = _client_holds(old, before, views=before is not topic)
     # A merge function may have left the client another record than the stored one (a queued
     # update merged into another: docs/protocol.md, Conflation): then nothing is taken as held.
-    same_view = old.view_kind == new.view_kind and (old.held is not None or topic.queue.merge is None)
-    topic.replace(old, new)
-    old.closed = True
+    same_view = old.view_kind == new.view_kind and (old.held is not None or before.queue.merge is None)
+    was = before.records
+    if before is topic:
+        topic.replace(old, new)
+        old.closed = True
+    else:
+        topic.add(new)
+        leave(old)
     old.successor = new
     window = new.window
     assert window is not None
@@ -68,12 +83,13 @@ def move(
     staying = set(keys)
     # 1. The records that left, as they are now (only with oof, the old options' or the new).
     oofs: list[bytes] = []
-    left: list[str] = [key for key in held if key not in staying and key in records]
+    left: list[str] = [key for key in held if key not in staying and key in was]
     if old.options.oof or new.options.oof:
         oof_head = new.heads[wire.OOF_COMMAND]
         for key in left:
-            version = records[key]
-            change = old.oof_message(key, version, old.left_because(version), held[key], {})
+            version = was[key]
+            kept = held[key]
+            change = old.oof_message(key, version, old.left_because(version), kept, {})
             if change is not None:
                 oofs.append(wire.join(oof_head, change[1]))
     # 2. The window: keys alone for what the client has, the rest in full (their views taken
@@ -83,13 +99,14 @@ def move(
     entering: list[RecordVersion] = []
     for version in versions:
         key = version.key
-        if same_view and key in held:
+        view = None if before is topic else new.view_of(version)
+        if same_view and key in held and (before is topic or held[key] == view):
             views.append(None)
             if new.held is not None:
                 kept = held[key]
                 new.remember(key, kept if kept is not None else new.view_of(version))
             continue
-        view = new.view_of(version)
+        view = view if view is not None else new.view_of(version)
         new.remember(key, view)
         views.append(view)
         entering.append(version)
@@ -103,15 +120,19 @@ def move(
     return len(window.order), len(versions)
 
 
-def _client_holds(old: Subscription) -> dict[str, Any]:
-    """What the client of window subscription ``old`` holds: the views it remembers sending, or
-    (a window that remembers nothing: no ``oof``, no deltas) the records in its window now, each
-    as it is now (None: the view is the record's), since every change of a record in the window
-    was sent in full. At most ``top_n`` records either way: no pass over the topic."""
+def _client_holds(old: Subscription, topic: Topic, views: bool) -> dict[str, Any]:
+    """What the client of window subscription ``old`` (on ``topic``) holds: the views it
+    remembers sending, or (a window that remembers nothing: no ``oof``, no deltas) the records in
+    its window now, each as it is now (``views``: its view; otherwise None, the record's), since
+    every change of a record in the window was sent in full. At most ``top_n`` records either
+    way: no pass over the topic."""
     if old.held is not None:
         return dict(old.held)
     assert old.window is not None
-    return dict.fromkeys(old.window.sowkeys())
+    if not views:
+        return dict.fromkeys(old.window.sowkeys())
+    records = topic.records
+    return {key: old.view_of(records[key]) for key in old.window.sowkeys()}
 
 
 def _answer(

@@ -52,4 +52,5 @@ def regroup(broker: Broker, session: Session, subscription: Subscription) -> boo
             changes.append((key, change))
     for key, change in changes:
         target.deliver(session, (subscription,), key, change, timed=False)
+    target.counting.settle([subscription])  # option count: the number of groups of the new gate
     return True

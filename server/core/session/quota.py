@@ -120,12 +120,14 @@ def admit_window(topic: Topic, subscription: Subscription, replacing: Subscripti
     share = topic.order_share(subscription)
     if share is None:
         return
+    # By the topic object, not its name: each aggregation's topic of groups, under its source's
+    # name, keeps orders of its own, distinct from the records' orders with the same share.
     held = {
-        (sub.topic, sub.window.order.share): sub.window.order
+        (id(sub.topic_ref), sub.window.order.share): sub.window.order
         for sub in subscription.session.subscriptions.values()
         if sub.window is not None and sub is not replacing
     }
-    wanted = (topic.name, share)
+    wanted = (id(topic), share)
     if wanted not in held and len(held) >= SOCKET_ORDERS:
         raise CommandError(
             INVALID_OPTIONS,

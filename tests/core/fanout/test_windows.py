@@ -69,12 +69,12 @@ def test_windows_with_the_same_gates_and_order_share_one_ordering() -> None:
         window(peer, top_n=5, skip_n=skip, orderby="/x, /id", filter="/x >= 0")
     a.send({"c": "sow_and_subscribe", "t": "t", "sub_id": "other", "top_n": 5, "orderby": "/id"})
     topic = h.broker.topics["t"]
-    assert len(topic._orders) == 2
+    assert len(topic.orders) == 2
     a.send({"c": "unsubscribe", "sub_id": "w"})
-    assert len(topic._orders) == 2
+    assert len(topic.orders) == 2
     b.send({"c": "unsubscribe", "sub_id": "w"})
     a.send({"c": "unsubscribe", "sub_id": "other"})
-    assert not topic._orders
+    assert not topic.orders
 
 
 def test_positions_needs_a_window() -> None:

@@ -145,3 +145,87 @@ def test_a_stalled_socket_gets_its_groups_conflated_to_their_final_state() -> No
             held[message["k"]] = jsonpatch.apply_patch(held[message["k"]], message["patch"])
     server = h.peer().send({"c": "sow", "t": "orders", "cid": "q", "o": GROUPS})
     assert held == {m["k"]: m["data"] for m in server if m["c"] == "sow"}
+
+
+def test_count_counts_groups_as_they_appear_and_empty() -> None:
+    h = Harness()
+    publisher, viewer, windowed = h.peer(), h.peer(), h.peer()
+    _feed(publisher)
+    base = {"c": "sow_and_subscribe", "t": "orders", "o": "count," + GROUPS}
+    assert of_type(viewer.send({**base, "cid": "all"}), "group_end")[0]["matches"] == 2
+    top = {**base, "cid": "top", "top_n": 1, "orderby": "/qty DESC"}
+    assert of_type(windowed.send(top), "group_end")[0]["matches"] == 2
+    publisher.send(_pub(4, desk="c", qty=1))  # a new group: past the window's end, the count alone
+    assert [m["matches"] for m in of_type(viewer.take(), "count")] == [3]
+    assert [(m["c"], m.get("matches")) for m in windowed.take()] == [("count", 3)]
+    publisher.send(_pub(1, desk="a", qty=9))  # a group changes, the number does not
+    assert of_type(viewer.take(), "count") == [] and of_type(windowed.take(), "count") == []
+    publisher.send({"c": "sow_delete", "t": "orders", "filter": "/desk = 'c'"})  # c empties
+    assert [m["matches"] for m in of_type(viewer.take(), "count")] == [2]
+    assert [m["matches"] for m in of_type(windowed.take(), "count")] == [2]
+    reply = viewer.send({"c": "sow", "t": "orders", "cid": "q", "o": "count," + GROUPS})
+    assert reply[-1]["reason"].startswith("invalid options: count is for")
+
+
+def test_a_window_over_groups_moves_as_a_viewport() -> None:
+    h = Harness()
+    publisher, viewer = h.peer(), h.peer()
+    publisher.send(*[_pub(n, desk=f"d{n}", qty=n) for n in range(1, 9)])
+    base = {"c": "sow_and_subscribe", "t": "orders", "sub_id": "v", "orderby": "/qty", "o": "oof,count"}
+    viewer.send(
+        {**base, "cid": 1, "top_n": 3, "grouping": ["/desk"], "projection": ["/desk", "SUM(/qty) AS /qty"]}
+    )
+    moved = viewer.send(
+        {
+            **base,
+            "cid": 2,
+            "top_n": 3,
+            "skip_n": 2,
+            "o": "oof,count,replace",
+            "grouping": ["/desk"],
+            "projection": ["/desk", "SUM(/qty) AS /qty"],
+        }
+    )
+    brief = [
+        (m["c"], m["data"]["qty"] if "data" in m else "key", m.get("pos"))
+        for m in moved
+        if m["c"] in ("oof", "sow")
+    ]
+    assert brief == [("oof", 1, None), ("oof", 2, None), ("sow", "key", 1), ("sow", 4, 2), ("sow", 5, 3)]
+    assert of_type(moved, "group_end")[0]["matches"] == 8
+    # Onto another aggregation (a filter): a group whose totals are the same stays a key, one
+    # whose totals changed is sent in full, one that is not in the new view leaves.
+    publisher.send(_pub(21, desk="d3", qty=0.5))
+    viewer.take()
+    other = viewer.send(
+        {
+            **base,
+            "cid": 3,
+            "top_n": 3,
+            "skip_n": 2,
+            "filter": "/order != 4 AND /order != 21",
+            "o": "oof,count,replace",
+            "grouping": ["/desk"],
+            "projection": ["/desk", "SUM(/qty) AS /qty"],
+        }
+    )
+    brief = [
+        (m["c"], m["data"]["qty"] if "data" in m else "key", m.get("pos"))
+        for m in other
+        if m["c"] in ("oof", "sow")
+    ]
+    assert brief == [("oof", 4, None), ("sow", 3, 1), ("sow", "key", 2), ("sow", 6, 3)]
+    assert len(h.broker.topics["orders"].derived) == 1  # the old aggregation went with its last view
+
+
+def test_a_transaction_counts_its_groups_once_inside_its_block() -> None:
+    h = Harness()
+    publisher, viewer = h.peer(), h.peer()
+    _feed(publisher)
+    viewer.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "o": "count," + GROUPS})
+    publisher.send(
+        {"c": "tx", "cmds": [_pub(7, desk="x", qty=1), _pub(8, desk="y", qty=1), _pub(9, desk="x", qty=2)]}
+    )
+    got = viewer.take()
+    assert [m["c"] for m in got] == ["tx_begin", "p", "p", "count", "tx_end"]
+    assert got[-2]["matches"] == 4

@@ -171,11 +171,11 @@ def test_a_move_over_the_same_order_reads_neither_the_topic_nor_a_new_order(
     feed.send(*[publish(n) for n in range(2000)])
     viewer.send(window(top=50, options=options))
     topic: Topic = h.broker.topics["orders"]
-    (order,) = topic._orders.values()
+    (order,) = topic.orders.values()
     # The records are not read: a move touches the window, not the topic.
     monkeypatch.setattr(Topic, "records", property(lambda self: _Guarded(self.sow.records)))
     got = viewer.send(window(top=50, skip=10, options=f"{options},replace".strip(",")))
-    assert list(topic._orders.values()) == [order]
+    assert list(topic.orders.values()) == [order]
     sows = of_type(got, "sow")
     assert [("data" in m) for m in sows] == [False] * 40 + [True] * 10
     assert len(of_type(got, "oof")) == (10 if "oof" in options else 0)
@@ -212,7 +212,7 @@ def test_a_move_to_another_order_is_charged_once_against_the_socket() -> None:
         got = viewer.send({**window(options="count,replace"), "orderby": orderby, "cid": n})
         assert got[0]["status"] == "success", got[0]
         assert of_type(got, "group_end")[0]["matches"] == 20
-    assert len(h.broker.topics["orders"]._orders) == 1
+    assert len(h.broker.topics["orders"].orders) == 1
 
 
 def test_count_needs_a_snapshot_subscription() -> None:

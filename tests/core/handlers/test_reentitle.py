@@ -381,3 +381,14 @@ def test_a_reload_that_moves_no_one_keeps_every_resume_point(h: Harness, feed: P
     reload(h, user("alice", ALICE, password="new", write=[]), user("bob", BOB), FEED, user("dave", BOB))
     feed.send(order(5, "Alice"))
     assert resumed(logged_on(h, "alice", "new"), bm) == (True, [5])
+
+
+def test_count_over_groups_is_told_the_groups_a_reload_leaves(h: Harness, feed: Peer) -> None:
+    alice = logged_on(h, "alice")
+    view = alice.send(
+        {"c": "sow_and_subscribe", "t": "orders", "sub_id": "g", "grouping": ["/qty"], "o": "count"}
+    )
+    assert of_type(view, "group_end")[0]["matches"] == 2  # her two orders, of 10 and 30
+    reload(h, user("alice", None), FEED)  # every order: four groups
+    got = alice.take()
+    assert [m["matches"] for m in of_type(got, "count")] == [4] and got[-1]["c"] == "count"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from server.core.fanout.subscription import Subscription
 from server.core.fanout.topic import Topic
-from server.core.handlers import querying
+from server.core.handlers import snapshotting
 from server.core.handlers.resuming import NetChange, net_change
 from server.core.protocol import wire
 
@@ -77,8 +77,8 @@ def applied(view: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, A
 
 
 class Reference:
-    """``net_change`` as handlers/querying.py calls it, that also keeps the eager resume's messages, encoded
-    at the same moment."""
+    """``net_change`` as handlers/snapshotting.py calls it, that also keeps the eager resume's
+    messages, encoded at the same moment."""
 
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] | None = None
@@ -137,7 +137,7 @@ def test_a_lazy_resume_sends_what_the_eager_one_did(
     run(h, feed, away)
 
     again, reference = logged_on(h, user), Reference()
-    with mock.patch.object(querying, "net_change", reference):
+    with mock.patch.object(snapshotting, "net_change", reference):
         h.engine.receive(again.session, orjson.dumps({**command, "bm": str(bm)}))
     run(h, feed, during)  # before the socket reads a byte of the resume
     got = again.take()

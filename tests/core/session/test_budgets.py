@@ -69,7 +69,7 @@ def test_one_socket_cannot_keep_more_than_its_share_of_distinct_window_orders() 
         assert window(peer, n, f"/qty, /x{n}")["status"] == "success"
     ack = window(peer, "over", "/qty, /x_over")
     assert ack["reason"].startswith("invalid options: window orders:"), ack
-    orders = h.broker.topics["orders"]._orders
+    orders = h.broker.topics["orders"].orders
     assert len(orders) == SOCKET_ORDERS  # the refused window's order is not kept
     # Windows over an order the socket already uses cost nothing more; another socket has its own share.
     assert window(peer, "same", "/qty, /x0", top_n=5)["status"] == "success"
@@ -77,6 +77,24 @@ def test_one_socket_cannot_keep_more_than_its_share_of_distinct_window_orders() 
     # A replace swaps its old order out of the count (sub 1 alone uses /x1).
     replaced = window(peer, 1, "/qty, /y1", sub_id=1, o="replace")
     assert replaced["status"] == "success", replaced
+
+
+def test_a_window_over_groups_keeps_an_order_of_its_own() -> None:
+    """A window over groups sorts groups, not the topic's records: with the same orderby as a
+    window over records (or over another aggregation's groups), it is another order."""
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 10)
+    for n in range(SOCKET_ORDERS - 2):
+        assert window(peer, n, f"/qty, /x{n}")["status"] == "success"
+    assert window(peer, "records", "/qty")["status"] == "success"
+    assert window(peer, "groups", "/qty", grouping=["/qty"])["status"] == "success"
+    windows = [sub.window for sub in peer.session.subscriptions.values()]
+    assert len({id(window.order) for window in windows if window is not None}) == SOCKET_ORDERS
+    ack = window(peer, "other groups", "/qty", grouping=["/qty", "/order"])
+    assert ack["reason"].startswith("invalid options: window orders:"), ack
+    # Another window over the same groups and order shares it.
+    assert window(peer, "same groups", "/qty", top_n=3, grouping=["/qty"])["status"] == "success"
 
 
 def test_the_records_a_sockets_orders_hold_are_bounded_besides_the_largest(

@@ -1,0 +1,88 @@
+"""A topic's live windows and the orders they share (docs/protocol.md, Live windows).
+
+Windows with the same gates (the subscription's filter and the user's entitlement) and the same
+``orderby`` share one ``WindowOrder`` (windows.py), whatever their ranges: the topic keeps them
+here by that share, gives each window subscription its window over its order when it is added,
+and drops an order when its last window closes. A change is applied to every order first, and
+the windows it touched are asked what it means for them (fanout/topic.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .windows import Window, WindowOrder
+
+if TYPE_CHECKING:
+    from ..records.version import RecordVersion
+    from .subscription import Subscription
+
+
+def order_share(subscription: Subscription) -> tuple[Any, ...] | None:
+    """What a window subscription's window shares its order by (its gates and its order), None
+    when it is not a window."""
+    spec = subscription.window_spec
+    if spec is None:
+        return None
+    gate = subscription.entitlement.filter
+    ctx = subscription.ctx
+    return (
+        spec.order_text,
+        tuple(f.text for f in subscription.filters),
+        gate.text if gate is not None else None,
+        ctx.user,
+        ctx.client_name,
+    )
+
+
+class WindowOrders:
+    """One topic's window orders, by what shares them."""
+
+    __slots__ = ("_orders",)
+
+    def __init__(self) -> None:
+        self._orders: dict[tuple[Any, ...], WindowOrder] = {}
+
+    def __len__(self) -> int:
+        return len(self._orders)
+
+    def __iter__(self) -> Iterator[WindowOrder]:
+        return iter(self._orders.values())
+
+    def values(self) -> Iterable[WindowOrder]:
+        return self._orders.values()
+
+    def holds(self, share: tuple[Any, ...] | None) -> bool:
+        return share is not None and share in self._orders
+
+    def open(self, subscription: Subscription, records: Mapping[str, RecordVersion]) -> None:
+        """Give window ``subscription`` its window, over its gates' shared order (made from
+        ``records`` by one pass when it is the first)."""
+        share = order_share(subscription)
+        spec = subscription.window_spec
+        if share is None or spec is None:
+            return
+        order = self._orders.get(share)
+        if order is None:
+            order = WindowOrder(spec.sort_key, subscription.matches, records.values())
+            self._orders[share] = order
+            order.share = share
+        subscription.window = window = Window(order, spec.skip, spec.top, subscription)
+        order.windows.add(window)
+
+    def close(self, subscription: Subscription) -> None:
+        window = subscription.window
+        if window is None:
+            return
+        order = window.order
+        order.windows.discard(window)
+        if not order.windows:
+            self._orders.pop(order.share, None)
+
+    def apply(self, key: str, new: RecordVersion | None) -> list[Window]:
+        """Take the change of record ``key`` into every order first; the windows it touched."""
+        touched: list[Window] = []
+        for order in self._orders.values():
+            touched += order.apply(key, new)
+        return touched

@@ -1,0 +1,145 @@
+"""Answering a query with its snapshot: the records (or groups) a ``sow`` or ``sow_and_*`` reads,
+in order, queued as one stream that the socket's writer encodes as it drains it, between
+``group_begin`` and ``group_end``; or, for a ``resume``, the net change since its bookmark
+(resuming.py). A viewport's move answers in a frame of its own (moving.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..fanout.subscription import Subscription
+from ..fanout.windows import WindowSpec
+from ..protocol import wire
+from ..protocol.commands import Query
+from ..queue.outbox import FRAME_BREAK
+from ..queue.snapshots import SnapshotRecords, estimated_size, record_message
+from ..records.version import RecordVersion
+from .resuming import net_change, resume_point
+
+if TYPE_CHECKING:
+    from ..broker.broker import Broker
+    from ..fanout.topic import Topic
+    from ..session.session import Session
+
+
+def resumable(
+    broker: Broker,
+    topic: Topic,
+    session: Session,
+    body: Query,
+    subscription: Subscription,
+    orderby: Any,
+    window: WindowSpec | None,
+    end: dict[str, Any],
+) -> tuple[int, int]:
+    """A ``resume`` subscription's snapshot: the net change since its bookmark when the topic's
+    history reaches back to it, else the whole snapshot; ``group_end`` carries the position to
+    resume from next time and, when a bookmark was given, whether it was resumed."""
+    fields: dict[str, Any] = {"bm": str(broker.changes.applied_position(topic.name)), **end}
+    after = resume_point(broker, topic, body.bookmark, window is not None) if topic.is_sow else None
+    if body.bookmark is not None:
+        fields["resumed"] = after is not None
+    if after is None:
+        return snapshot(topic, session, body, subscription, orderby, subscription, fields)
+    head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
+    net = net_change(topic, subscription, after)
+    send_snapshot(topic, session, body, head, net.versions, partial(net.message, subscription, head), fields)
+    return len(net), len(net)
+
+
+def snapshot(
+    topic: Topic,
+    session: Session,
+    body: Query,
+    reader: Subscription,
+    orderby: Any,
+    subscription: Subscription | None,
+    end_fields: dict[str, Any] | None = None,
+) -> tuple[int, int]:
+    matches, versions = _select(topic, reader, body, orderby) if topic.is_sow else (0, [])
+    views: list[Any] | None = None
+    if subscription is not None and subscription.held is not None:
+        # What the subscription holds is what it was sent: its views are taken now. Otherwise
+        # each view is made as the writer drains the snapshot, never a list of them all.
+        views = [subscription.view_of(version) for version in versions]
+        for version, view in zip(versions, views, strict=True):
+            subscription.remember(version.key, view)
+    head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
+    message = _record_messages(head, versions, views, reader)
+    send_snapshot(topic, session, body, head, versions, message, end_fields)
+    return matches, len(versions)
+
+
+def send_snapshot(
+    topic: Topic,
+    session: Session,
+    body: Query,
+    head: bytes,
+    versions: list[RecordVersion],
+    message: Callable[[int], bytes | None],
+    end_fields: dict[str, Any] | None,
+) -> None:
+    """Queue a snapshot (a plain one, or a resume's net change): ``group_begin``, one message
+    about each of ``versions`` (``message(index)``, encoded as the socket's writer drains it: the
+    snapshot holds the versions, never their bodies), ``group_end``. The stream counts against
+    the socket's queue, and later changes of its records go after it (queue/outbox.py)."""
+    session.send(wire.group_begin(body.query_id))
+    stream = _encode_snapshot(len(versions), message, body.batch_size)
+    records = SnapshotRecords(topic.name, versions)
+    session.send_stream(stream, len(versions), estimated_size(head, versions), records)
+    session.send(wire.group_end(body.query_id, len(versions), **(end_fields or {})))
+
+
+def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> tuple[int, list[RecordVersion]]:
+    """The records the query returns, in order, and how many matched (within the entitlement)."""
+    window = reader.window
+    if window is not None:  # kept in order already
+        records = topic.records
+        return len(window.order), [records[key] for key in window.sowkeys()]
+    if reader.unfiltered:  # no filter and no entitlement filter: compact records stay undecoded
+        versions = list(topic.records.values())
+    else:
+        in_view = reader.matches
+        versions = [v for v in topic.records.values() if in_view(v.data)]
+    matches = len(versions)
+    if orderby is not None:
+        versions = orderby.sort(versions)
+    start = body.skip_n or 0
+    end = start + body.top_n if body.top_n is not None else None
+    if start or end is not None:
+        versions = versions[start:end]
+    return matches, versions
+
+
+def _encode_snapshot(
+    count: int, message: Callable[[int], bytes | None], batch: int | None
+) -> Iterator[bytes]:
+    for index in range(count):
+        if batch and index and index % batch == 0:
+            yield FRAME_BREAK
+        encoded = message(index)
+        if encoded is not None:
+            yield encoded
+
+
+def _record_messages(
+    head: bytes, versions: list[RecordVersion], views: list[Any] | None, reader: Subscription
+) -> Callable[[int], bytes | None]:
+    """A plain snapshot's message by index: the record in full (a window's with its place in it).
+    A closure over what every record needs, looked up once: it runs once per record sent."""
+    positions = reader.positions
+    full_body, body_of = reader.full_body, reader.body_of
+
+    def message(index: int) -> bytes | None:
+        version = versions[index]
+        record_head = head + b',"pos":%d' % (index + 1) if positions else head
+        if views is not None:
+            return record_message(record_head, partial(full_body, version.key, version, views[index], {}))
+        return record_message(record_head, partial(body_of, version.key, version))
+
+    return message
