@@ -4,6 +4,7 @@ import { Emitter } from "./emitter.js";
 import type { Backoff, Connection, ConnectionState, StateEvent } from "./connection.js";
 import type { PushError } from "./errors.js";
 import type { View, ViewSettings } from "./view.js";
+import type { AggregateSettings, Viewport, ViewportSettings } from "./viewport.js";
 
 /**
  * What every command takes. Commands made before connect(), or while the client reconnects, wait
@@ -141,6 +142,17 @@ export declare class PushClient extends Emitter<ClientEvents> {
   deltaSubscribe<T = any>(topic: string, settings?: ViewSettings): View<T>;
   /** The matching records, then deltas. */
   sowAndDeltaSubscribe<T = any>(topic: string, settings?: ViewSettings): View<T>;
+  /**
+   * The rows `rows: [first, last]` (0-based, inclusive: [0, 49] is 50 rows; default [0, 99]) of
+   * the view `filter` and `orderby` make of `topic`, live: `rows`, `keys`, `count`, moved in
+   * place by moveTo, sortBy and filterBy.
+   */
+  viewport<T = any>(topic: string, settings?: ViewportSettings): Viewport<T>;
+  /**
+   * The same over the groups of an aggregated view: rows are group records keyed by the group's
+   * key. Without `rows`: the first 10,000 groups (the whole view up to that; `count` tells).
+   */
+  aggregate<T = any>(topic: string, settings: AggregateSettings): Viewport<T>;
   /** view.close(), by the view or its sub_id. */
   unsubscribe(view: View | string): Promise<void>;
 }

@@ -1,5 +1,5 @@
 // PushClient: logon, views re-established once after every reconnect (resumed from their
-// bookmarks: view.js), a publish store that re-sends unacknowledged publishes with their sequence
+// bookmarks: view.js; viewports at the window last asked for: viewport.js), a publish store that re-sends unacknowledged publishes with their sequence
 // numbers (requests.js), transactions, one-off queries, and the page's visibility told to the
 // server (docs/protocol.md, Hidden views: a hidden tab costs one message per record per interval). The connection
 // itself (one socket at a time, the reconnect loop, backoff, heartbeats) is the state machine in
@@ -16,6 +16,7 @@ import { CommandRefused, ConnectionClosed, PushError } from "./errors.js";
 import { Queries } from "./queries.js";
 import { Requests } from "./requests.js";
 import { View } from "./view.js";
+import { MAX_ROWS, Viewport } from "./viewport.js";
 
 /**
  * @typedef {import("./connection.js").ConnectionState} ConnectionState
@@ -24,6 +25,8 @@ import { View } from "./view.js";
  * @typedef {import("./deadline.js").RequestOptions} RequestOptions
  * @typedef {import("./requests.js").Ack} Ack
  * @typedef {import("./view.js").ViewSettings} ViewSettings
+ * @typedef {import("./viewport.js").ViewportSettings} ViewportSettings
+ * @typedef {Omit<ViewportSettings, "grouping" | "projection"> & { grouping: string[], projection?: string[] }} AggregateSettings
  *
  * @typedef {object} ClientOptions
  * @property {string} [clientName]  with one, publishes carry sequence numbers (re-sent safely)
@@ -314,11 +317,21 @@ export class PushClient extends Emitter {
    * @returns {View}
    */
   _view(command, topic, settings = {}) {
-    const subId = settings.subId ?? `v${this.requests.nextId()}`;
+    return this._track(command, settings.subId, (subId) => new View(this, command, topic, { ...settings, subId }));
+  }
+
+  /**
+   * Make a view (or viewport) with its sub_id and open it when the client is open.
+   * @template {View} V
+   * @param {string} command @param {string | undefined} subId
+   * @param {(subId: string) => V} make
+   * @returns {V}
+   */
+  _track(command, subId = `v${this.requests.nextId()}`, make) {
     if (this.views.has(subId)) {
       throw new PushError("subid_in_use", `a view with sub_id ${subId} is open`, { command });
     }
-    const view = new View(this, command, topic, { ...settings, subId });
+    const view = make(subId);
     if (view.closed) return view; // its signal was aborted already
     if (this.state === "closed") {
       view._end(this._closedError(command));
@@ -353,6 +366,19 @@ export class PushClient extends Emitter {
   }
 
   /**
+   * Send a viewport's replace (a move) on the connection it is subscribed on; null when it is not
+   * (its next subscribe, on the next connection, states the move).
+   * @param {Viewport} view @param {Record<string, any>} message
+   * @returns {Promise<Ack> | null}
+   */
+  _move(view, message) {
+    if (this.state !== "open" || view.openedOn !== this.connection.opens || this.views.get(view.subId) !== view) {
+      return null;
+    }
+    return this.requests.request(message);
+  }
+
+  /**
    * Forget a view and, when the server holds it, unsubscribe: resolves on the ack, or at once.
    * Never rejects (a lost connection took the subscription with it).
    * @param {View} view
@@ -374,6 +400,31 @@ export class PushClient extends Emitter {
   deltaSubscribe(topic, settings) { return this._view("delta_subscribe", topic, settings); }
   /** @param {string} topic @param {ViewSettings} [settings] */
   sowAndDeltaSubscribe(topic, settings) { return this._view("sow_and_delta_subscribe", topic, settings); }
+
+  /**
+   * The rows first..last of a sorted, filtered view of `topic`, live, moved in place with
+   * moveTo, sortBy and filterBy (viewport.js). Rows are 0-based and inclusive: [0, 49] is 50
+   * rows. Without `rows`: [0, 99].
+   * @template [T=any]
+   * @param {string} topic @param {ViewportSettings} [settings]
+   * @returns {Viewport<T>}
+   */
+  viewport(topic, settings = {}) {
+    return this._track("sow_and_subscribe", settings.subId, (subId) => new Viewport(this, topic, { ...settings, subId }));
+  }
+
+  /**
+   * A viewport over the groups of an aggregated view (docs/protocol.md, Aggregated views): its
+   * rows are group records, keyed by the group's key. Without `rows`: the first MAX_ROWS
+   * groups, the whole view for any that has no more (`count` says how many there are).
+   * @template [T=any]
+   * @param {string} topic @param {AggregateSettings} settings
+   * @returns {Viewport<T>}
+   */
+  aggregate(topic, settings) {
+    const rows = settings.rows ?? /** @type {[number, number]} */ ([0, MAX_ROWS - 1]);
+    return this.viewport(topic, { ...settings, rows });
+  }
 
   /**
    * Close a view (by itself or its sub_id): view.close().

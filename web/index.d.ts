@@ -16,6 +16,15 @@ export { Connection, backoffDelay } from "./connection.js";
 export type { Backoff, ConnectionOptions, ConnectionState, StateEvent } from "./connection.js";
 export { View } from "./view.js";
 export type { Change, ChangeKind, ViewErrorEvent, ViewEvents, ViewSettings, ViewStats } from "./view.js";
+export { DEFAULT_ROWS, MAX_ROWS, Viewport } from "./viewport.js";
+export type {
+  AggregateSettings,
+  MoveResult,
+  RowRange,
+  RowsEvent,
+  ViewportEvents,
+  ViewportSettings,
+} from "./viewport.js";
 export * from "./errors.js"; // PushError and its subclasses, REFUSAL_CODES, CLOSE_CODES
 export type { Emitter } from "./emitter.js";
 export { LatencyWindow } from "./latency.js";

@@ -3,6 +3,7 @@
 export { PushClient } from "./client.js";
 export { Connection, backoffDelay } from "./connection.js";
 export { View } from "./view.js";
+export { DEFAULT_ROWS, MAX_ROWS, Viewport } from "./viewport.js";
 export * from "./errors.js"; // PushError and its subclasses, REFUSAL_CODES, CLOSE_CODES
 export { LatencyWindow } from "./latency.js";
 export { applyPatch } from "./patch.js";

@@ -83,11 +83,12 @@ export class View extends Emitter {
     this._iterators = new Set();
     /** @type {Promise<void> | null} close()'s, once asked */
     this._closing = null;
-    /** @type {(view: View) => void} */
+    /** @type {(view: any) => void} (any: a subclass resolves with itself) */
     let resolveReady = () => {};
     /** @type {(error: PushError) => void} */
     let rejectReady = () => {};
-    /** @type {Promise<View>} resolves once the view is established (its snapshot in, for sow_and_*) */
+    /** @type {Promise<this>} resolves once the view is established (its snapshot in, for sow_and_*);
+     * `this`: a Viewport's resolves with the Viewport */
     this.ready = new Promise((resolve, reject) => {
       resolveReady = resolve;
       rejectReady = reject;
