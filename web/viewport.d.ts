@@ -96,6 +96,8 @@ export declare class Viewport<T = any> extends View<T> {
   readonly orderby: string | undefined;
   /** The whole view's size (not the window's); null until the server says (or with `count: false`). */
   readonly count: number | null;
+  /** The window last asked for (moves not yet answered included): where the viewport is going. */
+  readonly wanted: Readonly<{ first: number; last: number; orderby: string | undefined; filter: string | undefined }>;
   /** The grouping fields, for client.aggregate(). */
   readonly grouping: string[] | undefined;
   readonly projection: string[] | undefined;

@@ -8,52 +8,21 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import orjson
-import pytest
 from playwright.sync_api import Page
-from websockets.sync.client import connect
 
 from ..integration.server_process import ServerProcess
 from .client_page import frozen, open_client_page
 from .feed import request
-
-# The viewport asks the server to count the view (the option `count`, PROTOCOL 12) unless told
-# not to. The tests that do not read the count leave it out, so that they run on a server
-# without the option; the ones that need it are marked below.
-NO_COUNT = "count: false"
-NEEDS_COUNT = pytest.mark.skip(reason="server: no option `count` (group_end `matches`, `count` messages)")
-NEEDS_KEYS_ONLY = pytest.mark.skip(reason="server: a moved window is resent in full (no keys-only `sow`)")
-NEEDS_AGGREGATION = pytest.mark.skip(reason="server: no aggregated views (`grouping`, `projection`)")
-
-ORDER = "/qty DESC, /order"  # total: no two rows tie
-
-
-def record(n: int) -> dict[str, Any]:
-    return {"order": n, "qty": n * 7919 % 1000, "desk": "ABC"[n % 3]}
-
-
-def publish_many(server: ServerProcess, records: list[dict[str, Any]], topic: str = "orders") -> None:
-    """Publish in frames of 1,000 over one socket, then wait for a flush."""
-    with connect(server.url, open_timeout=5, max_size=None) as ws:
-        for start in range(0, len(records), 1000):
-            batch = [{"c": "publish", "t": topic, "data": r} for r in records[start : start + 1000]]
-            ws.send(orjson.dumps(batch).decode())
-        ws.send(orjson.dumps({"c": "flush", "cid": "done"}).decode())
-        while True:
-            got = orjson.loads(ws.recv(timeout=30))
-            if any(m.get("cid") == "done" for m in (got if isinstance(got, list) else [got])):
-                return
-
-
-def window(
-    server: ServerProcess, first: int, last: int, orderby: str = ORDER, filter_text: str = ""
-) -> list[Any]:
-    """The rows first..last (inclusive) as the server answers a one-off query."""
-    command: dict[str, Any] = {"c": "sow", "t": "orders", "query_id": "w", "orderby": orderby}
-    command |= {"skip_n": first, "top_n": last - first + 1}
-    if filter_text:
-        command["filter"] = filter_text
-    return [m["data"] for m in request(server.url, [command]) if m.get("c") == "sow"]
+from .viewport_data import (
+    NEEDS_AGGREGATION,
+    NEEDS_COUNT,
+    NEEDS_KEYS_ONLY,
+    NO_COUNT,
+    ORDER,
+    publish_many,
+    record,
+    window,
+)
 
 
 def rows_of(page: Page, name: str = "vp") -> list[Any]:
