@@ -5,7 +5,9 @@ each time the rows equal to the window the server itself answers for the same ra
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Page
@@ -329,4 +331,31 @@ def test_aggregate_rows_are_groups_kept_live(page: Page, server: ServerProcess) 
     assert page.evaluate("() => groups.rows[3]") == {"desk": "D", "qty": 7, "orders": 1}
     page.evaluate("() => groups.sortBy('/qty DESC')")
     assert page.evaluate("() => groups.rows.map((row) => row.desk)")[-1] == "D"
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+@NEEDS_COUNT
+def test_the_readme_viewport_example_works(page: Page, server: ServerProcess) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("### Viewports", 1)[1]
+    match = re.search(r"```js\n(const viewport = client\.viewport.*?)```", section, re.DOTALL)
+    assert match, "the README's Viewports section has no viewport example"
+    records = [{**record(n), "px": n} for n in range(1, 2001)]
+    publish_many(server, records)
+    open_client_page(page, server)
+    result = page.evaluate(
+        """async (example) => {
+        window.client = new push.PushClient(`ws://${location.host}/ws`);
+        await client.connect();
+        const drawn = [];
+        const draw = (first, rows, count) => drawn.push([first, rows.length, count]);
+        const run = new Function("client", "draw", `return (async () => { ${example}; return viewport; })()`);
+        window.vp = await run(client, draw);
+        return { drawn, closed: vp.closed };
+    }""",
+        match.group(1).replace("await viewport.close();", ""),
+    )
+    assert result["drawn"][0] == [0, 50, sum(r["qty"] > 10 for r in records)]
+    assert result["closed"] is False
+    assert rows_of(page) == window(server, 1000, 1049, orderby="/px DESC", filter_text="/qty > 100")
     assert page.errors == []  # type: ignore[attr-defined]
