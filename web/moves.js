@@ -53,7 +53,12 @@ export class Moves {
     const superseded = this.waiting.filter((move) => [...move.parts].every((part) => covers.has(part)));
     this.waiting = this.waiting.filter((move) => !superseded.includes(move));
     for (const move of superseded) move.resolve({ ...now(), superseded: true });
-    return new Promise((resolve, reject) => this.waiting.push({ parts: covers, resolve, reject }));
+    const settled = new Promise((resolve, reject) => this.waiting.push({ parts: covers, resolve, reject }));
+    // A grid moves without awaiting each move: one that fails (the viewport closed under it, a
+    // refusal) must not be an unhandled rejection. The caller who awaits it still gets the error,
+    // and a refusal is also the viewport's "error" event.
+    settled.catch(() => {});
+    return settled;
   }
 
   /** A request goes out carrying every waiting change. @returns {Move[]} */

@@ -210,6 +210,13 @@ export class Viewport extends View {
   _sendNext() {
     if (this.closed || this._moves.inFlight !== null || this._moves.waiting.length === 0) return;
     const window = { ...this.wanted };
+    if (this._isReady && sameWindow(window, this._applied())) {
+      // Asked for what is there already (a grid asks again as it scrolls within the window):
+      // nothing to send; the rows are those.
+      this._moves.send();
+      for (const move of this._moves.answered()) move.resolve(this._result(false));
+      return;
+    }
     const sent = this.host._move(this, this._command(window, true));
     if (sent === null) return; // not subscribed on an open connection: the next request carries it
     const carried = this._moves.send();
@@ -397,6 +404,11 @@ export class Viewport extends View {
     for (const move of done) move.resolve(this._result(false));
     this._sendNext();
   }
+}
+
+/** @param {Window} a @param {Window} b */
+function sameWindow(a, b) {
+  return a.first === b.first && a.last === b.last && a.orderby === b.orderby && a.filter === b.filter;
 }
 
 /** Split an option list at its commas, except those inside [...]. @param {string} text */

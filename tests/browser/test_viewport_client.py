@@ -149,6 +149,8 @@ def test_a_newer_move_supersedes_one_still_waiting(page: Page, server: ServerPro
         const c = track("c", vp.moveTo(300, 309));  // ...and is superseded by this one
         const d = track("d", vp.sortBy("/order"));  // goes with c: another part of the subscription
         const results = { a: await a, b: await b, c: await c, d: await d };
+        // Asking for the window it holds sends nothing.
+        results.same = await vp.moveTo(300, 309);
         return { results, order, replaces: replaces.map((m) => [m.skip_n, m.top_n, m.orderby]) };
     }"""
     )
@@ -157,6 +159,7 @@ def test_a_newer_move_supersedes_one_still_waiting(page: Page, server: ServerPro
     assert result["results"]["a"] == {"superseded": False, "first": 100, "last": 109, "count": None}
     assert result["results"]["c"] == {"superseded": False, "first": 300, "last": 309, "count": None}
     assert result["results"]["d"]["superseded"] is False
+    assert result["results"]["same"] == {"superseded": False, "first": 300, "last": 309, "count": None}
     assert result["replaces"] == [[100, 10, ORDER], [300, 10, "/order"]], "one request in flight at a time"
     assert rows_of(page) == [record(n) for n in range(301, 311)]
     assert page.errors == []  # type: ignore[attr-defined]
@@ -358,4 +361,29 @@ def test_the_readme_viewport_example_works(page: Page, server: ServerProcess) ->
     assert result["drawn"][0] == [0, 50, sum(r["qty"] > 10 for r in records)]
     assert result["closed"] is False
     assert rows_of(page) == window(server, 1000, 1049, orderby="/px DESC", filter_text="/qty > 100")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_moves_asked_before_the_first_window_go_with_the_subscribe(page: Page, server: ServerProcess) -> None:
+    publish_many(server, [record(n) for n in range(1, 201)])
+    open_client_page(page, server)
+    result = page.evaluate(
+        f"""async () => {{
+        window.client = new push.PushClient(`ws://${{location.host}}/ws`);
+        const subscribes = [];
+        const send = client.connection.send.bind(client.connection);
+        client.connection.send = (message) => {{
+          if (message.c === "sow_and_subscribe") subscribes.push([message.skip_n, message.top_n, message.o]);
+          return send(message);
+        }};
+        window.vp = client.viewport("orders", {{ orderby: "{ORDER}", options: "oof,timestamp", {NO_COUNT} }});
+        const moved = vp.moveTo(40, 59);   // before connect(): the subscribe states it
+        await client.connect();
+        await vp.ready;
+        return {{ moved: await moved, subscribes, first: vp.first }};
+    }}"""
+    )
+    assert result["subscribes"] == [[40, 20, "positions,oof,timestamp"]], "one subscribe, options not doubled"
+    assert result["moved"] == {"superseded": False, "first": 40, "last": 59, "count": None}
+    assert rows_of(page) == window(server, 40, 59)
     assert page.errors == []  # type: ignore[attr-defined]
