@@ -101,12 +101,13 @@ export class Viewport extends View {
     this.projection = settings.projection;
     this.counts = settings.count !== false;
     /** @type {Window} the subscription to state next: what was last asked for */
-    this.wanted = { first, last, orderby: settings.orderby, filter: settings.filter };
+    this.wanted = { first, last, orderby: settings.orderby || undefined, filter: settings.filter || undefined };
+    this.filter = this.wanted.filter;
     /** The window `rows` holds (as the server answered): the row `rows[i]` is row first + i. */
     this.first = first;
     this.last = last;
     /** @type {string | undefined} */
-    this.orderby = settings.orderby;
+    this.orderby = this.wanted.orderby;
     /** @type {string[]} the SowKeys (group keys) of the rows, in window order */
     this.keys = [];
     /** @type {number | null} the whole view's size (not the window's), once the server said */
@@ -193,7 +194,9 @@ export class Viewport extends View {
   /** @param {Part[]} parts @param {Partial<Window>} change @returns {Promise<MoveResult>} */
   _ask(parts, change) {
     if (this.closed) {
-      return Promise.reject(this.failure ?? new PushError("closed", "the viewport is closed", { command: this.command }));
+      const failed = Promise.reject(this.failure ?? new PushError("closed", "the viewport is closed", { command: this.command }));
+      failed.catch(() => {}); // as for a move the viewport's end fails (moves.js)
+      return failed;
     }
     const settled = this._moves.ask(parts, () => this._result(false));
     Object.assign(this.wanted, change);
@@ -323,7 +326,8 @@ export class Viewport extends View {
 
   /** The snapshot is complete: it is the window. @param {any} message  its group_end */
   _endWindow(message) {
-    const entries = (this._window ?? []).filter(Boolean);
+    if (this._window === null) return; // (its group_begin came on a lost connection)
+    const entries = this._window.filter(Boolean);
     this._window = null;
     const fresh = new Map(entries);
     for (const [key, record] of [...this.records]) {
