@@ -5,7 +5,9 @@ changes that move rows, and after sorting by a column header."""
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -118,6 +120,27 @@ def test_the_scrollbar_is_sized_by_the_views_count(page: Page, server: ServerPro
     page.wait_for_function("() => grid.getDisplayedRowCount() === 4000")
     page.evaluate("() => grid.ensureIndexVisible(3999, 'bottom')")
     assert wait_for_screen(page, server)["last"] == 3999
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+@NEEDS_COUNT
+def test_the_readme_example_works(page: Page, server: ServerProcess) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    match = re.search(r"```js\n(import \{ bindAgGridViewport.*?)```", readme, re.DOTALL)
+    assert match, "the README has no example of a viewport in AG Grid"
+    publish_many(server, [{**record(n), "sym": f"S{n % 7}"} for n in range(1, 3001)])
+    page.goto(server.http + "/healthz")  # the page's origin, for the example's absolute imports
+    page.set_content(
+        '<script src="/static/vendor/ag-grid/ag-grid-community.min.js"></script>'
+        '<div id="grid" style="height: 500px"></div><script type="module">'
+        'import { PushClient } from "/web/index.js";'
+        "const client = new PushClient(`ws://${location.host}/ws`); await client.connect();"
+        f"{match.group(1)}\nwindow.grid = api; window.vp = viewport;</script>"
+    )
+    page.wait_for_function("() => window.vp !== undefined && grid.getDisplayedRowCount() === 3000")
+    assert wait_for_screen(page, server)["first"] == 0
+    page.evaluate("() => grid.ensureIndexVisible(2500, 'top')")
+    assert wait_for_screen(page, server)["first"] > 2400
     assert page.errors == []  # type: ignore[attr-defined]
 
 
