@@ -26,7 +26,7 @@ import { MAX_ROWS, Viewport } from "./viewport.js";
  * @typedef {import("./requests.js").Ack} Ack
  * @typedef {import("./view.js").ViewSettings} ViewSettings
  * @typedef {import("./viewport.js").ViewportSettings} ViewportSettings
- * @typedef {Omit<ViewportSettings, "grouping" | "projection"> & { grouping: string[], projection?: string[] }} AggregateSettings
+ * @typedef {Omit<ViewportSettings, "grouping" | "projection"> & ({ grouping: string[], projection?: string[] } | { grouping?: string[], projection: string[] })} AggregateSettings
  *
  * @typedef {object} ClientOptions
  * @property {string} [clientName]  with one, publishes carry sequence numbers (re-sent safely)
@@ -415,13 +415,17 @@ export class PushClient extends Emitter {
 
   /**
    * A viewport over the groups of an aggregated view (docs/protocol.md, Aggregated views): its
-   * rows are group records, keyed by the group's key. Without `rows`: the first MAX_ROWS
+   * rows are group records, keyed by the group's key. `grouping` and `projection` go as command
+   * fields (arrays); at least one of them is needed. Without `rows`: the first MAX_ROWS
    * groups, the whole view for any that has no more (`count` says how many there are).
    * @template [T=any]
    * @param {string} topic @param {AggregateSettings} settings
    * @returns {Viewport<T>}
    */
   aggregate(topic, settings) {
+    if (!settings?.grouping?.length && !settings?.projection?.length) {
+      throw new TypeError("aggregate: a grouping, a projection, or both");
+    }
     const rows = settings.rows ?? /** @type {[number, number]} */ ([0, MAX_ROWS - 1]);
     return this.viewport(topic, { ...settings, rows });
   }

@@ -31,12 +31,13 @@ export interface ViewportSettings extends RequestOptions {
   timeoutMs?: number;
 }
 
-/** client.aggregate()'s settings: `grouping` is required. Without `rows`: the first 10,000 groups. */
-export interface AggregateSettings extends Omit<ViewportSettings, "grouping" | "projection"> {
-  grouping: string[];
-  /** Without one: the grouping fields and a `/count`. */
-  projection?: string[];
-}
+/**
+ * client.aggregate()'s settings: a `grouping`, a `projection`, or both (a projection alone makes
+ * one group of every record; a grouping alone projects its fields and `/count`). Without
+ * `rows`: the first 10,000 groups.
+ */
+export type AggregateSettings = Omit<ViewportSettings, "grouping" | "projection"> &
+  ({ grouping: string[]; projection?: string[] } | { grouping?: string[]; projection: string[] });
 
 /** What moveTo, sortBy and filterBy resolve with. */
 export interface MoveResult {

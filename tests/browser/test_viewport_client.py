@@ -16,7 +16,6 @@ from ..integration.server_process import ServerProcess
 from .client_page import frozen, open_client_page
 from .feed import request
 from .viewport_data import (
-    NEEDS_AGGREGATION,
     NEEDS_COUNT,
     NEEDS_KEYS_ONLY,
     NO_COUNT,
@@ -307,33 +306,73 @@ def test_a_move_sends_only_the_rows_that_enter(page: Page, server: ServerProcess
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-@NEEDS_AGGREGATION
 def test_aggregate_rows_are_groups_kept_live(page: Page, server: ServerProcess) -> None:
     publish_many(server, [record(n) for n in range(1, 301)])
     open_client_page(page, server)
     result = page.evaluate(
-        """async () => {
-        window.client = new push.PushClient(`ws://${location.host}/ws`);
+        f"""async () => {{
+        window.client = new push.PushClient(`ws://${{location.host}}/ws`);
         await client.connect();
-        window.groups = client.aggregate("orders", {
+        window.groups = client.aggregate("orders", {{
           grouping: ["/desk"],
           projection: ["/desk", "SUM(/qty) AS /qty", "COUNT(/order) AS /orders"],
-          orderby: "/desk",
-        });
+          orderby: "/desk", {NO_COUNT}
+        }});
+        window.events = [];
+        groups.on("rows", ({{ rows }}) => events.push(rows.map((row) => row.desk).join("")));
         await groups.ready;
-        return { rows: groups.rows, count: groups.count, first: groups.first, last: groups.last };
-    }"""
+        const refused = (() => {{
+          try {{ client.aggregate("orders", {{ orderby: "/qty" }}); return "made"; }}
+          catch (e) {{ return e.name; }}
+        }})();
+        const {{ rows, keys, first, last }} = groups;
+        return {{ rows, keys: keys.length, first, last, refused }};
+    }}"""
     )
     records = [record(n) for n in range(1, 301)]
     expected = [
         {"desk": d, "qty": sum(r["qty"] for r in records if r["desk"] == d), "orders": 100} for d in "ABC"
     ]
-    assert result == {"rows": expected, "count": 3, "first": 0, "last": 9999}
+    assert result == {"rows": expected, "keys": 3, "first": 0, "last": 9999, "refused": "TypeError"}
+    # A new group arrives in its place in the order; a record moving between groups changes both.
+    request(server.url, [{"c": "publish", "t": "orders", "data": {"order": 5000, "qty": 7, "desk": "AA"}}])
+    page.wait_for_function("() => groups.rows.length === 4")
+    assert page.evaluate("() => groups.rows.map((row) => row.desk)") == ["A", "AA", "B", "C"]
+    request(server.url, [{"c": "publish", "t": "orders", "data": {**records[0], "desk": "C"}}])  # from B
+    page.wait_for_function("() => groups.rows[2].orders === 99")
+    assert page.evaluate("() => [groups.rows[2].orders, groups.rows[3].orders]") == [99, 101]
+    # Sorted by a projected field, and moved: a window over groups.
+    page.evaluate("() => groups.sortBy('/qty DESC, /desk')")
+    totals = page.evaluate("() => groups.rows.map((row) => row.qty)")
+    assert totals == sorted(totals, reverse=True) and totals[-1] == 7
+    page.evaluate("() => groups.moveTo(1, 2)")
+    assert page.evaluate("() => groups.rows.map((row) => row.qty)") == totals[1:3]
+    # The group's last record leaves: the group leaves with it.
+    request(server.url, [{"c": "sow_delete", "t": "orders", "filter": "/order = 5000"}])
+    page.evaluate("() => groups.moveTo(0, 9)")
+    page.wait_for_function("() => groups.rows.length === 3")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+@NEEDS_COUNT
+def test_aggregate_count_is_the_number_of_groups(page: Page, server: ServerProcess) -> None:
+    publish_many(server, [record(n) for n in range(1, 301)])
+    open_client_page(page, server)
+    page.evaluate(
+        """async () => {
+        window.client = new push.PushClient(`ws://${location.host}/ws`);
+        await client.connect();
+        window.groups = client.aggregate("orders", { grouping: ["/desk"], orderby: "/desk", rows: [0, 1] });
+        await groups.ready;
+    }"""
+    )
+    assert page.evaluate("() => [groups.count, groups.rows.length, groups.rows[0]]") == [
+        3,
+        2,
+        {"desk": "A", "count": 100},
+    ]
     request(server.url, [{"c": "publish", "t": "orders", "data": {"order": 5000, "qty": 7, "desk": "D"}}])
-    page.wait_for_function("() => groups.count === 4 && groups.rows.length === 4")
-    assert page.evaluate("() => groups.rows[3]") == {"desk": "D", "qty": 7, "orders": 1}
-    page.evaluate("() => groups.sortBy('/qty DESC')")
-    assert page.evaluate("() => groups.rows.map((row) => row.desk)")[-1] == "D"
+    page.wait_for_function("() => groups.count === 4")
     assert page.errors == []  # type: ignore[attr-defined]
 
 

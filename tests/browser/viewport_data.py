@@ -18,7 +18,6 @@ from .feed import request
 NO_COUNT = "count: false"
 NEEDS_COUNT = pytest.mark.skip(reason="server: no option `count` (group_end `matches`, `count` messages)")
 NEEDS_KEYS_ONLY = pytest.mark.skip(reason="server: a moved window is resent in full (no keys-only `sow`)")
-NEEDS_AGGREGATION = pytest.mark.skip(reason="server: no aggregated views (`grouping`, `projection`)")
 
 ORDER = "/qty DESC, /order"  # total: no two rows tie
 

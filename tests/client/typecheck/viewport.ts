@@ -67,8 +67,9 @@ export async function scroll(client: PushClient, signal: AbortSignal): Promise<v
   // What the declarations must refuse:
   // @ts-expect-error: rows are a [first, last] pair
   client.viewport("orders", { rows: 50 });
-  // @ts-expect-error: an aggregate needs its grouping
-  client.aggregate("orders", { projection: ["/desk"] });
+  client.aggregate("orders", { projection: ["SUM(/qty) AS /qty"] }); // one group of every record
+  // @ts-expect-error: an aggregate needs a grouping or a projection
+  client.aggregate("orders", { orderby: "/qty" });
   // @ts-expect-error: grouping is a list of fields
   client.aggregate("orders", { grouping: "/desk" });
   // @ts-expect-error: moveTo takes the first and last rows
