@@ -309,31 +309,39 @@ def test_a_move_sends_only_the_rows_that_enter(page: Page, server: ServerProcess
 def test_aggregate_rows_are_groups_kept_live(page: Page, server: ServerProcess) -> None:
     publish_many(server, [record(n) for n in range(1, 301)])
     open_client_page(page, server)
+    desks = {
+        "grouping": ["/desk"],
+        "projection": ["/desk", "SUM(/qty) AS /qty", "COUNT(/order) AS /orders"],
+        "orderby": "/desk",
+        "count": False,
+    }
     result = page.evaluate(
-        f"""async () => {{
-        window.client = new push.PushClient(`ws://${{location.host}}/ws`);
+        """async (settings) => {
+        window.client = new push.PushClient(`ws://${location.host}/ws`);
         await client.connect();
-        window.groups = client.aggregate("orders", {{
-          grouping: ["/desk"],
-          projection: ["/desk", "SUM(/qty) AS /qty", "COUNT(/order) AS /orders"],
-          orderby: "/desk", {NO_COUNT}
-        }});
-        window.events = [];
-        groups.on("rows", ({{ rows }}) => events.push(rows.map((row) => row.desk).join("")));
+        window.groups = client.aggregate("orders", settings);
         await groups.ready;
-        const refused = (() => {{
-          try {{ client.aggregate("orders", {{ orderby: "/qty" }}); return "made"; }}
-          catch (e) {{ return e.name; }}
-        }})();
-        const {{ rows, keys, first, last }} = groups;
-        return {{ rows, keys: keys.length, first, last, refused }};
-    }}"""
+        const refused = (() => {
+          try { client.aggregate("orders", { orderby: "/qty" }); return "made"; }
+          catch (e) { return e.name; }
+        })();
+        const { rows, keys, first, last, count } = groups;
+        return { rows, keys: keys.length, first, last, refused, count };
+    }""",
+        desks,
     )
     records = [record(n) for n in range(1, 301)]
     expected = [
         {"desk": d, "qty": sum(r["qty"] for r in records if r["desk"] == d), "orders": 100} for d in "ABC"
     ]
-    assert result == {"rows": expected, "keys": 3, "first": 0, "last": 9999, "refused": "TypeError"}
+    assert result == {
+        "rows": expected,
+        "keys": 3,
+        "first": 0,
+        "last": 9999,
+        "refused": "TypeError",
+        "count": None,
+    }
     # A new group arrives in its place in the order; a record moving between groups changes both.
     request(server.url, [{"c": "publish", "t": "orders", "data": {"order": 5000, "qty": 7, "desk": "AA"}}])
     page.wait_for_function("() => groups.rows.length === 4")
