@@ -16,7 +16,7 @@ from playwright.sync_api import Page
 from ..integration.server_process import ServerProcess
 from .client_page import open_client_page
 from .feed import request
-from .viewport_data import NEEDS_COUNT, ORDER, publish_many, record, window
+from .viewport_data import NO_COUNT, ORDER, publish_many, record, window
 
 SHOWN = """() => {
   const first = grid.getFirstDisplayedRowIndex(), last = grid.getLastDisplayedRowIndex();
@@ -63,12 +63,11 @@ def test_the_grid_shows_the_servers_window_as_it_scrolls_changes_and_sorts(
     page: Page, server: ServerProcess
 ) -> None:
     publish_many(server, [record(n) for n in range(1, 20001)])
-    open_grid(page, server, f"orderby: '{ORDER}', rows: [0, 99], count: false")
+    open_grid(page, server, f"orderby: '{ORDER}', rows: [0, 99]")
     first = wait_for_screen(page, server)
     assert first["first"] == 0
-    # No count from this viewport: the grid learns the size from a count that a server sends, as
-    # the binding would set it.
-    page.evaluate("() => { grid.setRowCount(20000, true); grid.ensureIndexVisible(12000, 'top'); }")
+    page.wait_for_function("() => grid.getDisplayedRowCount() === 20000")  # the view's count
+    page.evaluate("() => grid.ensureIndexVisible(12000, 'top')")
     page.wait_for_function("() => grid.getFirstDisplayedRowIndex() > 11000")
     far = wait_for_screen(page, server)
     assert far["first"] > 11000
@@ -95,7 +94,7 @@ def test_the_grid_shows_the_servers_window_as_it_scrolls_changes_and_sorts(
 
 def test_the_binding_needs_the_infinite_row_model_and_unbinds(page: Page, server: ServerProcess) -> None:
     publish_many(server, [record(n) for n in range(1, 101)])
-    open_grid(page, server, f"orderby: '{ORDER}', rows: [0, 99], count: false")
+    open_grid(page, server, f"orderby: '{ORDER}', rows: [0, 99], {NO_COUNT}")
     wait_for_screen(page, server)
     result = page.evaluate(
         """() => {
@@ -111,7 +110,6 @@ def test_the_binding_needs_the_infinite_row_model_and_unbinds(page: Page, server
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-@NEEDS_COUNT
 def test_the_scrollbar_is_sized_by_the_views_count(page: Page, server: ServerProcess) -> None:
     publish_many(server, [record(n) for n in range(1, 5001)])
     open_grid(page, server, f"orderby: '{ORDER}', rows: [0, 99]")
@@ -123,7 +121,6 @@ def test_the_scrollbar_is_sized_by_the_views_count(page: Page, server: ServerPro
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-@NEEDS_COUNT
 def test_the_readme_example_works(page: Page, server: ServerProcess) -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     match = re.search(r"```js\n(import \{ bindAgGridViewport.*?)```", readme, re.DOTALL)

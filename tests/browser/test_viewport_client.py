@@ -16,8 +16,7 @@ from ..integration.server_process import ServerProcess
 from .client_page import frozen, open_client_page
 from .feed import request
 from .viewport_data import (
-    NEEDS_COUNT,
-    NEEDS_KEYS_ONLY,
+    NEEDS_GROUP_COUNT,
     NO_COUNT,
     ORDER,
     publish_many,
@@ -64,18 +63,18 @@ def open_viewport(page: Page, server: ServerProcess, settings: str, client_optio
 
 def test_first_screen_then_moves_sorts_and_filters_20000_records(page: Page, server: ServerProcess) -> None:
     publish_many(server, [record(n) for n in range(1, 20001)])
-    open_viewport(page, server, f"orderby: '{ORDER}', rows: [0, 49], {NO_COUNT}")
+    open_viewport(page, server, f"orderby: '{ORDER}', rows: [0, 49]")
     first = page.evaluate("() => ({ rows: vp.rows, keys: vp.keys, first: vp.first, last: vp.last, events })")
     assert first["rows"] == window(server, 0, 49)
     assert len(set(first["keys"])) == 50
     assert (first["first"], first["last"]) == (0, 49)
-    assert first["events"] == [{"first": 0, "last": 49, "n": 50, "keys": 50, "count": None}]
+    assert first["events"] == [{"first": 0, "last": 49, "n": 50, "keys": 50, "count": 20000}]
 
     moved = page.evaluate(
         "async () => { events.length = 0; return { result: await vp.moveTo(10000, 10049), events }; }"
     )
-    assert moved["result"] == {"superseded": False, "first": 10000, "last": 10049, "count": None}
-    one_event = [{"first": 10000, "last": 10049, "n": 50, "keys": 50, "count": None}]
+    assert moved["result"] == {"superseded": False, "first": 10000, "last": 10049, "count": 20000}
+    one_event = [{"first": 10000, "last": 10049, "n": 50, "keys": 50, "count": 20000}]
     assert moved["events"] == one_event, "one event per move"
     assert rows_of(page) == window(server, 10000, 10049)
     assert page.evaluate("() => vp.records.size") == 50, "the records that left the window are let go"
@@ -93,7 +92,7 @@ def test_first_screen_then_moves_sorts_and_filters_20000_records(page: Page, ser
 
     page.evaluate("() => vp.filterBy(\"/desk = 'B'\")")
     assert rows_of(page) == window(server, 100, 119, orderby="/order", filter_text="/desk = 'B'")
-    assert page.evaluate("() => vp.filter") == "/desk = 'B'"
+    assert page.evaluate("() => [vp.filter, vp.count]") == ["/desk = 'B'", 6667]
     page.evaluate("() => Promise.all([vp.filterBy(''), vp.sortBy(undefined), vp.moveTo(0, 4)])")
     assert page.evaluate("() => [vp.filter, vp.orderby, vp.rows.length]") == [None, None, 5]
     assert page.errors == []  # type: ignore[attr-defined]
@@ -132,7 +131,7 @@ def test_live_changes_move_rows_as_the_servers_window_does(page: Page, server: S
 
 def test_a_newer_move_supersedes_one_still_waiting(page: Page, server: ServerProcess) -> None:
     publish_many(server, [record(n) for n in range(1, 1001)])
-    open_viewport(page, server, f"orderby: '{ORDER}', rows: [0, 9], {NO_COUNT}")
+    open_viewport(page, server, f"orderby: '{ORDER}', rows: [0, 9]")
     result = page.evaluate(
         """async () => {
         const replaces = [];
@@ -155,10 +154,10 @@ def test_a_newer_move_supersedes_one_still_waiting(page: Page, server: ServerPro
     )
     assert result["order"][0] == "b", "a superseded move resolves at once"
     assert result["results"]["b"]["superseded"] is True
-    assert result["results"]["a"] == {"superseded": False, "first": 100, "last": 109, "count": None}
-    assert result["results"]["c"] == {"superseded": False, "first": 300, "last": 309, "count": None}
+    assert result["results"]["a"] == {"superseded": False, "first": 100, "last": 109, "count": 1000}
+    assert result["results"]["c"] == {"superseded": False, "first": 300, "last": 309, "count": 1000}
     assert result["results"]["d"]["superseded"] is False
-    assert result["results"]["same"] == {"superseded": False, "first": 300, "last": 309, "count": None}
+    assert result["results"]["same"] == {"superseded": False, "first": 300, "last": 309, "count": 1000}
     assert result["replaces"] == [[100, 10, ORDER], [300, 10, "/order"]], "one request in flight at a time"
     assert rows_of(page) == [record(n) for n in range(301, 311)]
     assert page.errors == []  # type: ignore[attr-defined]
@@ -234,7 +233,7 @@ def test_timeout_abort_and_close_settle_the_viewport_and_its_moves(page: Page, s
 def test_after_a_dropped_socket_the_viewport_is_the_servers_window(page: Page, server: ServerProcess) -> None:
     publish_many(server, [record(n) for n in range(1, 201)])
     options = "{ heartbeatMs: 0, backoff: { initialMs: 1500, jitter: 0 } }"
-    open_viewport(page, server, f"orderby: '{ORDER}', rows: [10, 29], {NO_COUNT}", options)
+    open_viewport(page, server, f"orderby: '{ORDER}', rows: [10, 29]", options)
     page.evaluate(
         """() => {
         window.stales = [];
@@ -260,6 +259,7 @@ def test_after_a_dropped_socket_the_viewport_is_the_servers_window(page: Page, s
     assert page.evaluate("async () => (await late).first") == 12
     wait_for_window(page, server, 12, 31)
     assert page.evaluate("() => stales") == [True, False]
+    assert page.evaluate("() => vp.count") == 199, "a record was deleted while away"
     assert "stale" in page.evaluate("() => oofs"), "rows the new window lacks leave"
     # Live again: a change moves rows as before.
     request(server.url, [{"c": "publish", "t": "orders", "data": {**held[38], "qty": 4000}}])
@@ -267,7 +267,6 @@ def test_after_a_dropped_socket_the_viewport_is_the_servers_window(page: Page, s
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-@NEEDS_COUNT
 def test_count_follows_the_view(page: Page, server: ServerProcess) -> None:
     publish_many(server, [record(n) for n in range(1, 301)])
     open_viewport(page, server, f"orderby: '{ORDER}', rows: [0, 9], filter: \"/desk = 'A'\"")
@@ -278,13 +277,12 @@ def test_count_follows_the_view(page: Page, server: ServerProcess) -> None:
     page.wait_for_function("() => vp.count === 103")
     request(server.url, [{"c": "sow_delete", "t": "orders", "filter": "/order > 1000"}])
     page.wait_for_function("() => vp.count === 101")
-    assert page.evaluate("() => events.at(-1).count") == 101
+    assert page.evaluate("() => [events.at(-1).count, counts.at(-1)]") == [101, 101]
     moved = page.evaluate("() => vp.moveTo(50, 59)")
     assert moved["count"] == 101
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-@NEEDS_KEYS_ONLY
 def test_a_move_sends_only_the_rows_that_enter(page: Page, server: ServerProcess) -> None:
     publish_many(server, [record(n) for n in range(1, 1001)])
     open_viewport(page, server, f"orderby: '{ORDER}', rows: [0, 49]")
@@ -313,7 +311,7 @@ def test_aggregate_rows_are_groups_kept_live(page: Page, server: ServerProcess) 
         "grouping": ["/desk"],
         "projection": ["/desk", "SUM(/qty) AS /qty", "COUNT(/order) AS /orders"],
         "orderby": "/desk",
-        "count": False,
+        "count": False,  # (the count of groups is its own test)
     }
     result = page.evaluate(
         """async (settings) => {
@@ -362,7 +360,7 @@ def test_aggregate_rows_are_groups_kept_live(page: Page, server: ServerProcess) 
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-@NEEDS_COUNT
+@NEEDS_GROUP_COUNT
 def test_aggregate_count_is_the_number_of_groups(page: Page, server: ServerProcess) -> None:
     publish_many(server, [record(n) for n in range(1, 301)])
     open_client_page(page, server)
@@ -384,7 +382,6 @@ def test_aggregate_count_is_the_number_of_groups(page: Page, server: ServerProce
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-@NEEDS_COUNT
 def test_the_readme_viewport_example_works(page: Page, server: ServerProcess) -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     section = readme.split("### Viewports", 1)[1]
@@ -423,14 +420,16 @@ def test_moves_asked_before_the_first_window_go_with_the_subscribe(page: Page, s
           if (message.c === "sow_and_subscribe") subscribes.push([message.skip_n, message.top_n, message.o]);
           return send(message);
         }};
-        window.vp = client.viewport("orders", {{ orderby: "{ORDER}", options: "oof,timestamp", {NO_COUNT} }});
+        window.vp = client.viewport("orders", {{ orderby: "{ORDER}", options: "oof,timestamp" }});
         const moved = vp.moveTo(40, 59);   // before connect(): the subscribe states it
         await client.connect();
         await vp.ready;
         return {{ moved: await moved, subscribes, first: vp.first }};
     }}"""
     )
-    assert result["subscribes"] == [[40, 20, "positions,oof,timestamp"]], "one subscribe, options not doubled"
-    assert result["moved"] == {"superseded": False, "first": 40, "last": 59, "count": None}
+    assert result["subscribes"] == [[40, 20, "positions,count,oof,timestamp"]], (
+        "one subscribe, options not doubled"
+    )
+    assert result["moved"] == {"superseded": False, "first": 40, "last": 59, "count": 200}
     assert rows_of(page) == window(server, 40, 59)
     assert page.errors == []  # type: ignore[attr-defined]
