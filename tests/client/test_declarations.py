@@ -2,7 +2,7 @@
 (web/*.d.ts, web/adapters/*.d.ts), checked by tsc.
 
 Three checks, each able to fail on a wrong declaration:
-- typed usage examples (typecheck/usage.ts, viewport.ts, adapters.ts) compile against the
+- typed usage examples (typecheck/*.ts) compile against the
   declarations, which pin the types a user relies on and refuse what the client refuses;
 - the JavaScript itself type-checks (strict, from its JSDoc), and the declarations tsc derives
   from it conform to the hand-written ones: every value a .d.ts declares exists in its module with

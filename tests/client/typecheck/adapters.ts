@@ -1,12 +1,9 @@
 // A typed use of the grid adapters, checked by tsc against web/adapters/*.d.ts
-// (tests/client/test_declarations.py): a view bound to AG Grid and to Tabulator, a viewport to
-// AG Grid's Infinite Row Model.
+// (tests/client/test_declarations.py): a view bound to AG Grid and to Tabulator.
 
 import { PushClient } from "../../../web/index.js";
 import { bindAgGrid, sowRowId } from "../../../web/adapters/aggrid.js";
 import type { AgGridApi, AgGridBinding } from "../../../web/adapters/aggrid.js";
-import { bindAgGridViewport, orderbyOfSortModel, viewportGridOptions } from "../../../web/adapters/aggrid-viewport.js";
-import type { AgGridInfiniteApi, AgGridViewportBinding } from "../../../web/adapters/aggrid-viewport.js";
 import { KEY_FIELD, TabulatorBinding, flashing, tabulatorOptions } from "../../../web/adapters/tabulator.js";
 
 interface Order {
@@ -41,21 +38,4 @@ export function bind(client: PushClient, grid: AgGridApi, table: any): void {
   tabulator.records = new Map();
   // @ts-expect-error: the AG Grid binding takes a view, not a client
   bindAgGrid(client, grid);
-}
-
-export async function scrollInAgGrid(client: PushClient, grid: AgGridInfiniteApi): Promise<void> {
-  const options = viewportGridOptions({ blockSize: 100 });
-  const model: "infinite" = options.rowModelType;
-  const viewport = client.viewport<Order>("orders", { orderby: "/qty DESC", rows: [0, 99] });
-  const binding: AgGridViewportBinding = bindAgGridViewport(viewport, grid, {
-    margin: 20,
-    filterOf: (model) => (model.qty ? `/qty > ${model.qty.filter}` : undefined),
-  });
-  console.log(model, binding.stats.blocks, orderbyOfSortModel([{ colId: "qty", sort: "desc" }]));
-  binding.flush();
-  binding.unbind();
-  const groups = client.aggregate("orders", { grouping: ["/desk"] });
-  bindAgGridViewport(groups, grid).unbind();
-  // @ts-expect-error: the viewport binding takes a viewport, not a plain view
-  bindAgGridViewport(client.sowAndSubscribe<Order>("orders"), grid);
 }
