@@ -384,9 +384,9 @@ def test_aggregate_count_is_the_number_of_groups(page: Page, server: ServerProce
 
 def test_the_readme_viewport_example_works(page: Page, server: ServerProcess) -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme.split("### Viewports", 1)[1]
+    section = readme.split("### Viewports and aggregates", 1)[1]
     match = re.search(r"```js\n(const viewport = client\.viewport.*?)```", section, re.DOTALL)
-    assert match, "the README's Viewports section has no viewport example"
+    assert match, "the README's Viewports and aggregates section has no viewport example"
     records = [{**record(n), "px": n} for n in range(1, 2001)]
     publish_many(server, records)
     open_client_page(page, server)
