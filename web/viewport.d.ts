@@ -15,7 +15,7 @@ export interface ViewportSettings extends RequestOptions {
   orderby?: string;
   /** The window, 0-based, inclusive: [0, 49] is the first 50 rows. Default [0, 99]; at most 10,000 rows. */
   rows?: RowRange;
-  /** More options, e.g. "delta=merge,conflation=250ms"; the viewport adds positions, count and oof. */
+  /** More options, e.g. "select=[-/notes],conflation=250ms"; the viewport adds positions, count and oof. */
   options?: string;
   /** false: do not ask the server to count the view (`count` stays null). Default true. */
   count?: boolean;

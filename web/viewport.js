@@ -12,7 +12,7 @@
 // the `pos` every message carries (the option `positions`), and `count`, the whole view's size
 // (the option `count`: group_end's `matches`, then `count` messages).
 //
-// Applying the server's messages (docs/protocol.md, Live windows, and PROTOCOL 12):
+// Applying the server's messages (docs/protocol.md, Live windows and Viewports):
 // - a snapshot (group_begin, `sow` messages with `pos`, group_end) is the whole window: after a
 //   subscribe, a reconnect, or a replace (a move). A `sow` message without `data` names a record
 //   the viewport already holds: its record is reused;
@@ -43,7 +43,7 @@ import { View } from "./view.js";
  * @property {string} [filter]
  * @property {string} [orderby]  e.g. "/qty DESC, /order"; without one the order is by SowKey
  * @property {RowRange} [rows]  [first, last], 0-based, inclusive (DEFAULT_ROWS)
- * @property {string} [options]  more options, e.g. "delta=merge,conflation=250ms" (the viewport
+ * @property {string} [options]  more options, e.g. "select=[-/notes],conflation=250ms" (the viewport
  *   adds positions, count and oof itself)
  * @property {boolean} [count]  false: do not ask the server to count the view (`count` stays
  *   null), for a server without the option, or to spare it the counting

@@ -15,8 +15,8 @@ from .feed import request
 # The viewport asks the server to count the view (the option `count`) unless told not to: some
 # tests say `count: false`, so that a viewport without a count is tested too.
 NO_COUNT = "count: false"
-# PROTOCOL 13: a window over groups counts groups; the server accepts `count` on an aggregated
-# view but sends no `matches` and no `count` messages for it yet.
+# A window over groups counts groups (docs/protocol.md, Aggregated views); the server accepts
+# `count` on an aggregated view but sends no `matches` and no `count` messages for it yet.
 NEEDS_GROUP_COUNT = pytest.mark.skip(reason="server: no count of groups for an aggregated view (`matches`)")
 
 ORDER = "/qty DESC, /order"  # total: no two rows tie
