@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-import pytest
 from websockets.sync.client import connect
 
 from ..integration.server_process import ServerProcess
@@ -15,9 +14,6 @@ from .feed import request
 # The viewport asks the server to count the view (the option `count`) unless told not to: some
 # tests say `count: false`, so that a viewport without a count is tested too.
 NO_COUNT = "count: false"
-# A window over groups counts groups (docs/protocol.md, Aggregated views); the server accepts
-# `count` on an aggregated view but sends no `matches` and no `count` messages for it yet.
-NEEDS_GROUP_COUNT = pytest.mark.skip(reason="server: no count of groups for an aggregated view (`matches`)")
 
 ORDER = "/qty DESC, /order"  # total: no two rows tie
 
