@@ -45,6 +45,13 @@ SOCKET_FILTER_BUDGET = 10_000
 SOCKET_ORDERS = 64
 SOCKET_ORDER_RECORDS = 500_000
 
+# Orders whose last window closed that a topic keeps, kept up to date, for the next window over
+# them (fanout/orders.py): a grid sorted back to its first order, a page reloaded, the next user
+# of a link. Building the order of 1,000,000 records takes seconds; keeping one costs about 160
+# bytes a record and a sorted insert per change. The least recently used go first.
+IDLE_ORDERS = 4
+IDLE_ORDER_RECORDS = 2_000_000
+
 # The filter work one command may do in one pass over a topic (a snapshot, a new window's order,
 # a delete by filter): records x the filter's estimated cost (filters/cost.py, about 100-220 ns a
 # unit; a regular expression is 100 or more). It is one step that other sockets wait for (a pass is

@@ -3,15 +3,18 @@
 Windows with the same gates (the subscription's filter and the user's entitlement) and the same
 ``orderby`` share one ``WindowOrder`` (windows.py), whatever their ranges: the topic keeps them
 here by that share, gives each window subscription its window over its order when it is added,
-and drops an order when its last window closes. A change is applied to every order first, and
-the windows it touched are asked what it means for them (fanout/topic.py).
+and keeps an order whose last window closed, up to date, for the next window over it (a few, the
+least recently used dropped first: limits.py). A change is applied to every order first, and the
+windows it touched are asked what it means for them (fanout/topic.py).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..limits import IDLE_ORDER_RECORDS, IDLE_ORDERS
 from .windows import Window, WindowOrder
 
 if TYPE_CHECKING:
@@ -39,10 +42,12 @@ def order_share(subscription: Subscription) -> tuple[Any, ...] | None:
 class WindowOrders:
     """One topic's window orders, by what shares them."""
 
-    __slots__ = ("_orders",)
+    __slots__ = ("_idle", "_orders")
 
     def __init__(self) -> None:
         self._orders: dict[tuple[Any, ...], WindowOrder] = {}
+        # Those without windows, least recently used first: still in _orders, so kept up to date.
+        self._idle: OrderedDict[tuple[Any, ...], WindowOrder] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._orders)
@@ -68,6 +73,7 @@ class WindowOrders:
             order = WindowOrder(spec.sort_key, subscription.matches, records.values())
             self._orders[share] = order
             order.share = share
+        self._idle.pop(share, None)
         subscription.window = window = Window(order, spec.skip, spec.top, subscription)
         order.windows.add(window)
 
@@ -77,8 +83,24 @@ class WindowOrders:
             return
         order = window.order
         order.windows.discard(window)
-        if not order.windows:
-            self._orders.pop(order.share, None)
+        if not order.windows and order.share in self._orders:
+            self._idle[order.share] = order
+            self._drop_idle()
+
+    @property
+    def idle(self) -> int:
+        """How many orders are kept without a window."""
+        return len(self._idle)
+
+    def _drop_idle(self) -> None:
+        """Keep at most ``IDLE_ORDERS`` idle orders, of at most ``IDLE_ORDER_RECORDS`` records in
+        all, dropping the least recently used first."""
+        idle = self._idle
+        held = sum(len(order) for order in idle.values())
+        while idle and (len(idle) > IDLE_ORDERS or held > IDLE_ORDER_RECORDS):
+            share, order = idle.popitem(last=False)
+            del self._orders[share]
+            held -= len(order)
 
     def apply(self, key: str, new: RecordVersion | None) -> list[Window]:
         """Take the change of record ``key`` into every order first; the windows it touched."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from server.core.limits import IDLE_ORDERS
+
 from ..harness import Harness, Peer
 from .windows_cases import TOPICS, publish
 
@@ -74,7 +76,41 @@ def test_windows_with_the_same_gates_and_order_share_one_ordering() -> None:
     assert len(topic.orders) == 2
     b.send({"c": "unsubscribe", "sub_id": "w"})
     a.send({"c": "unsubscribe", "sub_id": "other"})
-    assert not topic.orders
+    assert len(topic.orders) == topic.orders.idle == 2, "kept for the next window over them"
+
+
+def test_an_order_without_windows_is_kept_up_to_date_and_taken_by_the_next_window() -> None:
+    """A grid sorted back to its first order, or a page reloaded, finds the order made already:
+    kept up to date while no window used it, so the next window's snapshot and changes are right."""
+    h = Harness(topics=TOPICS)
+    feed, first, second = h.peer(), h.peer(), h.peer()
+    feed.send(*[publish(n, price=n) for n in range(10)])
+    window(first, top_n=3, orderby="/price DESC", o="oof,positions")
+    first.send({"c": "unsubscribe", "sub_id": "w"})
+    topic = h.broker.topics["t"]
+    kept = next(iter(topic.orders))
+    # While no window uses it: a new top, a delete, and a record that falls to the bottom.
+    gone = {"c": "sow_delete", "t": "t", "filter": "/id = 8"}
+    feed.send(publish(20, price=100), gone, publish(9, price=-1))
+    got = window(second, top_n=3, orderby="/price DESC", o="oof,positions")
+    assert [(m["data"]["id"], m["pos"]) for m in got if m["c"] == "sow"] == [(20, 1), (7, 2), (6, 3)]
+    assert next(iter(topic.orders)) is kept and topic.orders.idle == 0
+    feed.send(publish(5, price=50))
+    assert [(m["c"], m["data"]["id"], m.get("pos")) for m in second.take()] == [("oof", 6, None), ("p", 5, 2)]
+
+
+def test_idle_orders_are_bounded_least_recently_used_first() -> None:
+    h = Harness(topics=TOPICS)
+    feed, peer = h.peer(), h.peer()
+    feed.send(*[publish(n, a=n, b=-n) for n in range(5)])
+    orderbys = ["/a", "/b", "/a DESC", "/b DESC", "/id DESC", "/a, /b"]
+    for orderby in orderbys:
+        window(peer, top_n=2, orderby=orderby)
+        peer.send({"c": "unsubscribe", "sub_id": "w"})
+    topic = h.broker.topics["t"]
+    assert topic.orders.idle == len(topic.orders) == IDLE_ORDERS
+    kept = {order.share[0] for order in topic.orders}
+    assert kept == set(orderbys[-IDLE_ORDERS:]), "the least recently used went first"
 
 
 def test_positions_needs_a_window() -> None:
