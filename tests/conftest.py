@@ -1,4 +1,5 @@
-"""The order in which xdist hands out the suite's modules, and the JVM options of the tests' Spark.
+"""The order in which xdist hands out the suite's modules, the JVM options of the tests' Spark,
+and Hypothesis without its per-example deadline.
 
 scripts/test runs ``--dist loadscope --no-loadscope-reorder``: a worker runs a module whole (its
 browser or Spark session is started once), or a class whole for the tests that are classes (the
@@ -11,6 +12,12 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
+
+# Property tests assert behaviour, never time: on two loaded cores one example of a fast test can
+# take longer than Hypothesis's default 200 ms deadline, which fails the test for no fault.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 # The longest, longest first (a scripts/test run on two cores). A module not named here starts
 # after these: first the ones with a slow test, then the rest, in collection order.
