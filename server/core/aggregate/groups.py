@@ -6,8 +6,9 @@ constant time per aggregate (logarithmic for MIN and MAX). What each record cont
 with it, so a record that leaves is taken out without reading it again.
 
 Changes are collected, not sent: ``drain`` answers one change per group touched since the last
-drain, from the group's record before the first change to its record now. A transaction drains
-once at its end, so it changes each group once, however many of its records the group holds.
+drain, from the group's record before the first change to its record now. The aggregation drains
+once when a unit of work (a frame, a transaction) ends, so it changes each group once, however
+many of its records the group holds.
 
 A group's key is derived from its grouping values alone, canonically and hashed as a SowKey is
 (records/keys.py): the same on every node and after a restart.
@@ -80,9 +81,10 @@ class GroupTable:
         self._where: dict[str, str] = {}  # input record key -> its group's key
         self._aggregates = spec.aggregates
         self._slots = {i: slot for slot, i in enumerate(self._aggregates)}  # field -> its accumulator
-        # Touched since the last drain: group key -> (whether it existed, how its last record left).
-        self._touched: dict[str, tuple[bool, str]] = {}
-        self._last = (0, 0.0)  # the latest change applied: what a group that went went by
+        # Touched since the last drain: group key -> [whether it existed, how its last record
+        # left, the seq and time of the last change that touched it].
+        self._touched: dict[str, list[Any]] = {}
+        self._last = (0, 0.0)  # the latest change applied
 
     def __len__(self) -> int:
         return len(self.groups)
@@ -118,9 +120,14 @@ class GroupTable:
                 out.append(prepare(f.function, f.argument.evaluate(data, ctx)))
         return tuple(out)
 
-    def _touch(self, gkey: str) -> None:
-        if gkey not in self._touched:
-            self._touched[gkey] = (gkey in self.groups, MATCH)
+    def _touch(self, gkey: str) -> list[Any]:
+        seq, timestamp = self._last
+        touched = self._touched.get(gkey)
+        if touched is None:
+            touched = self._touched[gkey] = [gkey in self.groups, MATCH, seq, timestamp]
+        elif seq >= touched[2]:
+            touched[2], touched[3] = seq, timestamp
+        return touched
 
     def _join(self, gkey: str, key: str, given: tuple[Any, ...]) -> None:
         self._touch(gkey)
@@ -136,7 +143,7 @@ class GroupTable:
         self._where[key] = gkey
 
     def _leave(self, gkey: str, key: str, gone: str) -> None:
-        self._touch(gkey)
+        touched = self._touch(gkey)
         group = self.groups[gkey]
         given = group.members.pop(key)
         del self._where[key]
@@ -146,7 +153,7 @@ class GroupTable:
                 group.accumulators[slot].remove(value)
         if not group.members:
             del self.groups[gkey]
-            self._touched[gkey] = (self._touched[gkey][0], gone)
+            touched[1] = gone
 
     def record(self, group: Group) -> dict[str, Any]:
         """The group's record: its projected fields, in projection order."""
@@ -162,16 +169,21 @@ class GroupTable:
 
     def drain(self) -> list[GroupChange]:
         """One change per group touched since the last drain (a group that came and went in
-        between: none), in the order they were first touched."""
+        between: none), each versioned by the last change that touched it (a transaction's
+        changes share its LSN), in the order of those versions, as a topic's history keeps them
+        (a group first touched earlier goes after one last touched earlier)."""
         touched, self._touched = self._touched, {}
         changes: list[GroupChange] = []
-        for gkey, (existed, gone) in touched.items():
-            group = self.groups.get(gkey)
-            after = self.record(group) if group is not None else None
-            if not existed and after is None:
+        groups = self.groups
+        for gkey, (existed, gone, seq, timestamp) in sorted(touched.items(), key=_by_seq):
+            group = groups.get(gkey)
+            if group is None:
+                if existed:
+                    changes.append(GroupChange(gkey, False, None, gone, seq, timestamp))
                 continue
-            # Every group a drain changes is versioned by its last change (a transaction's LSN):
-            # versions in the order of the changes, as a topic's history keeps them.
-            seq, timestamp = self._last
-            changes.append(GroupChange(gkey, not existed, after, gone, seq, timestamp))
+            changes.append(GroupChange(gkey, not existed, self.record(group), gone, seq, timestamp))
         return changes
+
+
+def _by_seq(item: tuple[str, list[Any]]) -> int:
+    return item[1][2]  # type: ignore[no-any-return]

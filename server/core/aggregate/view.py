@@ -9,8 +9,10 @@ positions, deltas, OOFs, subscription and socket-queue conflation, hidden views,
 
 Identical aggregations (topic, filter, grouping, projection and the user's entitlement, with the
 user and client name a filter may name) share one: the source topic keeps them by ``share``,
-and the last subscriber's leaving releases it. A transaction's changes are flushed once, at its
-end (fanout/tx_frames.py), so it changes each group once.
+and the last subscriber's leaving releases it. A change updates the group table at once, and the
+groups it touched are written when the unit of work ends (an inbound frame, a transaction, or
+before a command that reads views: fanout/run.py), so the changes of one frame or one
+transaction change each group once.
 """
 
 from __future__ import annotations
@@ -116,8 +118,8 @@ class Aggregation:
             if not self.admits(data):
                 data = None
         self.table.apply(key, data, version.seq, version.timestamp, reason)
-        if self.frames.tx is None:  # in a transaction, flushed at its end: each group once
-            self.flush()
+        # Written when the unit of work (or the transaction) ends: each group once.
+        self.frames.derived(self)
 
     def flush(self) -> None:
         self._write(told=True)
