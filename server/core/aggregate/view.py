@@ -92,10 +92,12 @@ class Aggregation:
         keys = tuple(f.output for f in spec.fields if f.group_index is not None)
         self.topic = topic = GroupTopic(source, self, GroupKeys(keys))
         # The groups of the records there are now, told to nobody: nobody subscribes yet.
-        for key, version in source.records.items():
-            data = version.data
-            if self.admits(data):
-                self.table.apply(key, data, version.seq, version.timestamp)
+        admits = self.admits
+        self.table.load(
+            (key, version.data, version.seq, version.timestamp)
+            for key, version in source.records.items()
+            if admits(version.data)
+        )
         self._write(told=False)
         topic.sow.history = history
         if live:
