@@ -18,7 +18,7 @@ import math
 from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import orjson
 from sortedcontainers import SortedList
@@ -233,31 +233,46 @@ class Distinct:
 SMALL = 2048  # up to this many values, a plain sorted list: bisect and a short move, in C
 
 
-class Extreme:
-    """MIN or MAX over the group's values kept in order: a plain sorted list while it is small,
-    a ``SortedList`` past ``SMALL`` values. One serves MIN and MAX of one argument (``of``)."""
+Sorted: TypeAlias = Any  # a sorted list, or a SortedList (untyped)
 
-    __slots__ = ("least", "values")
+
+def _insert(values: Sorted, value: Any) -> Sorted:
+    """``values`` with ``value`` in its place: the same list, or a SortedList once past SMALL."""
+    if isinstance(values, list):
+        insort(values, value)
+        return values if len(values) <= SMALL else SortedList(values)
+    values.add(value)
+    return values
+
+
+def _delete(values: Sorted, value: Any) -> None:
+    if isinstance(values, list):
+        del values[bisect_left(values, value)]  # an equal value: it is there
+    else:
+        values.remove(value)
+
+
+class Extreme:
+    """MIN or MAX over the group's values kept in order, numbers and strings apart (numbers order
+    before strings): each a plain sorted list while it is small (bisect, in C, over plain
+    values), a ``SortedList`` past ``SMALL`` values. One serves MIN and MAX of one argument
+    (``of``)."""
+
+    __slots__ = ("least", "numbers", "texts")
 
     def __init__(self, least: bool) -> None:
         self.least = least
-        self.values: list[Any] | SortedList = []
+        self.numbers: Sorted = []
+        self.texts: Sorted = []
 
     def add(self, value: Any) -> None:
-        values = self.values
-        if isinstance(values, list):
-            insort(values, value)
-            if len(values) > SMALL:
-                self.values = SortedList(values)
+        if value[0] == 0:
+            self.numbers = _insert(self.numbers, value[1])
         else:
-            values.add(value)
+            self.texts = _insert(self.texts, value[1])
 
     def remove(self, value: Any) -> None:
-        values = self.values
-        if isinstance(values, list):
-            del values[bisect_left(values, value)]  # an equal value: it is there
-        else:
-            values.remove(value)
+        _delete(self.numbers if value[0] == 0 else self.texts, value[1])
 
     def replace(self, old: Any, new: Any) -> None:
         if old == new and type(old[1]) is type(new[1]):
@@ -266,20 +281,25 @@ class Extreme:
         self.add(new)
 
     def extend(self, values: list[Any]) -> None:
-        """Add many values at once (an aggregation's first pass): one sort."""
-        merged = list(self.values)
-        merged.extend(values)
-        merged.sort()
-        self.values = merged if len(merged) <= SMALL else SortedList(merged)
+        """Add many values at once (an aggregation's first pass): one sort each."""
+        numbers: list[Any] = list(self.numbers)
+        texts: list[Any] = list(self.texts)
+        for kind, value in values:
+            (numbers if kind == 0 else texts).append(value)
+        numbers.sort()
+        texts.sort()
+        self.numbers = numbers if len(numbers) <= SMALL else SortedList(numbers)
+        self.texts = texts if len(texts) <= SMALL else SortedList(texts)
 
     def result(self) -> Any:
         return self.of(self.least)
 
     def of(self, least: bool) -> Any:
-        values = self.values
-        if not values:
-            return None
-        return values[0 if least else -1][1]
+        if least:
+            values = self.numbers or self.texts
+            return values[0] if values else None
+        values = self.texts or self.numbers
+        return values[-1] if values else None
 
 
 # The accumulator each aggregate function keeps, and how it prepares a record's value: the

@@ -89,6 +89,10 @@ class Aggregation:
         self.ctx = ctx
         self.frames = frames
         self.table = GroupTable(spec, ctx)
+        # What a record passes to be an input: the user's entitlement, then the filters.
+        gate = entitlement.filter
+        gates = [(gate, entitlement.ctx)] if gate is not None else []
+        self._gates = tuple(gates + [(f, ctx) for f in filters])
         keys = tuple(f.output for f in spec.fields if f.group_index is not None)
         self.topic = topic = GroupTopic(source, self, GroupKeys(keys))
         # The groups of the records there are now, told to nobody: nobody subscribes yet.
@@ -105,8 +109,8 @@ class Aggregation:
 
     def admits(self, data: Any) -> bool:
         """Whether a record is an input: it passes the filters and the user's entitlement."""
-        ctx = self.ctx
-        return self.entitlement.allows(data) and all(f.matches(data, ctx) for f in self.filters)
+        gates = self._gates
+        return not gates or all(gate.matches(data, ctx) for gate, ctx in gates)
 
     def source_changed(
         self, key: str, old: RecordVersion | None, new: RecordVersion | None, gone: str
