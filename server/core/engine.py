@@ -57,6 +57,7 @@ class Engine:
         """``[auth]`` was reloaded (docs/protocol.md, Reloading entitlements): every socket and
         subscription is re-decided now."""
         broker = self.broker
+        broker.run.derive()  # the aggregations' groups are up to date before they move
         previous = broker.reload_users(users)
         done = reentitle.reentitle(broker, previous)
         broker.settle()
@@ -116,6 +117,10 @@ class Engine:
             logons.logon(broker, session, header, body)
             return
         check_logged_on(broker, session)
+        if not isinstance(body, Publish | SowDelete):
+            # What reads views sees the changes of the commands before it: the aggregations'
+            # groups are written (changes wait for the end of the frame: fanout/run.py).
+            broker.run.derive()
         if isinstance(body, Publish):
             publishing.publish(broker, session, header, body)
         elif isinstance(body, SowDelete):

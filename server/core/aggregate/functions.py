@@ -15,8 +15,10 @@ scratch, correctly rounded once.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from collections import Counter
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeAlias
 
 import orjson
 from sortedcontainers import SortedList
@@ -97,6 +99,7 @@ def _out(value: int) -> int | float:
 class Accumulator(Protocol):
     def add(self, value: Any) -> None: ...
     def remove(self, value: Any) -> None: ...
+    def replace(self, old: Any, new: Any) -> None: ...  # both not None
     def result(self) -> Any: ...
 
 
@@ -112,6 +115,9 @@ class Count:
     def remove(self, value: Any) -> None:
         self.n -= 1
 
+    def replace(self, old: Any, new: Any) -> None:
+        pass  # one value for another: the count stays
+
     def result(self) -> Any:
         return self.n
 
@@ -119,50 +125,80 @@ class Count:
 class Sum:
     """SUM, AVG and the standard deviations: count, exact sum and exact sum of squares.
 
-    Exact in plain integers: every value is scaled by 2**SCALE, which makes every finite float an
-    integer (the smallest is 2**-1074), so adding and removing cost an integer addition, and a
-    result is one correctly rounded integer division."""
+    Exact in plain integers: integers are summed as they are; every float is scaled by
+    2**SCALE, which makes every finite float an integer (the smallest is 2**-1074), so adding
+    and removing cost an integer addition, and a result is one correctly rounded integer
+    division. One accumulator serves every function of one argument (``of``)."""
 
-    __slots__ = ("floats", "n", "squares", "stddev", "total", "which")
+    __slots__ = ("floats", "n", "scaled", "squares", "stddev", "total", "which")
 
-    def __init__(self, function: str) -> None:
+    def __init__(self, function: str, stddev: bool = False) -> None:
         self.which = function
-        self.stddev = function.startswith("STDDEV")
+        self.stddev = stddev or function.startswith("STDDEV")
         self.n = 0
         self.floats = 0  # how many of the values are floats: with none, a SUM is an integer
-        self.total = 0  # the sum, scaled
+        self.total = 0  # the sum of the integers
+        self.scaled = 0  # the sum of the floats, scaled
         self.squares = 0  # the sum of squares, scaled twice (only for the deviations)
 
     def add(self, value: Any) -> None:
-        scaled = _scaled(value)
         self.n += 1
-        self.floats += type(value) is float
-        self.total += scaled
+        if type(value) is int:
+            self.total += value
+            if self.stddev:
+                self.squares += (value * value) << (2 * SCALE)
+            return
+        scaled = _scaled(value)
+        self.floats += 1
+        self.scaled += scaled
         if self.stddev:
             self.squares += scaled * scaled
 
     def remove(self, value: Any) -> None:
-        scaled = _scaled(value)
         self.n -= 1
-        self.floats -= type(value) is float
-        self.total -= scaled
+        if type(value) is int:
+            self.total -= value
+            if self.stddev:
+                self.squares -= (value * value) << (2 * SCALE)
+            return
+        scaled = _scaled(value)
+        self.floats -= 1
+        self.scaled -= scaled
         if self.stddev:
             self.squares -= scaled * scaled
 
+    def replace(self, old: Any, new: Any) -> None:
+        if type(old) is int and type(new) is int and not self.stddev:
+            self.total += new - old
+            return
+        if old == new and type(old) is type(new):
+            return  # the same value: the same sums
+        self.remove(old)
+        self.add(new)
+
     def result(self) -> Any:
-        n, which = self.n, self.which
+        return self.of(self.which)
+
+    def of(self, which: str) -> Any:
+        """The result of function ``which`` (SUM, AVG, STDDEV_POP or STDDEV_SAMP)."""
+        n = self.n
         if n == 0:
             return None
         try:
             if which == "SUM":
-                return _out(self.total >> SCALE) if not self.floats else self.total / (1 << SCALE)
+                if not self.floats:
+                    return _out(self.total)
+                return ((self.total << SCALE) + self.scaled) / (1 << SCALE)
             if which == "AVG":
-                return self.total / (n << SCALE)
+                if not self.floats:
+                    return self.total / n
+                return ((self.total << SCALE) + self.scaled) / (n << SCALE)
             divisor = n if which == "STDDEV_POP" else n - 1
             if divisor == 0:
                 return None
             # n * variance * divisor, scaled twice: exact, and never negative.
-            spread = n * self.squares - self.total * self.total
+            total = (self.total << SCALE) + self.scaled
+            spread = n * self.squares - total * total
             return math.sqrt(spread / ((n * divisor) << (2 * SCALE)))
         except OverflowError:
             return None
@@ -185,30 +221,106 @@ class Distinct:
         else:
             del counts[value]
 
+    def replace(self, old: Any, new: Any) -> None:
+        if old != new:
+            self.remove(old)
+            self.add(new)
+
     def result(self) -> Any:
         return len(self.counts)
 
 
-class Extreme:
-    """MIN or MAX over a sorted list of the group's values."""
+SMALL = 2048  # up to this many values, a plain sorted list: bisect and a short move, in C
 
-    __slots__ = ("least", "values")
+
+Sorted: TypeAlias = Any  # a sorted list, or a SortedList (untyped)
+
+
+def _insert(values: Sorted, value: Any) -> Sorted:
+    """``values`` with ``value`` in its place: the same list, or a SortedList once past SMALL."""
+    if isinstance(values, list):
+        insort(values, value)
+        return values if len(values) <= SMALL else SortedList(values)
+    values.add(value)
+    return values
+
+
+def _delete(values: Sorted, value: Any) -> None:
+    if isinstance(values, list):
+        del values[bisect_left(values, value)]  # an equal value: it is there
+    else:
+        values.remove(value)
+
+
+class Extreme:
+    """MIN or MAX over the group's values kept in order, numbers and strings apart (numbers order
+    before strings): each a plain sorted list while it is small (bisect, in C, over plain
+    values), a ``SortedList`` past ``SMALL`` values. One serves MIN and MAX of one argument
+    (``of``)."""
+
+    __slots__ = ("least", "numbers", "texts")
 
     def __init__(self, least: bool) -> None:
         self.least = least
-        self.values = SortedList()
+        self.numbers: Sorted = []
+        self.texts: Sorted = []
 
     def add(self, value: Any) -> None:
-        self.values.add(value)
+        if value[0] == 0:
+            self.numbers = _insert(self.numbers, value[1])
+        else:
+            self.texts = _insert(self.texts, value[1])
 
     def remove(self, value: Any) -> None:
-        self.values.remove(value)
+        _delete(self.numbers if value[0] == 0 else self.texts, value[1])
+
+    def replace(self, old: Any, new: Any) -> None:
+        if old == new and type(old[1]) is type(new[1]):
+            return  # equal values are one value to MIN and MAX
+        self.remove(old)
+        self.add(new)
+
+    def extend(self, values: list[Any]) -> None:
+        """Add many values at once (an aggregation's first pass): one sort each."""
+        numbers: list[Any] = list(self.numbers)
+        texts: list[Any] = list(self.texts)
+        for kind, value in values:
+            (numbers if kind == 0 else texts).append(value)
+        numbers.sort()
+        texts.sort()
+        self.numbers = numbers if len(numbers) <= SMALL else SortedList(numbers)
+        self.texts = texts if len(texts) <= SMALL else SortedList(texts)
 
     def result(self) -> Any:
-        values = self.values
-        if not values:
-            return None
-        return values[0 if self.least else -1][1]
+        return self.of(self.least)
+
+    def of(self, least: bool) -> Any:
+        if least:
+            values = self.numbers or self.texts
+            return values[0] if values else None
+        values = self.texts or self.numbers
+        return values[-1] if values else None
+
+
+# The accumulator each aggregate function keeps, and how it prepares a record's value: the
+# functions of one family over one argument share one accumulator (SUM and AVG of /px one sum,
+# MIN and MAX of /px one sorted list).
+FAMILY = {
+    "SUM": "sum",
+    "AVG": "sum",
+    "STDDEV_POP": "sum",
+    "STDDEV_SAMP": "sum",
+    "MIN": "extreme",
+    "MAX": "extreme",
+    "COUNT": "count",
+    "COUNT_DISTINCT": "distinct",
+}
+PREPARE: dict[str, Callable[[Any], Any]] = {
+    "sum": _number,
+    "extreme": _ordered,
+    "count": _present,
+    "distinct": _distinct,
+}
 
 
 def accumulator(function: str) -> Accumulator:

@@ -6,8 +6,9 @@ constant time per aggregate (logarithmic for MIN and MAX). What each record cont
 with it, so a record that leaves is taken out without reading it again.
 
 Changes are collected, not sent: ``drain`` answers one change per group touched since the last
-drain, from the group's record before the first change to its record now. A transaction drains
-once at its end, so it changes each group once, however many of its records the group holds.
+drain, from the group's record before the first change to its record now. The aggregation drains
+once when a unit of work (a frame, a transaction) ends, so it changes each group once, however
+many of its records the group holds.
 
 A group's key is derived from its grouping values alone, canonically and hashed as a SowKey is
 (records/keys.py): the same on every node and after a restart.
@@ -16,15 +17,17 @@ A group's key is derived from its grouping values alone, canonically and hashed 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from ..filters import Filter, ast
 from ..filters.functions import EvalContext
-from ..records.paths import MISSING, get_path, set_path
-from .functions import Accumulator, accumulator, prepare
-from .parse import Spec
+from ..records.paths import MISSING, PathSteps, get_path, set_path
+from .functions import FAMILY, PREPARE, Accumulator, Count, Distinct, Extreme, Sum
+from .parse import Field, Spec
 
 MATCH = "match"
 
@@ -46,6 +49,21 @@ def _canonical(value: Any) -> str:
     return "j:" + orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
+def _plain(f: Field, ctx: EvalContext) -> Reader:
+    """A plain field's value: a bare path copied as it is (a missing field stays missing), an
+    expression evaluated."""
+    steps, argument = f.path, f.argument
+    if steps is not None:
+        if len(steps) == 1 and isinstance(steps[0], str):
+            name = steps[0]
+            return lambda data: data.get(name, MISSING) if type(data) is dict else MISSING
+        return lambda data: get_path(data, steps)
+    if argument is None:
+        return lambda data: None
+    evaluate = argument.evaluate
+    return lambda data: evaluate(data, ctx)
+
+
 def group_key(values: tuple[Any, ...]) -> str:
     """The ``k`` of the group of these grouping values."""
     # Marked as a group's, so that it is never the SowKey of a record of the same topic (a socket
@@ -58,7 +76,7 @@ def group_key(values: tuple[Any, ...]) -> str:
 class Group:
     key: str
     accumulators: list[Accumulator]
-    # record key -> what it contributed (one item per projected field), in order of last change
+    # record key -> what it contributed (one item per input: _Inputs), in order of last change
     members: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
@@ -72,20 +90,139 @@ class GroupChange:
     timestamp: float
 
 
+Reader = Callable[[Any], Any]
+
+
+def _top_field(argument: Filter) -> str | None:
+    """The field name when ``argument`` is a bare top-level field (``/qty``): read directly."""
+    tree = argument.tree
+    if isinstance(tree, ast.Field) and len(tree.steps) == 1 and isinstance(tree.steps[0], str):
+        return tree.steps[0]
+    return None
+
+
+def _reader(family: str, argument: Filter, ctx: EvalContext) -> Reader:
+    """What one record contributes to an accumulator of ``family``: its argument's value, prepared
+    (None: ignored). A bare field is read as the filter would read it (``""`` is NULL), without
+    the evaluator; numbers take the short way."""
+    prepared = PREPARE[family]
+    name = _top_field(argument)
+    if name is None:
+        evaluate = argument.evaluate
+        return lambda data: prepared(evaluate(data, ctx))
+
+    def read(data: Any) -> Any:
+        return data.get(name) if type(data) is dict else None
+
+    if family == "sum":
+
+        def read_number(data: Any) -> Any:
+            value: Any = data.get(name) if type(data) is dict else None
+            kind = type(value)
+            if kind is int or (kind is float and value - value == 0.0):
+                return value
+            return prepared(None if value == "" else value)
+
+        return read_number
+    if family == "extreme":
+
+        def read_ordered(data: Any) -> Any:
+            value: Any = data.get(name) if type(data) is dict else None
+            kind = type(value)
+            if kind is int or (kind is float and value - value == 0.0):
+                return (0, value)
+            return prepared(None if value == "" else value)
+
+        return read_ordered
+    if family == "count":
+
+        def read_present(data: Any) -> Any:
+            value = data.get(name) if type(data) is dict else None
+            return None if value is None or value == "" else True
+
+        return read_present
+    return lambda data: prepared(None if (value := read(data)) == "" else value)
+
+
+_COUNT_ALL = -1  # COUNT(*): the group's members, counted by the group itself
+_CACHED_KEYS = 1 << 16  # group keys remembered by grouping values, at most
+
+
 class GroupTable:
     def __init__(self, spec: Spec, ctx: EvalContext) -> None:
         self.spec = spec
         self.ctx = ctx
         self.groups: dict[str, Group] = {}
         self._where: dict[str, str] = {}  # input record key -> its group's key
-        self._aggregates = spec.aggregates
-        self._slots = {i: slot for slot, i in enumerate(self._aggregates)}  # field -> its accumulator
-        # Touched since the last drain: group key -> (whether it existed, how its last record left).
-        self._touched: dict[str, tuple[bool, str]] = {}
-        self._last = (0, 0.0)  # the latest change applied: what a group that went went by
+        # What a record contributes: one value per input (a plain field's, or an accumulator's
+        # prepared value). Inputs shared: one per family and argument.
+        self._readers: list[Reader] = []
+        self._accumulated: list[tuple[int, str, bool]] = []  # (input, family, any STDDEV)
+        inputs: dict[tuple[str, str], int] = {}
+        # How each field's value is found: (kind, input or accumulator slot, function).
+        self._outputs: list[tuple[PathSteps, str, int, str]] = []
+        for f in spec.fields:
+            if f.function is None:
+                self._outputs.append((f.output, "plain", len(self._readers), ""))
+                self._readers.append(_plain(f, ctx))
+            elif f.argument is None:
+                self._outputs.append((f.output, "all", _COUNT_ALL, f.function))
+            else:
+                family = FAMILY[f.function]
+                share = (family, f.argument.text)
+                slot = inputs.get(share)
+                if slot is None:
+                    slot = inputs[share] = len(self._accumulated)
+                    self._accumulated.append((len(self._readers), family, False))
+                    self._readers.append(_reader(family, f.argument, ctx))
+                if f.function.startswith("STDDEV"):
+                    index, _, _ = self._accumulated[slot]
+                    self._accumulated[slot] = (index, family, True)
+                self._outputs.append((f.output, family, slot, f.function))
+        self._slots = [(index, slot) for slot, (index, _, _) in enumerate(self._accumulated)]
+        grouping = spec.grouping
+        self._group_name = grouping[0][0] if len(grouping) == 1 and len(grouping[0]) == 1 else None
+        self._keys: dict[Any, str] = {}  # grouping values -> group key (no booleans: True == 1)
+        # Touched since the last drain: group key -> [whether it existed, how its last record
+        # left, the seq and time of the last change that touched it].
+        self._touched: dict[str, list[Any]] = {}
+        self._last = (0, 0.0)  # the latest change applied
 
     def __len__(self) -> int:
         return len(self.groups)
+
+    def _new_accumulators(self) -> list[Accumulator]:
+        out: list[Accumulator] = []
+        for _, family, stddev in self._accumulated:
+            if family == "sum":
+                out.append(Sum("SUM", stddev))
+            elif family == "extreme":
+                out.append(Extreme(True))
+            elif family == "count":
+                out.append(Count())
+            else:
+                out.append(Distinct())
+        return out
+
+    def group_of(self, data: Any) -> str:
+        """The key of the group record ``data`` belongs to."""
+        name = self._group_name
+        if name is not None:  # one top-level grouping field: the common case
+            value = data.get(name, MISSING) if type(data) is dict else MISSING
+            kind = type(value)
+            if kind is str or kind is int or kind is float or value is None or value is MISSING:
+                found = self._keys.get(value)
+                if found is None:
+                    if len(self._keys) >= _CACHED_KEYS:
+                        self._keys.clear()
+                    found = self._keys[value] = group_key((value,))
+                return found
+            return group_key((value,))
+        return group_key(tuple(get_path(data, steps) for steps in self.spec.grouping))
+
+    def contribution(self, data: Any) -> tuple[Any, ...]:
+        """What record ``data`` contributes: one value per input."""
+        return tuple([read(data) for read in self._readers])
 
     def apply(self, key: str, data: Any | None, seq: int, timestamp: float, gone: str = MATCH) -> None:
         """Input record ``key`` is now ``data`` (None: no longer an input, for the reason
@@ -96,82 +233,145 @@ class GroupTable:
             if was is not None:
                 self._leave(was, key, gone)
             return
-        now = group_key(tuple(get_path(data, steps) for steps in self.spec.grouping))
+        now = self.group_of(data)
+        given = tuple([read(data) for read in self._readers])
+        if was == now:
+            self._update(now, key, given)
+            return
         if was is not None:
             self._leave(was, key, MATCH)
-        self._join(now, key, self._contribution(data))
+        self._join(now, key, given)
 
-    def _contribution(self, data: Any) -> tuple[Any, ...]:
-        ctx = self.ctx
-        out: list[Any] = []
-        for f in self.spec.fields:
-            if f.function is None:
-                # A bare path is copied as it is (a missing field stays missing); an expression
-                # is evaluated.
-                if f.path is not None:
-                    out.append(get_path(data, f.path))
-                else:
-                    out.append(f.argument.evaluate(data, ctx) if f.argument is not None else None)
-            elif f.argument is None:
-                out.append(True)  # COUNT(*): every record
-            else:
-                out.append(prepare(f.function, f.argument.evaluate(data, ctx)))
-        return tuple(out)
+    def load(self, records: Iterable[tuple[str, Any, int, float]]) -> None:
+        """The first pass: every input record at once (none is in the table yet); each group's
+        MIN and MAX values sorted once, at the end."""
+        where, groups, readers = self._where, self.groups, self._readers
+        # (input, slot, whether its values wait for the one sort)
+        plan = [
+            (index, slot, family == "extreme") for slot, (index, family, _) in enumerate(self._accumulated)
+        ]
+        waiting: dict[tuple[str, int], list[Any]] = {}
+        for key, data, seq, timestamp in records:
+            self._last = (seq, timestamp)
+            gkey = self.group_of(data)
+            given = tuple([read(data) for read in readers])
+            self._touch(gkey)
+            group = groups.get(gkey)
+            if group is None:
+                group = groups[gkey] = Group(gkey, self._new_accumulators())
+            accumulators = group.accumulators
+            for index, slot, sorted_later in plan:
+                value = given[index]
+                if value is not None:
+                    if sorted_later:
+                        waiting.setdefault((gkey, slot), []).append(value)
+                    else:
+                        accumulators[slot].add(value)
+            group.members[key] = given
+            where[key] = gkey
+        for (gkey, slot), values in waiting.items():
+            extreme = groups[gkey].accumulators[slot]
+            assert isinstance(extreme, Extreme)
+            extreme.extend(values)
 
-    def _touch(self, gkey: str) -> None:
-        if gkey not in self._touched:
-            self._touched[gkey] = (gkey in self.groups, MATCH)
+    def _touch(self, gkey: str) -> list[Any]:
+        seq, timestamp = self._last
+        touched = self._touched.get(gkey)
+        if touched is None:
+            touched = self._touched[gkey] = [gkey in self.groups, MATCH, seq, timestamp]
+        elif seq >= touched[2]:
+            touched[2], touched[3] = seq, timestamp
+        return touched
 
     def _join(self, gkey: str, key: str, given: tuple[Any, ...]) -> None:
         self._touch(gkey)
         group = self.groups.get(gkey)
         if group is None:
-            functions = [self.spec.fields[i].function or "" for i in self._aggregates]
-            group = self.groups[gkey] = Group(gkey, [accumulator(function) for function in functions])
-        for slot, i in enumerate(self._aggregates):
-            value = given[i]
+            group = self.groups[gkey] = Group(gkey, self._new_accumulators())
+        accumulators = group.accumulators
+        for index, slot in self._slots:
+            value = given[index]
             if value is not None:
-                group.accumulators[slot].add(value)
+                accumulators[slot].add(value)
         group.members[key] = given
         self._where[key] = gkey
 
-    def _leave(self, gkey: str, key: str, gone: str) -> None:
+    def _update(self, gkey: str, key: str, given: tuple[Any, ...]) -> None:
+        """A record that stays in its group: what changed of its contribution is replaced."""
         self._touch(gkey)
+        group = self.groups[gkey]
+        members = group.members
+        before = members.pop(key)
+        members[key] = given  # the latest record now
+        accumulators = group.accumulators
+        for index, slot in self._slots:
+            old, new = before[index], given[index]
+            if old is new:
+                continue
+            if old is None:
+                accumulators[slot].add(new)
+            elif new is None:
+                accumulators[slot].remove(old)
+            else:
+                accumulators[slot].replace(old, new)
+
+    def _leave(self, gkey: str, key: str, gone: str) -> None:
+        touched = self._touch(gkey)
         group = self.groups[gkey]
         given = group.members.pop(key)
         del self._where[key]
-        for slot, i in enumerate(self._aggregates):
-            value = given[i]
-            if value is not None:
-                group.accumulators[slot].remove(value)
         if not group.members:
             del self.groups[gkey]
-            self._touched[gkey] = (self._touched[gkey][0], gone)
+            touched[1] = gone
+            return
+        accumulators = group.accumulators
+        for index, slot in self._slots:
+            value = given[index]
+            if value is not None:
+                accumulators[slot].remove(value)
 
     def record(self, group: Group) -> dict[str, Any]:
         """The group's record: its projected fields, in projection order."""
         out: dict[str, Any] = {}
         latest = next(reversed(group.members.values()))
-        slots = self._slots
-        for i, f in enumerate(self.spec.fields):
+        accumulators = group.accumulators
+        for output, kind, slot, function in self._outputs:
             # A plain field, grouping fields too, is the latest record's (1 and 1.0 are one group).
-            value = group.accumulators[slots[i]].result() if f.function is not None else latest[i]
-            if value is not MISSING:
-                set_path(out, f.output, value)
+            if kind == "plain":
+                value = latest[slot]
+                if value is MISSING:
+                    continue
+            elif kind == "all":
+                value = len(group.members)
+            elif kind == "sum":
+                value = accumulators[slot].of(function)  # type: ignore[attr-defined]
+            elif kind == "extreme":
+                value = accumulators[slot].of(function == "MIN")  # type: ignore[attr-defined]
+            else:
+                value = accumulators[slot].result()
+            if len(output) == 1:
+                out[output[0]] = value  # type: ignore[index]
+            else:
+                set_path(out, output, value)
         return out
 
     def drain(self) -> list[GroupChange]:
         """One change per group touched since the last drain (a group that came and went in
-        between: none), in the order they were first touched."""
+        between: none), each versioned by the last change that touched it (a transaction's
+        changes share its LSN), in the order of those versions, as a topic's history keeps them
+        (a group first touched earlier goes after one last touched earlier)."""
         touched, self._touched = self._touched, {}
         changes: list[GroupChange] = []
-        for gkey, (existed, gone) in touched.items():
-            group = self.groups.get(gkey)
-            after = self.record(group) if group is not None else None
-            if not existed and after is None:
+        groups = self.groups
+        for gkey, (existed, gone, seq, timestamp) in sorted(touched.items(), key=_by_seq):
+            group = groups.get(gkey)
+            if group is None:
+                if existed:
+                    changes.append(GroupChange(gkey, False, None, gone, seq, timestamp))
                 continue
-            # Every group a drain changes is versioned by its last change (a transaction's LSN):
-            # versions in the order of the changes, as a topic's history keeps them.
-            seq, timestamp = self._last
-            changes.append(GroupChange(gkey, not existed, after, gone, seq, timestamp))
+            changes.append(GroupChange(gkey, not existed, self.record(group), gone, seq, timestamp))
         return changes
+
+
+def _by_seq(item: tuple[str, list[Any]]) -> int:
+    return item[1][2]  # type: ignore[no-any-return]

@@ -9,8 +9,10 @@ positions, deltas, OOFs, subscription and socket-queue conflation, hidden views,
 
 Identical aggregations (topic, filter, grouping, projection and the user's entitlement, with the
 user and client name a filter may name) share one: the source topic keeps them by ``share``,
-and the last subscriber's leaving releases it. A transaction's changes are flushed once, at its
-end (fanout/tx_frames.py), so it changes each group once.
+and the last subscriber's leaving releases it. A change updates the group table at once, and the
+groups it touched are written when the unit of work ends (an inbound frame, a transaction, or
+before a command that reads views: fanout/run.py), so the changes of one frame or one
+transaction change each group once.
 """
 
 from __future__ import annotations
@@ -87,13 +89,19 @@ class Aggregation:
         self.ctx = ctx
         self.frames = frames
         self.table = GroupTable(spec, ctx)
+        # What a record passes to be an input: the user's entitlement, then the filters.
+        gate = entitlement.filter
+        gates = [(gate, entitlement.ctx)] if gate is not None else []
+        self._gates = tuple(gates + [(f, ctx) for f in filters])
         keys = tuple(f.output for f in spec.fields if f.group_index is not None)
         self.topic = topic = GroupTopic(source, self, GroupKeys(keys))
         # The groups of the records there are now, told to nobody: nobody subscribes yet.
-        for key, version in source.records.items():
-            data = version.data
-            if self.admits(data):
-                self.table.apply(key, data, version.seq, version.timestamp)
+        admits = self.admits
+        self.table.load(
+            (key, version.data, version.seq, version.timestamp)
+            for key, version in source.records.items()
+            if admits(version.data)
+        )
         self._write(told=False)
         topic.sow.history = history
         if live:
@@ -101,8 +109,8 @@ class Aggregation:
 
     def admits(self, data: Any) -> bool:
         """Whether a record is an input: it passes the filters and the user's entitlement."""
-        ctx = self.ctx
-        return self.entitlement.allows(data) and all(f.matches(data, ctx) for f in self.filters)
+        gates = self._gates
+        return not gates or all(gate.matches(data, ctx) for gate, ctx in gates)
 
     def source_changed(
         self, key: str, old: RecordVersion | None, new: RecordVersion | None, gone: str
@@ -116,8 +124,8 @@ class Aggregation:
             if not self.admits(data):
                 data = None
         self.table.apply(key, data, version.seq, version.timestamp, reason)
-        if self.frames.tx is None:  # in a transaction, flushed at its end: each group once
-            self.flush()
+        # Written when the unit of work (or the transaction) ends: each group once.
+        self.frames.derived(self)
 
     def flush(self) -> None:
         self._write(told=True)

@@ -41,19 +41,13 @@ def apply_transaction(
 ) -> None:
     """Apply a transaction entry (numbered), its messages held and queued as one block per socket."""
     frames.begin(str(entry.lsn))
-    changed: dict[Topic, None] = {}
     try:
         for change in transaction_changes(entry):
             topic = topic_of(change.topic)
             if topic is not None:  # None: a plain topic nobody listens to
                 apply_change(topic, change, timers)
-                changed[topic] = None
     finally:
-        # Aggregations send their groups' changes now, in the block: each group changes once.
-        for topic in changed:
-            for view in list(topic.derived.values()):
-                view.flush()
-        frames.end()
+        frames.end()  # aggregations write their groups' changes in the block: each group once
 
 
 def load(

@@ -109,9 +109,11 @@ class Broker:
         self._now = None
 
     def settle(self) -> None:
-        """End of a unit of work: push the pending run, then remove the subscriptions dropped for
-        back pressure."""
+        """End of a unit of work: write the derived views' changes (aggregations: each group a
+        unit changed, once), push the pending run, then remove the subscriptions dropped for back
+        pressure."""
         self._now = None
+        self.run.derive()
         self.run.flush()
         dropped = self._dropped
         while dropped:

@@ -11,6 +11,12 @@ Per-socket order stays exactly what it would be without batching, because a run 
 - before a publish to another topic (only one topic has a pending run at any time),
 - before a subscription on the running topic is added, removed or replaced,
 - at the end of every inbound frame.
+
+Derived views (aggregations: aggregate/view.py) are deferred the same way, further: a change of
+their source updates them at once but is written to their topics of groups when the unit of work
+ends (``derive``: the end of an inbound frame, of a transaction, before a command that reads
+them), so a group several changes touch is written, and sent, once, in the same frame as the
+changes.
 """
 
 from __future__ import annotations
@@ -19,18 +25,31 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..records.version import RecordVersion
-    from .ports import PendingRun
+    from .ports import Derived, PendingRun
 
 
 class FanOutRun:
     """The one topic, if any, whose fast-lane deliveries are waiting to be pushed, and the record
     versions stored since the last flush, kept whole until every message about them is made."""
 
-    __slots__ = ("fresh", "topic")
+    __slots__ = ("fresh", "topic", "views")
 
     def __init__(self) -> None:
         self.topic: PendingRun | None = None
         self.fresh: list[RecordVersion] = []
+        self.views: dict[Derived, None] = {}  # derived views with changes to write, in order
+
+    def changed(self, view: Derived) -> None:
+        """``view`` has changes to write at the end of the unit of work."""
+        self.views[view] = None
+
+    def derive(self) -> None:
+        """Write every derived view's changes (each tells its subscribers: they join runs)."""
+        views = self.views
+        while views:
+            view = next(iter(views))
+            del views[view]
+            view.flush()
 
     def join(self, topic: PendingRun) -> None:
         """``topic`` is about to defer deliveries: end any other topic's run first."""

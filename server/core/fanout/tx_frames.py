@@ -19,7 +19,7 @@ from ..queue.delivery import Delivery, RunBatch, TxBlock
 from .run import FanOutRun
 
 if TYPE_CHECKING:
-    from .ports import Subscriber
+    from .ports import Derived, Subscriber
     from .subscription import Owed, Subscription
 
 # What one subscription's ended interval releases: its changes, and the transaction they
@@ -38,7 +38,9 @@ class TxFrames:
         self._last: dict[Subscriber, list[Delivery]] = {}  # count messages: after the changes
 
     def begin(self, tx: str) -> None:
-        self._run.flush()  # what was decided before the transaction goes before it
+        # What was decided before the transaction goes before it, derived views' changes too.
+        self._run.derive()
+        self._run.flush()
         self.tx = tx
 
     @contextmanager
@@ -82,6 +84,10 @@ class TxFrames:
         for _, key, change in changes:
             topic.deliver(subscription.session, (subscription,), key, change)
 
+    def derived(self, view: Derived) -> None:
+        """``view`` has changes to write: at the end of the transaction or of the unit of work."""
+        self._run.changed(view)
+
     def hold(self, session: Subscriber, item: Delivery | RunBatch) -> None:
         self._held.setdefault(session, []).append(item)
 
@@ -91,7 +97,10 @@ class TxFrames:
 
     def end(self) -> None:
         """Queue each socket's messages of the transaction as one block."""
-        self._run.flush()  # the fast lane's messages of the transaction are in the block too
+        # Derived views change once, in the block (each group once, however many of the
+        # transaction's records it holds); the fast lane's messages are in the block too.
+        self._run.derive()
+        self._run.flush()
         held, self._held = self._held, {}
         for session, last in self._last.items():
             held.setdefault(session, []).extend(last)

@@ -83,3 +83,33 @@ def test_min_and_max_order_numbers_before_strings() -> None:
         acc_max.add(prepare("MAX", value))
     assert acc_min.result() == 2.5
     assert acc_max.result() == "b"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    function=st.sampled_from(AGGREGATES),
+    added=st.lists(VALUES, min_size=1, max_size=30),
+    replacements=st.lists(st.tuples(st.integers(0, 29), VALUES), max_size=30),
+)
+def test_replacing_a_value_equals_from_scratch(
+    function: str, added: list[Any], replacements: list[tuple[int, Any]]
+) -> None:
+    # A record that stays in its group replaces its value (groups.py: both not None).
+    acc = accumulator(function)
+    live = list(added)
+    for value in added:
+        prepared = prepare(function, value)
+        if prepared is not None:
+            acc.add(prepared)
+    for drawn, value in replacements:
+        index = drawn % len(live)
+        old, new = prepare(function, live[index]), prepare(function, value)
+        live[index] = value
+        if old is not None and new is not None:
+            acc.replace(old, new)
+        elif old is not None:
+            acc.remove(old)
+        elif new is not None:
+            acc.add(new)
+        expected = aggregate(function, live)
+        assert _close(acc.result(), expected), (function, live, acc.result(), expected)

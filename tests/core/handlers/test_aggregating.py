@@ -229,3 +229,64 @@ def test_a_transaction_counts_its_groups_once_inside_its_block() -> None:
     got = viewer.take()
     assert [m["c"] for m in got] == ["tx_begin", "p", "p", "count", "tx_end"]
     assert got[-2]["matches"] == 4
+
+
+def test_changes_of_one_frame_write_each_group_once_with_its_final_state() -> None:
+    h = Harness()
+    publisher, viewer = h.peer(), h.peer()
+    _feed(publisher)
+    viewer.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "o": "oof," + GROUPS})
+    publisher.send(_pub(1, desk="a", qty=10), _pub(3, desk="b", qty=6), _pub(2, desk="a", qty=20))
+    messages = viewer.take()
+    assert [m["c"] for m in messages] == ["p", "p"]
+    # In the order of the last change each got, versioned by it.
+    assert [m["data"]["desk"] for m in messages] == ["b", "a"]
+    assert _data(messages) == {"a": {"desk": "a", "qty": 30, "n": 2}, "b": {"desk": "b", "qty": 6, "n": 1}}
+    source = h.broker.topics["orders"]
+    (view,) = source.derived.values()
+    groups = {g.data["desk"]: g.seq for g in view.topic.records.values()}  # type: ignore[attr-defined]
+    seqs = {v.data["order"]: v.seq for v in source.records.values()}
+    assert groups == {"a": seqs[2], "b": seqs[3]}
+
+
+def test_a_group_emptied_and_refilled_in_one_frame_is_one_update() -> None:
+    h = Harness()
+    publisher, viewer = h.peer(), h.peer()
+    _feed(publisher)
+    viewer.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "o": "oof," + GROUPS})
+    publisher.send({"c": "sow_delete", "t": "orders", "data": {"order": 3}}, _pub(4, desk="b", qty=7))
+    (message,) = viewer.take()
+    assert message["c"] == "p" and message["data"] == {"desk": "b", "qty": 7, "n": 1}
+
+
+def test_a_group_made_and_emptied_in_one_frame_is_not_sent_and_one_emptied_is_an_oof() -> None:
+    h = Harness()
+    publisher, viewer = h.peer(), h.peer()
+    _feed(publisher)
+    viewer.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "o": "oof," + GROUPS})
+    publisher.send(
+        _pub(9, desk="c", qty=1),
+        {"c": "sow_delete", "t": "orders", "data": {"order": 9}},
+        _pub(3, desk="a", qty=5),  # b loses its last record, a gets it
+    )
+    messages = viewer.take()
+    assert [m["c"] for m in messages] == ["oof", "p"]
+    assert messages[0]["reason"] == "match" and messages[0]["data"] == {"desk": "b", "qty": 5, "n": 1}
+    assert _data(messages) == {"a": {"desk": "a", "qty": 8, "n": 3}}
+    (view,) = h.broker.topics["orders"].derived.values()
+    assert {g.data["desk"] for g in view.topic.records.values()} == {"a"}  # type: ignore[attr-defined]
+
+
+def test_a_query_after_changes_in_the_same_frame_sees_them() -> None:
+    h = Harness()
+    publisher = h.peer()
+    _feed(publisher)
+    publisher.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "sub_id": "g", "o": GROUPS})
+    replies = publisher.send(
+        _pub(4, desk="a", qty=100),
+        {"c": "sow", "t": "orders", "cid": "q", "o": GROUPS},
+    )
+    snapshot = {m["data"]["desk"]: m["data"] for m in replies if m["c"] == "sow"}
+    assert snapshot["a"] == {"desk": "a", "qty": 103, "n": 3}
+    updates = [m for m in replies if m["c"] == "p"]
+    assert _data(updates) == {"a": {"desk": "a", "qty": 103, "n": 3}}
