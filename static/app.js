@@ -1,13 +1,10 @@
 // The dashboard: live grids of views, opened from the URL (/?topic=orders&filter=...&options=oof)
-// or from the form, rendered in animation frames so heavy update rates stay smooth.
+// or from the form. Each view is a window onto the server's view (docs/protocol.md, Viewports):
+// however large the view, only the rows on screen cross the wire.
 
 import { PushClient } from "/web/index.js";
 import { Panel } from "/static/panel.js";
 import { fromQuery, newSettings, toQuery } from "/static/settings.js";
-
-// Changes drawn per animation frame (a large snapshot is drawn over a few frames), and the least
-// each view gets. A transaction is always drawn whole, whatever these say.
-const drawing = { changesPerFrame: 4000, leastPerPanel: 200 };
 
 const scheme = location.protocol === "https:" ? "wss" : "ws";
 const url = `${scheme}://${location.host}/ws`;
@@ -31,12 +28,6 @@ const host = {
   closed: (/** @type {Panel} */ panel) => { panels.delete(panel); writeUrl(); },
 };
 let urlDirty = false;
-
-function frame(now) {
-  let budget = drawing.changesPerFrame;
-  for (const panel of panels) budget -= panel.render(Math.max(budget, drawing.leastPerPanel), now);
-  requestAnimationFrame(frame);
-}
 
 function showError(message) {
   document.getElementById("form-error").textContent = message;
@@ -142,7 +133,6 @@ async function start() {
   // The topics' keys first (one request, answered at once): a key column is shown as a name.
   await refreshTopics(true);
   readUrl();
-  requestAnimationFrame(frame);
   setInterval(() => {
     panels.forEach((panel) => panel.tick());
     if (urlDirty) writeUrl();
@@ -152,7 +142,7 @@ async function start() {
   client.connect().catch(() => {});
 }
 
-// For the curious and for bench/browser_grid.py: the client and the open views.
-window.dashboard = { client, panels, drawing };
+// For the curious and for the tests: the client and the open views.
+window.dashboard = { client, panels };
 
 start();

@@ -119,25 +119,18 @@ export class ColumnFormat {
 }
 
 /**
- * A Tabulator formatter for one column. It returns a text node, never a string: Tabulator puts a
- * string into the cell as HTML, and records are other people's data.
- * @param {ColumnFormat} column
- * @returns {(cell: any) => Text}
+ * A value as its cell reads: `text`, whether it is a negative number, and the full value as a
+ * tooltip when the text shortens it (a timestamp shown as a time of day).
+ * @param {ColumnFormat} column @param {unknown} value
+ * @returns {{ text: string, negative: boolean, title: string }}
  */
-export function cellFormatter(column) {
-  return (cell) => {
-    const value = cell.getValue();
-    const element = cell.getElement();
-    if (typeof value === "number") {
-      column.saw(value);
-      element.classList.toggle("negative", value < 0);
-      return document.createTextNode(formatNumber(value, column.decimals, column.plain));
-    }
-    element.classList.remove("negative");
-    if (column.kind === "timestamp" && typeof value === "string") {
-      element.title = value;
-      return document.createTextNode(formatTimestamp(value));
-    }
-    return document.createTextNode(formatOther(value));
-  };
+export function cellText(column, value) {
+  if (typeof value === "number") {
+    column.saw(value);
+    return { text: formatNumber(value, column.decimals, column.plain), negative: value < 0, title: "" };
+  }
+  if (column.kind === "timestamp" && typeof value === "string") {
+    return { text: formatTimestamp(value), negative: false, title: value };
+  }
+  return { text: formatOther(value), negative: false, title: "" };
 }

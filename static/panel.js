@@ -1,22 +1,13 @@
-// One view on the dashboard: its table (Tabulator, bound to the view by web/adapters/tabulator.js),
-// its toolbar (pause, group, chart, columns, quick filters), its figures, its chart, and what it
-// says when it has no rows to show.
+// One view on the dashboard: its table (static/grid.js over a tree of the server's viewports,
+// static/tree.js), its toolbar (pause, group levels, columns, quick filters), its figures, and
+// what it says when it has no rows to show. Sorting, quick filters and grouping are the server's:
+// a new orderby or filter on the same viewports, or aggregated views for the groups.
 
-import { TabulatorFull } from "/static/vendor/tabulator/tabulator_esm.min.js";
-import { TabulatorBinding, tabulatorOptions } from "/web/adapters/tabulator.js";
 import { Columns } from "/static/columns.js";
-import { Sparkline } from "/static/sparkline.js";
 import { formatNumber } from "/static/format.js";
-
-const LEFT_NOTE_MS = 10_000;
-/** An OOF's reason (docs/protocol.md, Delta subscriptions and OOF), as a reader says it. */
-const OOF_REASONS = /** @type {Record<string, string>} */ ({
-  match: "no longer matches the filter",
-  deleted: "deleted",
-  expired: "expired",
-  entitlement: "no longer entitled to it",
-  stale: "gone while the connection was down",
-});
+import { Grid } from "/static/grid.js";
+import { withQuickFilters } from "/static/quick.js";
+import { RowTree, path } from "/static/tree.js";
 
 /**
  * What a panel needs from the page.
@@ -26,20 +17,14 @@ const OOF_REASONS = /** @type {Record<string, string>} */ ({
  * }} PanelHost
  */
 
-export function formatBytes(/** @type {number} */ bytes) {
-  if (bytes < 1024) return `${bytes | 0} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-}
-
-export function formatMs(/** @type {number} */ ms) {
-  return ms < 10 ? `${ms.toFixed(1)} ms` : ms < 10_000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(0)} s`;
-}
-
 function formatAge(/** @type {number} */ seconds) {
   if (seconds < 60) return `${Math.floor(seconds)} s`;
   if (seconds < 3600) return `${Math.floor(seconds / 60)} min`;
   return `${Math.floor(seconds / 3600)} h`;
+}
+
+export function formatMs(/** @type {number} */ ms) {
+  return ms < 10 ? `${ms.toFixed(1)} ms` : ms < 10_000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(0)} s`;
 }
 
 /** The view's options with `timestamp` (each update then carries the server's `ts`, from which
@@ -48,6 +33,13 @@ function withTimestamp(/** @type {string} */ options) {
   const list = (options || "").split(",").map((o) => o.trim()).filter(Boolean);
   if (!list.includes("timestamp")) list.push("timestamp");
   return list.join(",");
+}
+
+/** The field and direction of an orderby (`/qty DESC`), when it sorts by one field. @param {string} orderby */
+export function sortOf(orderby) {
+  const match = orderby.trim().match(/^(\[\/[^\]]+\]|\/\S+)(\s+(ASC|DESC))?$/i);
+  if (!match) return null;
+  return { field: match[1].replace(/^\[?\//, "").replace(/]$/, ""), dir: /desc/i.test(match[3] ?? "") ? "desc" : "asc" };
 }
 
 export class Panel {
@@ -62,62 +54,44 @@ export class Panel {
     this.$(".filter").textContent = filter || "all records";
     this.$(".options").textContent = options || "";
     this.$(".close").addEventListener("click", () => this.close());
-    this.empty = document.createElement("div");
-    this.empty.className = "empty-state";
+    this.empty = this.$(".empty-state");
     document.getElementById("views")?.appendChild(this.element);
-    this.table = new TabulatorFull(this.$(".table"), {
-      ...tabulatorOptions(),
-      height: "100%",
-      layout: "fitData",
-      // Rows of one height (the stylesheet's: 4 px padding, a 19 px line, a 1 px border): Tabulator
-      // then lays out a redrawn row without measuring each of its cells, half the cost.
-      rowHeight: 28,
-      movableColumns: true,
-      columnCalcs: "both",
-      placeholder: this.empty,
-      groupHeader: (/** @type {unknown} */ value, /** @type {number} */ count) =>
-        document.createTextNode(`${value ?? "(none)"} · ${formatNumber(count, 0)} ${count === 1 ? "row" : "rows"}`),
-      columnDefaults: { resizable: true },
-      headerFilterLiveFilterDelay: 250,
-    });
-    this.view = host.client.sowAndDeltaSubscribe(topic, { filter: filter || undefined, options: withTimestamp(options) });
-    this.binding = new TabulatorBinding(this.view, this.table, {
-      onOof: (key, record, reason) => this.left(key, record, reason),
-      onColumns: (fields, records) => {
-        this.columns.add(fields, records).catch((error) => console.warn("columns", error));
-        this.toolbarFields();
+    this.columns = new Columns(settings, () => host.keyFields(topic));
+    this.grid = new Grid(this.$(".table"), {
+      columns: this.columns,
+      tree: () => this.tree,
+      sortOf: (field) => {
+        const sort = sortOf(this.settings.orderby);
+        return sort?.field === field ? /** @type {"asc" | "desc"} */ (sort.dir) : null;
       },
+      sort: (field) => this.sort(field),
+      quick: (field, text) => this.quick(field, text),
+      quickText: (field) => this.settings.quick[field] ?? "",
+      menu: (field, anchor) => this.menu(field, anchor),
+      toggle: (row) => this.tree?.toggle(row),
+      resized: (field, width) => {
+        this.columns.widths.set(field, width);
+        this.columns.touched = true;
+        host.changed();
+      },
+      drawn: () => {},
     });
-    this.columns = new Columns({
-      table: this.table, binding: this.binding, settings, keyFields: () => host.keyFields(topic),
-      changed: () => host.changed(), chartColumn: (field) => this.chartColumn(field), groupBy: (field) => this.groupBy(field),
-    });
-    this.table.on("columnMoved", () => { this.columns.touched = true; host.changed(); });
-    this.table.on("columnResized", (/** @type {any} */ column) => {
-      this.columns.touched = true;
-      this.columns.resized.add(column.getField());
-      host.changed();
-    });
-    this.table.on("columnVisibilityChanged", () => { this.columns.touched = true; this.toolbarFields(); host.changed(); });
-    this.table.on("dataSorted", () => host.changed());
-    this.table.on("dataFiltered", () => host.changed());
-    /** @type {Sparkline | null} */
-    this.sparkline = null;
+    /** @type {RowTree | null} */
+    this.tree = null;
+    this.established = false;
+    this.paused = false;
+    this.waiting = 0;
+    this.updates = 0;
     this.lastUpdates = 0;
     this.lastMessageAt = 0;
-    this.shownRows = "";
-    this.established = false;
-    /** @type {string | null} why the topic holds no records, when the server says it keeps none */
-    this.notConfigured = null;
-    this.view.on("change", () => { this.lastMessageAt = Date.now(); });
-    this.view.on("error", (/** @type {{ reason: string }} */ { reason }) => this.refused(reason));
-    this.view.on("unsubscribed", (/** @type {{ reason: string }} */ { reason }) => host.showError(`${topic}: the server dropped this view (${reason})`));
-    // While the connection is down the rows stay, dimmed: the last values received, maybe old.
-    this.view.on("stale", (/** @type {{ stale: boolean }} */ { stale }) => this.element.classList.toggle("stale", stale));
-    this.view.ready.then(() => this.ready(), () => {});
+    this.stale = false;
+    /** @type {string} the server's reason, when it refused the view */
+    this.error = "";
+    /** why the topic holds no records, when the server says it keeps none */
+    this.notConfigured = "";
     this.wireToolbar();
-    if (settings.chart) this.chartColumn(settings.chart);
     this.showEmpty();
+    this.open();
   }
 
   /** @param {string} selector @returns {HTMLElement} */
@@ -125,22 +99,97 @@ export class Panel {
     return /** @type {HTMLElement} */ (this.element.querySelector(selector));
   }
 
-  ready() {
-    this.established = true;
-    this.lastMessageAt = Date.now();
-    if (this.view.records.size === 0) {
-      // An empty snapshot: an empty topic, or a name the server keeps no records for. Its answer
-      // to a `sow` tells which, in its own words.
-      this.host.client.sow(this.settings.topic, { topN: 1 }).then(
-        () => { this.notConfigured = null; },
-        (/** @type {any} */ error) => { this.notConfigured = String(error?.reason ?? error?.message ?? error); },
-      ).finally(() => this.showEmpty());
+  /** The filter the server applies: the view's own and the quick filters. */
+  filter() {
+    return withQuickFilters(this.settings.filter, this.settings.quick, (field) => this.columns.kind(field));
+  }
+
+  /** Open the view's tree of server views (again, after the grouping or the totals changed). */
+  async open() {
+    this.tree?.close();
+    this.tree = null;
+    const { client } = this.host;
+    const { topic, options, group } = this.settings;
+    const generation = (this.generation = (this.generation ?? 0) + 1);
+    if (group.length > 0 && this.columns.fields.length === 0) {
+      // Totals are over number columns: a first screen of records says which columns they are.
+      const probe = client.viewport(topic, { filter: this.filter() || undefined, rows: [0, 99], options: options || undefined });
+      try {
+        await probe.ready;
+        this.columns.learn(probe.rows ?? []);
+      } catch (error) {
+        this.refused(String(/** @type {any} */ (error)?.reason ?? /** @type {any} */ (error)?.message ?? error));
+        return;
+      } finally {
+        probe.close();
+      }
+      if (generation !== this.generation) return;
     }
+    const keyField = [...this.host.keyFields(topic)][0];
+    const tree = new RowTree({
+      client, topic, filter: this.filter(), orderby: this.settings.orderby, grouping: [...group],
+      totals: (depth) => this.columns.projection(group.slice(0, depth + 1)),
+      options: withTimestamp(options), keyField,
+    }, {
+      changed: () => this.changed(),
+      failed: ({ reason, root }) => (root ? this.refused(reason) : this.showViewError(reason)),
+      stale: (stale) => {
+        this.stale = stale;
+        this.element.classList.toggle("stale", stale);
+        this.tick();
+      },
+    });
+    this.tree = tree;
+    tree.ready.then(() => {
+      if (tree !== this.tree) return;
+      this.established = true;
+      this.lastMessageAt = Date.now();
+      this.changed();
+      if (tree.count === 0) {
+        // An empty view: an empty topic, or a name the server keeps no records for. Its answer
+        // to a `sow` tells which, in its own words.
+        client.sow(topic, { topN: 1 }).then(
+          () => { this.notConfigured = ""; },
+          (/** @type {any} */ error) => { this.notConfigured = String(error?.reason ?? error?.message ?? error); },
+        ).finally(() => this.showEmpty());
+      }
+      this.showEmpty();
+    }, () => {});
+    this.grid.relayout();
+    this.showGroups();
+  }
+
+  /** Something the views show changed: learn new columns, draw (unless paused). */
+  changed() {
+    this.lastMessageAt = Date.now();
+    this.updates += 1;
+    if (!this.tree) return;
+    if (this.columns.learn(this.tree.held())) {
+      this.toolbarFields();
+      this.grid.relayout();
+    }
+    if (this.paused) {
+      this.waiting += 1;
+      return;
+    }
+    this.showCount();
+    this.grid.draw();
     this.showEmpty();
   }
 
-  /** A view the server refuses at once (a bad filter) goes; one it refuses after a reconnect
-   * (the topic or the user's rights changed) stays on screen, stale, with the reason, and in the URL.
+  /** The view's size: its records, and its groups when grouped. */
+  showCount() {
+    const tree = this.tree;
+    if (!tree) return;
+    const grouped = tree.grouping.length > 0;
+    const rows = formatNumber(grouped ? tree.records() : tree.count, 0);
+    if (this.$(".rows").textContent !== rows) this.$(".rows").textContent = rows;
+    this.$(".group-count").hidden = !grouped;
+    if (grouped) this.$(".groups").textContent = formatNumber(tree.count, 0);
+  }
+
+  /** A view the server refuses at once (a bad filter) goes; one it refuses later (after a
+   * reconnect, or a quick filter it cannot take) stays on screen with the reason.
    * @param {string} reason */
   refused(reason) {
     if (!this.established) {
@@ -148,173 +197,233 @@ export class Panel {
       this.close();
       return;
     }
-    this.element.classList.add("stale", "failed");
-    this.$(".view-error").textContent = `refused after reconnecting: ${reason}`;
+    this.showViewError(`refused: ${reason}`);
+  }
+
+  /** @param {string} text */
+  showViewError(text) {
+    this.error = text;
+    this.element.classList.add("failed");
+    this.$(".view-error").textContent = text;
+    this.showEmpty();
+  }
+
+  clearViewError() {
+    this.error = "";
+    this.element.classList.remove("failed");
+    this.$(".view-error").textContent = "";
   }
 
   close() {
-    this.binding.unbind();
-    if (!this.view.error) this.view.close();
-    this.sparkline?.destroy();
-    this.table.destroy();
+    this.generation = (this.generation ?? 0) + 1;
+    this.tree?.close();
+    this.tree = null;
+    this.grid.destroy();
     this.element.remove();
     this.host.closed(this);
   }
 
-  /** A record left the view: said under the toolbar, named by its key fields, with the reason in
-   * words. @param {string} key @param {any} record @param {string} reason */
-  left(key, record, reason) {
-    const keyFields = [...this.host.keyFields(this.settings.topic)].filter((field) => record?.[field] !== undefined);
-    const name = keyFields.length ? keyFields.map((field) => `${field} ${record[field]}`).join(", ") : key;
-    const note = this.$(".left-note");
-    note.textContent = `${name} left the view: ${OOF_REASONS[reason] ?? reason}`;
-    note.dataset.at = String(Date.now());
+  /** Click on a header: ascending, then descending, by the server. @param {string} field */
+  sort(field) {
+    const current = sortOf(this.settings.orderby);
+    const dir = current?.field === field && current.dir === "asc" ? "DESC" : "ASC";
+    this.settings.orderby = `${path(field)} ${dir}`;
+    this.refine();
   }
 
-  /** Apply up to `budget` waiting changes; returns how many it applied. @param {number} budget @param {number} now */
-  render(budget, now) {
-    const applied = this.binding.flush(budget, now);
-    const rows = String(this.view.records.size);
-    if (rows !== this.shownRows) {
-      // Written only when it changes: any DOM write costs a style pass over every row.
-      this.$(".rows").textContent = rows;
-      this.shownRows = rows;
-    }
-    return applied;
+  /** @param {string} field @param {string} text */
+  quick(field, text) {
+    if ((this.settings.quick[field] ?? "") === text.trim()) return;
+    if (text.trim()) this.settings.quick[field] = text.trim();
+    else delete this.settings.quick[field];
+    this.refine();
+  }
+
+  /** The new filter and order, on the views already open. */
+  refine() {
+    this.host.changed();
+    this.grid.draw();
+    this.$(".clear-quick").hidden = Object.keys(this.settings.quick).length === 0;
+    if (!this.tree) return;
+    this.tree.refine(this.filter(), this.settings.orderby).then(
+      () => { this.clearViewError(); this.grid.draw(); this.showEmpty(); },
+      (/** @type {any} */ error) => this.showViewError(`refused: ${error?.reason ?? error?.message ?? error}`),
+    );
+  }
+
+  /** @param {string[]} levels */
+  groupBy(levels) {
+    this.settings.group = levels;
+    this.host.changed();
+    this.open();
   }
 
   wireToolbar() {
     const pause = /** @type {HTMLButtonElement} */ (this.$(".pause"));
     pause.addEventListener("click", () => {
-      if (this.binding.paused) this.binding.resume();
-      else this.binding.paused = true;
-      pause.setAttribute("aria-pressed", String(this.binding.paused));
-      pause.textContent = this.binding.paused ? "Resume" : "Pause";
-      this.element.classList.toggle("paused", this.binding.paused);
+      this.paused = !this.paused;
+      pause.setAttribute("aria-pressed", String(this.paused));
+      pause.textContent = this.paused ? "Resume" : "Pause";
+      this.element.classList.toggle("paused", this.paused);
+      if (!this.paused) {
+        this.waiting = 0;
+        this.changed();
+      }
       this.tick();
     });
     const group = /** @type {HTMLSelectElement} */ (this.$("select.group"));
-    group.addEventListener("change", () => this.groupBy(group.value));
-    const chart = /** @type {HTMLSelectElement} */ (this.$("select.chart"));
-    chart.addEventListener("change", () => this.chartColumn(chart.value));
-    this.$(".clear-quick").addEventListener("click", () => this.table.clearHeaderFilter());
+    group.addEventListener("change", () => {
+      if (group.value && !this.settings.group.includes(group.value)) this.groupBy([...this.settings.group, group.value]);
+      group.value = "";
+    });
+    this.$(".clear-quick").addEventListener("click", () => {
+      this.settings.quick = {};
+      for (const field of this.columns.fields) this.grid.quickInput(field).value = "";
+      this.refine();
+    });
+    this.$(".clear-quick").hidden = Object.keys(this.settings.quick).length === 0;
+    addEventListener("click", (event) => {
+      const popup = this.$(".column-popup");
+      if (!popup.hidden && !popup.contains(/** @type {Node} */ (event.target))) popup.hidden = true;
+    });
   }
 
-  /** The toolbar's lists of fields: group by any, chart a number, show or hide any. */
+  /** The group levels, each a button that removes it. */
+  showGroups() {
+    this.toolbarFields();
+    const list = this.$(".group-levels");
+    list.replaceChildren(...this.settings.group.map((field, level) => {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "group-level";
+      button.title = `Stop grouping by ${field}`;
+      button.textContent = `${level > 0 ? "› " : ""}${field} ×`;
+      button.addEventListener("click", () => this.groupBy(this.settings.group.filter((f) => f !== field)));
+      return button;
+    }));
+  }
+
+  /** The toolbar's lists of fields: group by any, show or hide any. */
   toolbarFields() {
-    const fields = this.binding.fields;
-    const fill = (/** @type {HTMLSelectElement} */ select, /** @type {string[]} */ names, /** @type {string} */ chosen) => {
-      select.replaceChildren(new Option("none", ""), ...names.map((name) => new Option(name, name)));
-      select.value = chosen;
-    };
-    fill(/** @type {HTMLSelectElement} */ (this.$("select.group")), fields, this.settings.group);
-    fill(/** @type {HTMLSelectElement} */ (this.$("select.chart")), fields.filter((f) => this.columns.kind(f) === "number"), this.settings.chart);
+    const fields = this.columns.fields;
+    const select = /** @type {HTMLSelectElement} */ (this.$("select.group"));
+    select.replaceChildren(new Option(this.settings.group.length ? "add a level" : "none", ""),
+      ...fields.filter((f) => !this.settings.group.includes(f)).map((name) => new Option(name, name)));
+    select.value = "";
     const list = this.$(".column-list");
     list.replaceChildren(...fields.map((field) => {
       const label = document.createElement("label");
       const box = document.createElement("input");
       box.type = "checkbox";
-      const column = this.table.getColumn(field);
-      box.checked = column ? column.isVisible() : true;
-      box.addEventListener("change", () => {
-        const current = this.table.getColumn(field);
-        if (!current) return;
-        if (box.checked) current.show();
-        else current.hide();
-      });
+      box.checked = !this.columns.hidden.has(field);
+      box.addEventListener("change", () => this.showColumn(field, box.checked));
       label.append(box, document.createTextNode(` ${field}`));
       return label;
     }));
   }
 
-  /** @param {string} field  "" for no grouping */
-  groupBy(field) {
-    this.settings.group = field;
-    this.table.setGroupBy(field || false);
-    /** @type {HTMLSelectElement} */ (this.$("select.group")).value = field;
+  /** @param {string} field @param {boolean} shown */
+  showColumn(field, shown) {
+    this.columns.show(field, shown);
+    this.toolbarFields();
+    this.grid.relayout();
     this.host.changed();
   }
 
-  /** @param {string} field  "" for no chart */
-  chartColumn(field) {
-    this.settings.chart = field;
-    /** @type {HTMLSelectElement} */ (this.$("select.chart")).value = field;
-    this.sparkline?.destroy();
-    this.sparkline = null;
-    const box = this.$(".sparkline");
-    box.hidden = !field;
-    if (field) {
-      this.$(".chart-label").textContent = `Σ ${field}`;
-      this.sparkline = new Sparkline(this.$(".chart-canvas"));
+  /** A column's menu, under its ⋮ button. @param {string} field @param {HTMLElement} anchor */
+  menu(field, anchor) {
+    const popup = this.$(".column-popup");
+    const number = this.columns.kind(field) === "number";
+    const sort = sortOf(this.settings.orderby);
+    /** @type {[string, () => void][]} */
+    const items = [
+      [`${sort?.field === field && sort.dir === "asc" ? "✓ " : ""}Sort ascending`, () => { this.settings.orderby = `${path(field)} ASC`; this.refine(); }],
+      [`${sort?.field === field && sort.dir === "desc" ? "✓ " : ""}Sort descending`, () => { this.settings.orderby = `${path(field)} DESC`; this.refine(); }],
+      this.settings.group.includes(field)
+        ? ["Stop grouping by this column", () => this.groupBy(this.settings.group.filter((f) => f !== field))]
+        : ["Group by this column", () => this.groupBy([...this.settings.group, field])],
+    ];
+    if (number) {
+      for (const total of ["sum", "avg", "count", "none"]) {
+        items.push([`${this.columns.total(field) === total ? "✓ " : ""}Total: ${total === "avg" ? "average" : total}`, () => {
+          this.settings.totals[field] = total;
+          this.host.changed();
+          if (this.settings.group.length) this.open();
+        }]);
+      }
+      for (const decimals of [undefined, 0, 2, 4]) {
+        items.push([`${this.settings.decimals[field] === decimals ? "✓ " : ""}Decimals: ${decimals ?? "as the data"}`, () => {
+          if (decimals === undefined) delete this.settings.decimals[field];
+          else this.settings.decimals[field] = decimals;
+          this.columns.format(field).fixed = decimals;
+          this.grid.draw();
+          this.host.changed();
+        }]);
+      }
     }
-    this.host.changed();
+    items.push(
+      ["Move left", () => { this.columns.move(field, -1); this.grid.relayout(); this.host.changed(); }],
+      ["Move right", () => { this.columns.move(field, 1); this.grid.relayout(); this.host.changed(); }],
+      ["Hide this column", () => this.showColumn(field, false)],
+    );
+    popup.replaceChildren(...items.map(([label, action]) => {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = label;
+      button.addEventListener("click", (event) => {
+        event.stopPropagation();
+        popup.hidden = true;
+        action();
+      });
+      return button;
+    }));
+    const box = anchor.getBoundingClientRect();
+    const frame = this.element.getBoundingClientRect();
+    popup.style.left = `${Math.max(0, Math.min(box.left - frame.left, frame.width - 200))}px`;
+    popup.style.top = `${box.bottom - frame.top + 2}px`;
+    popup.hidden = false;
   }
 
   /** What the view looks like now, for the URL. @returns {import("/static/settings.js").ViewSettings} */
   current() {
-    const hasColumns = this.table.getColumns().length > 0;
-    if (!hasColumns) return this.settings;
-    const [sorter] = this.table.getSorters();
-    /** @type {Record<string, string>} */
-    const quick = {};
-    for (const { field, value } of this.table.getHeaderFilters()) if (value !== "") quick[field] = String(value);
     this.settings.columns = this.columns.layout();
-    this.settings.sort = sorter ? { field: sorter.field, dir: sorter.dir } : null;
-    this.settings.quick = quick;
     return this.settings;
   }
 
-  /** Once a second: the figures, the chart, the empty state, the stale badge. */
+  /** Once a second: the figures, the stale badge, the empty state. */
   tick() {
-    const { updates, bytes, bytesSaved } = this.view.stats;
-    this.$(".rate").textContent = String(updates - this.lastUpdates);
-    this.lastUpdates = updates;
-    this.$(".received").textContent = formatBytes(bytes);
-    this.$(".saved").textContent = formatBytes(bytesSaved);
-    const { p50, p99 } = this.view.latency.percentiles();
-    this.$(".latency").textContent = p50 === null ? "–" : `${formatMs(p50)} / ${formatMs(p99)}`;
+    this.$(".rate").textContent = String(this.updates - this.lastUpdates);
+    this.lastUpdates = this.updates;
+    this.showCount();
     const age = this.lastMessageAt ? formatAge((Date.now() - this.lastMessageAt) / 1000) : "–";
     this.$(".age").textContent = age;
-    const waiting = this.binding.waiting;
-    this.$(".waiting").textContent = this.binding.paused ? `paused: ${formatNumber(waiting, 0)} rows with changes waiting` : "";
-    this.$(".clear-quick").hidden = this.table.getHeaderFilters().every((/** @type {any} */ f) => f.value === "");
-    const note = this.$(".left-note");
-    if (note.dataset.at && Date.now() - Number(note.dataset.at) > LEFT_NOTE_MS) {
-      note.textContent = "";
-      delete note.dataset.at;
-    }
-    if (this.sparkline && this.settings.chart) {
-      let sum = 0;
-      for (const record of this.binding.records.values()) {
-        const value = record?.[this.settings.chart];
-        if (typeof value === "number") sum += value;
-      }
-      this.sparkline.add(Date.now() / 1000, sum);
-      this.$(".chart-value").textContent = formatNumber(sum, 2);
-      this.$(".chart-value").classList.toggle("negative", sum < 0);
-    }
+    const latency = this.tree?.root.view.latency?.percentiles();
+    this.$(".latency").textContent = latency && latency.p50 !== null ? `${formatMs(latency.p50)} / ${formatMs(latency.p99)}` : "–";
+    this.$(".waiting").textContent = this.paused ? `paused: ${formatNumber(this.waiting, 0)} updates waiting` : "";
     const { state, attempt } = this.host.connection();
-    this.$(".stale-badge").textContent = this.view.stale
+    this.$(".stale-badge").textContent = this.stale
       ? `stale · last message ${age} ago · ${state === "open" ? "resubscribing" : `reconnecting, attempt ${attempt}`}`
       : "stale";
-    this.columns.redrawWidened();
     this.showEmpty();
   }
 
-  /** The words in an empty table: why it has no rows. */
+  /** The words over an empty table: why it has no rows. */
   showEmpty() {
     const { topic, filter } = this.settings;
     const { state, attempt } = this.host.connection();
-    let text;
-    let kind;
-    if (this.view.error) [kind, text] = ["refused", `The server refused this view: ${this.view.error}`];
+    const count = this.tree?.count ?? 0;
+    let text = "";
+    let kind = "";
+    if (this.error && count === 0) [kind, text] = ["refused", `The server refused this view: ${this.error}`];
     else if (!this.established && state !== "open") [kind, text] = ["disconnected", `Not connected to the server (attempt ${attempt}); the view opens when it answers.`];
-    else if (!this.established) [kind, text] = ["waiting", `Waiting for the snapshot of ${topic}…`];
-    else if (this.binding.records.size > 0) [kind, text] = ["quick", "No rows match the quick filters."];
+    else if (!this.established) [kind, text] = ["waiting", `Waiting for the first rows of ${topic}…`];
+    else if (count > 0) [kind, text] = ["", ""];
+    else if (Object.keys(this.settings.quick).length) [kind, text] = ["quick", "No rows match the quick filters."];
     else if (this.notConfigured) [kind, text] = ["unknown", `${topic} is not a topic the server keeps records of (it says: ${this.notConfigured}). Live publishes to it appear here.`];
     else if (filter) [kind, text] = ["no-match", `No record of ${topic} matches ${filter} yet.`];
     else [kind, text] = ["no-records", `${topic} has no records yet.`];
     if (this.empty.textContent !== text) this.empty.textContent = text;
     this.empty.dataset.kind = kind;
+    this.empty.hidden = text === "";
   }
 }

@@ -1,7 +1,10 @@
-// Quick filters: what a user types above a column narrows the rows on screen, on top of the
-// server's filter. On a number column: `>10`, `>=10`, `<5`, `<=5`, `=3`, `!=3`, `10..20` or a
-// number; elsewhere (and when a number column's text is none of those): rows whose text contains
-// it, any case; `=text` for exactly that text, `!text` for rows that do not contain it.
+// Quick filters: what a user types under a column header becomes part of the server's filter
+// (docs/protocol.md, The filter language), on top of the view's own filter. On a number column:
+// `>10`, `>=10`, `<5`, `<=5`, `=3`, `!=3`, `10..20` or a number; elsewhere (and when a number
+// column's text is none of those): rows whose text contains it, any case; `=text` for exactly that
+// text (any case), `!text` for rows that do not contain it.
+
+import { both, literal, path } from "/static/tree.js";
 
 const COMPARISON = /^(>=|<=|!=|>|<|=)\s*(-?[\d.,_]+)$/;
 const RANGE = /^(-?[\d.]+)\s*\.\.\s*(-?[\d.]+)$/;
@@ -12,50 +15,36 @@ function number(text) {
   return Number.isFinite(value) ? value : null;
 }
 
-/**
- * The test a quick filter's text stands for.
- * @param {string} text
- * @returns {(value: unknown) => boolean}
- */
-export function quickTest(text) {
-  const typed = text.trim();
-  if (typed === "") return () => true;
-  const comparison = COMPARISON.exec(typed);
-  const bound = comparison ? number(comparison[2]) : null;
-  if (comparison && bound !== null) {
-    const test = {
-      ">": (/** @type {number} */ v) => v > bound,
-      ">=": (/** @type {number} */ v) => v >= bound,
-      "<": (/** @type {number} */ v) => v < bound,
-      "<=": (/** @type {number} */ v) => v <= bound,
-      "=": (/** @type {number} */ v) => v === bound,
-      "!=": (/** @type {number} */ v) => v !== bound,
-    }[comparison[1]];
-    return (value) => typeof value === "number" ? test(value) : false;
-  }
-  const range = RANGE.exec(typed);
-  if (range) {
-    const [low, high] = [Number(range[1]), Number(range[2])];
-    return (value) => typeof value === "number" && value >= low && value <= high;
-  }
-  const exact = number(typed);
-  const lower = typed.toLowerCase();
-  const textOf = (/** @type {unknown} */ value) => value === null || value === undefined ? ""
-    : (typeof value === "object" ? JSON.stringify(value) : String(value)).toLowerCase();
-  if (lower.startsWith("=")) return (value) => textOf(value) === lower.slice(1);
-  if (lower.startsWith("!")) return (value) => !textOf(value).includes(lower.slice(1));
-  return (value) => (exact !== null && value === exact) || textOf(value).includes(lower);
+/** Text as a regular expression that matches it literally. @param {string} text */
+function escaped(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
-/** A Tabulator headerFilterFunc that compiles each text once. */
-export function quickFilterFunction() {
-  let compiledFor = "";
-  let test = quickTest("");
-  return (/** @type {string} */ typed, /** @type {unknown} */ value) => {
-    if (typed !== compiledFor) {
-      compiledFor = typed;
-      test = quickTest(typed);
-    }
-    return test(value);
-  };
+/**
+ * The filter a quick filter's text stands for ("" for none).
+ * @param {string} field @param {string} text @param {string} kind  the column's kind ("number", ...)
+ */
+export function quickFilter(field, text, kind) {
+  const typed = text.trim();
+  if (typed === "") return "";
+  const at = path(field);
+  if (kind === "number") {
+    const comparison = COMPARISON.exec(typed);
+    const bound = comparison ? number(comparison[2]) : null;
+    if (comparison && bound !== null) return `${at} ${comparison[1]} ${bound}`;
+    const range = RANGE.exec(typed);
+    if (range) return `${at} BETWEEN ${Number(range[1])} AND ${Number(range[2])}`;
+    const exact = number(typed);
+    if (exact !== null) return `${at} = ${exact}`;
+  }
+  const like = (/** @type {string} */ pattern) => `${at} LIKE ${literal(`(?i)${pattern}`)}`;
+  if (typed.startsWith("=")) return like(`^${escaped(typed.slice(1))}$`);
+  if (typed.startsWith("!")) return `${at} IS NULL OR ${at} NOT LIKE ${literal(`(?i)${escaped(typed.slice(1))}`)}`;
+  return like(escaped(typed));
+}
+
+/** The view's filter with every quick filter added. @param {string} filter
+ * @param {Record<string, string>} quick @param {(field: string) => string} kindOf */
+export function withQuickFilters(filter, quick, kindOf) {
+  return both(filter, ...Object.entries(quick).map(([field, text]) => quickFilter(field, text, kindOf(field))));
 }

@@ -1,28 +1,30 @@
 // What a view looks like, kept in the page's URL so that a link reproduces the screen. Each view
-// is one value of each parameter, view after view (`?topic=a&group=&topic=b&group=sym`); a
-// parameter that is empty for every view is left out. Lists are `name:value` items joined by commas, each part
-// percent-encoded, so any field name survives:
+// is one value of each parameter, view after view (`?topic=a&group=&topic=b&group=/sym`); a
+// parameter that is empty for every view is left out. Lists are `name:value` items joined by
+// commas, each part percent-encoded, so any field name survives:
 //
+//   orderby=/qty DESC             the server's order (docs/protocol.md, The filter language)
+//   group=/desk,/sym              grouping levels, outermost first
 //   columns=order,qty:90,-venue   column order, widths in px, hidden columns marked with `-`
-//   sort=qty:desc                 group=sym               chart=pnl
 //   totals=px:avg,qty:sum         decimals=px:2           quick=side:B,qty:%3E10
+//
+// Links written before viewports (`sort=qty:desc`, `group=sym`) still open as they meant.
 
 /**
  * @typedef {{ field: string, width?: number, hidden?: boolean }} ColumnSetting
  * @typedef {{
- *   topic: string, filter: string, options: string,
- *   columns: ColumnSetting[], sort: { field: string, dir: string } | null, group: string,
- *   totals: Record<string, string>, decimals: Record<string, number>, quick: Record<string, string>,
- *   chart: string,
+ *   topic: string, filter: string, options: string, orderby: string, group: string[],
+ *   columns: ColumnSetting[], totals: Record<string, string>, decimals: Record<string, number>,
+ *   quick: Record<string, string>,
  * }} ViewSettings
  */
 
-export const PARAMETERS = ["topic", "filter", "options", "columns", "sort", "group", "totals", "decimals", "quick", "chart"];
+export const PARAMETERS = ["topic", "filter", "options", "orderby", "group", "columns", "totals", "decimals", "quick"];
 export const TOTALS = ["sum", "avg", "count", "none"];
 
 /** @param {string} topic @param {string} [filter] @param {string} [options] @returns {ViewSettings} */
 export function newSettings(topic, filter = "", options = "") {
-  return { topic, filter, options, columns: [], sort: null, group: "", totals: {}, decimals: {}, quick: {}, chart: "" };
+  return { topic, filter, options, orderby: "", group: [], columns: [], totals: {}, decimals: {}, quick: {} };
 }
 
 /** @param {[string, string][]} pairs */
@@ -45,6 +47,11 @@ function unpack(text) {
   });
 }
 
+/** A field named in a list of paths (`/sym`, or a name alone as older links wrote it). @param {string} item */
+function fieldOf(item) {
+  return item.trim().replace(/^\[?\//, "").replace(/]$/, "");
+}
+
 /** @param {ViewSettings} settings @returns {Record<string, string>} */
 function encode(settings) {
   const columns = settings.columns.map((column) => /** @type {[string, string]} */ (
@@ -53,19 +60,22 @@ function encode(settings) {
     topic: settings.topic,
     filter: settings.filter,
     options: settings.options,
+    orderby: settings.orderby,
+    group: settings.group.map((field) => `/${field}`).join(","),
     columns: pack(columns),
-    sort: settings.sort ? pack([[settings.sort.field, settings.sort.dir]]) : "",
-    group: settings.group,
     totals: pack(Object.entries(settings.totals)),
     decimals: pack(Object.entries(settings.decimals).map(([field, n]) => [field, String(n)])),
     quick: pack(Object.entries(settings.quick).filter(([, text]) => text !== "")),
-    chart: settings.chart,
   };
 }
 
 /** @param {Record<string, string>} values @returns {ViewSettings} */
 function decode(values) {
   const settings = newSettings(values.topic, values.filter ?? "", values.options ?? "");
+  settings.orderby = (values.orderby ?? "").trim();
+  const [sort] = unpack(values.sort ?? "");
+  if (!settings.orderby && sort) settings.orderby = `/${sort[0]} ${sort[1] === "desc" ? "DESC" : "ASC"}`;
+  settings.group = (values.group ?? "").split(",").map(fieldOf).filter(Boolean);
   settings.columns = unpack(values.columns ?? "").map(([name, width]) => {
     const hidden = name.startsWith("-");
     /** @type {ColumnSetting} */
@@ -74,17 +84,18 @@ function decode(values) {
     if (Number(width) > 0) column.width = Number(width);
     return column;
   });
-  const [sort] = unpack(values.sort ?? "");
-  if (sort) settings.sort = { field: sort[0], dir: sort[1] === "desc" ? "desc" : "asc" };
-  settings.group = values.group ?? "";
   for (const [field, total] of unpack(values.totals ?? "")) if (TOTALS.includes(total)) settings.totals[field] = total;
   for (const [field, n] of unpack(values.decimals ?? "")) {
     const decimals = Number(n);
     if (Number.isInteger(decimals) && decimals >= 0 && decimals <= 10) settings.decimals[field] = decimals;
   }
   for (const [field, text] of unpack(values.quick ?? "")) settings.quick[field] = text;
-  settings.chart = values.chart ?? "";
   return settings;
+}
+
+/** A value in the query, readable where it can be: `/`, `,` and `:` mean nothing to a query. @param {string} value */
+function readable(value) {
+  return encodeURIComponent(value).replace(/%2F/g, "/").replace(/%2C/g, ",").replace(/%3A/g, ":");
 }
 
 /** The query string for these views. @param {ViewSettings[]} views */
@@ -93,17 +104,18 @@ export function toQuery(views) {
   // The first three are always written, as links made before the others existed were.
   const used = PARAMETERS.filter((name) => ["topic", "filter", "options"].includes(name)
     || encoded.some((values) => values[name]));
-  const params = new URLSearchParams();
-  for (const values of encoded) for (const name of used) params.append(name, values[name]);
-  return params.toString();
+  const parts = [];
+  for (const values of encoded) for (const name of used) parts.push(`${name}=${readable(values[name])}`);
+  return parts.join("&");
 }
 
 /** The views a query string describes. @param {string} query @returns {ViewSettings[]} */
 export function fromQuery(query) {
   const params = new URLSearchParams(query);
-  const lists = Object.fromEntries(PARAMETERS.map((name) => [name, params.getAll(name)]));
+  const names = [...PARAMETERS, "sort"];
+  const lists = Object.fromEntries(names.map((name) => [name, params.getAll(name)]));
   return lists.topic.flatMap((topic, index) => {
     if (!topic) return [];
-    return [decode(Object.fromEntries(PARAMETERS.map((name) => [name, lists[name][index] ?? ""])))];
+    return [decode(Object.fromEntries(names.map((name) => [name, lists[name][index] ?? ""])))];
   });
 }

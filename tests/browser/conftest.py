@@ -55,8 +55,8 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
         yield process
 
 
-# A data row of a dashboard table (Tabulator): not a group header, not a totals row.
-ROW = ".tabulator-tableholder .tabulator-row:not(.tabulator-group):not(.tabulator-calcs)"
+# A record row of a dashboard table (a <regular-table>): not a group row.
+ROW = "regular-table tbody tr:not(.group-row)"
 
 
 class Errors(list[str]):

@@ -1,4 +1,5 @@
-"""What the desk tests share: records like a desk's, and ways to find a table's rows and cells."""
+"""What the desk tests share: records like a desk's, and ways to find a table's rows and cells
+(a <regular-table>: cells carry their field in `data-field`)."""
 
 from __future__ import annotations
 
@@ -18,28 +19,23 @@ BOOK = [
 
 
 def rows(page: Page) -> Locator:
-    """The data rows of the first view's table (not group headers, not totals)."""
-    return page.locator(".view").first.locator(
-        ".tabulator-tableholder .tabulator-row:not(.tabulator-group):not(.tabulator-calcs)"
-    )
+    """The record rows on screen of the first view's table (not group rows)."""
+    return page.locator(".view").first.locator("regular-table tbody tr:not(.group-row)")
 
 
 def cell(row: Locator, field: str) -> Locator:
-    return row.locator(f".tabulator-cell[tabulator-field='{field}']")
+    return row.locator(f"td[data-field='{field}']")
 
 
 def header(page: Page, field: str) -> Locator:
-    return page.locator(".view").first.locator(f".tabulator-col[tabulator-field='{field}']")
+    return page.locator(".view").first.locator(f"regular-table thead th[data-field='{field}']")
 
 
 def column_order(page: Page) -> list[str]:
     fields: list[str] = (
         page.locator(".view")
-        .first.locator(".tabulator-header .tabulator-col")
-        .evaluate_all(
-            "(columns) => columns.filter((c) => c.offsetParent !== null)"
-            ".map((c) => c.getAttribute('tabulator-field'))"
-        )
+        .first.locator("regular-table thead th[data-field]")
+        .evaluate_all("(columns) => columns.map((c) => c.dataset.field)")
     )
     return fields
 
@@ -50,10 +46,16 @@ def shot(page: Page, name: str) -> None:
 
 
 def quick(page: Page, field: str, text: str) -> None:
-    """Type a quick filter above ``field`` (Enter applies it at once; typing applies it too)."""
-    box = header(page, field).locator("input")
+    """Type a quick filter under ``field``'s header (Enter applies it at once; typing applies it too)."""
+    box = header(page, field).locator("input.quick")
     box.fill(text)
     box.press("Enter")
+
+
+def menu(page: Page, field: str, item: str) -> None:
+    """Choose ``item`` in ``field``'s header menu."""
+    header(page, field).locator(".column-menu-button").click()
+    page.locator(".view .column-popup button", has_text=item).first.click()
 
 
 def eventually(read: Callable[[], object], check: Callable[[object], bool], timeout: float = 5) -> object:

@@ -1,8 +1,9 @@
 """The table ends as the server's view, whatever the stream did: a seeded stream of inserts,
-updates that cross the filter's edge (out of the view and back), updates that move a row to
-another group, and deletes, sent in frames while the dashboard draws; once drawn, the table's rows
-are exactly the records the server's filter selects, each group holds exactly its records, and
-the totals are their sums. Grouped and plain, because the binding draws the two differently."""
+updates that cross the filter's edge (out of the view and back), updates that move a record to
+another group, and deletes, sent in frames while the dashboard shows the view sorted by the
+column that changes; once settled, the rows on screen are exactly the server's first rows of that
+order, the count is the view's size, and each group row's count and total are its records'.
+Grouped and plain, because the two are different views (a viewport, or an aggregate)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from playwright.sync_api import Page
 
 from ..integration.server_process import ServerProcess
 from .desk import eventually
+from .fake_desk import needs_viewports
 from .feed import request
 
 SYMBOLS = ["AAPL", "IBM", "MSFT", "NVDA", "TSLA"]
@@ -22,16 +24,16 @@ IN_VIEW = 100  # the view's filter: /qty > IN_VIEW
 
 STATE = """() => {
   const panel = [...dashboard.panels][0];
-  const table = panel?.table;
-  if (!table || !panel.established) return null;
-  const calcs = table.getCalcResults();
-  const bottom = (c) => (c && c.bottom ? c.bottom.qty : null);
-  return {
-    quiet: panel.binding.waiting === 0 && panel.binding.leaving.size === 0,
-    rows: table.getData().map((r) => [r.order, r.sym, r.qty]),
-    groups: table.getGroups().map((g) => [g.getKey(), g.getRows().length, bottom(calcs[g.getKey()])]),
-    total: table.options.groupBy ? null : bottom(calcs),
-  };
+  const table = panel?.element.querySelector("regular-table");
+  if (!panel?.established || !table) return null;
+  const text = (td) => td.textContent;
+  const rows = [...table.querySelectorAll("tbody tr")].map((tr) => ({
+    group: tr.classList.contains("group-row"),
+    label: tr.querySelector("th")?.textContent ?? "",
+    order: text(tr.querySelector("td[data-field=order]") ?? { textContent: "" }),
+    qty: text(tr.querySelector("td[data-field=qty]") ?? { textContent: "" }),
+  }));
+  return { rows, count: panel.element.querySelector(".rows").textContent };
 }"""
 
 
@@ -61,40 +63,52 @@ def stream(rng: random.Random, book: dict[int, dict[str, Any]], size: int) -> li
     return commands
 
 
-@pytest.mark.parametrize("group", ["", "sym"])
+@needs_viewports
+@pytest.mark.parametrize("group", ["", "/sym"])
 def test_the_table_ends_as_the_servers_view(page: Page, server: ServerProcess, group: str) -> None:
     rng = random.Random(15)
     book: dict[int, dict[str, Any]] = {}
     for order in range(1, 301):
         book[order] = record(order, rng)
     request(server.url, [{"c": "publish", "t": "orders", "data": r} for r in book.values()])
-    view = f"?topic=orders&filter={quote(f'/qty > {IN_VIEW}')}&options=oof&group={group}"
+    page.set_viewport_size({"width": 1400, "height": 900})
+    view = f"?topic=orders&filter={quote(f'/qty > {IN_VIEW}')}&options=oof&orderby=/qty%20DESC&group={group}"
     page.goto(f"{server.http}/{view}")
-    eventually(lambda: page.evaluate(STATE), lambda state: bool(state and state["quiet"] and state["rows"]))
+    eventually(lambda: page.evaluate(STATE), lambda state: bool(state and state["rows"]))
 
     for wave in range(6):
         for _ in range(4):  # frames while the page draws, each a burst of changes
             request(server.url, stream(rng, book, 60))
         expected = {order: r for order, r in book.items() if r["qty"] > IN_VIEW}
-        want_rows = sorted([order, r["sym"], r["qty"]] for order, r in expected.items())
+        ranked = sorted(expected.values(), key=lambda r: -r["qty"])
         by_symbol: dict[str, list[int]] = {}
         for r in expected.values():
             by_symbol.setdefault(r["sym"], []).append(r["qty"])
-        want_groups = sorted([sym, len(qtys), sum(qtys)] for sym, qtys in by_symbol.items())
 
-        def settled(state: object, want_rows: object = want_rows) -> bool:
-            return isinstance(state, dict) and state["quiet"] and sorted(state["rows"]) == want_rows
-
-        state = eventually(lambda: page.evaluate(STATE), settled, timeout=15)
-        assert isinstance(state, dict)
         if group:
-            # Totals follow within half a second of the last change.
-            state = eventually(
-                lambda: page.evaluate(STATE),
-                lambda s, want=want_groups: isinstance(s, dict) and sorted(s["groups"]) == want,
-            )
+            want = sorted(([sym, len(q), sum(q)] for sym, q in by_symbol.items()), key=lambda g: -g[2])
+
+            def groups(state: object) -> list[list[object]]:
+                assert isinstance(state, dict)
+                return [
+                    [
+                        row["label"].split(" ")[1],
+                        int(row["label"].split(" · ")[1].split(" ")[0]),
+                        int(row["qty"].replace(",", "")),
+                    ]
+                    for row in state["rows"]
+                    if row["group"]
+                ]
+
+            eventually(lambda: page.evaluate(STATE), lambda s, w=want: groups(s) == w, timeout=15)
         else:
-            total = sum(sum(qtys) for qtys in by_symbol.values())
-            eventually(lambda: page.evaluate(STATE), lambda s, t=total: bool(s) and s["total"] == t)
-        assert sorted(state["rows"]) == want_rows, f"wave {wave}"
+
+            def settled(state: object, ranked: list[dict[str, Any]] = ranked) -> bool:
+                if not isinstance(state, dict) or state["count"] != f"{len(ranked):,}":
+                    return False
+                shown = [int(row["qty"].replace(",", "")) for row in state["rows"]]
+                return bool(shown) and shown == [r["qty"] for r in ranked[: len(shown)]]
+
+            state = eventually(lambda: page.evaluate(STATE), settled, timeout=15)
+            assert isinstance(state, dict), f"wave {wave}"
     assert page.errors == []  # type: ignore[attr-defined]

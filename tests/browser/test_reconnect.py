@@ -24,6 +24,7 @@ from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess, write_config
 from .conftest import TOPICS
+from .fake_desk import needs_viewports
 from .feed import request
 
 SCREENSHOTS = Path(__file__).parent / "screenshots"
@@ -60,9 +61,10 @@ RECORD_STATES = """() => {
   dashboard.client.on("state", (event) => __states.push({ ...event, at: Date.now() }));
 }"""
 
+# Each view is a viewport whose window holds the whole of these small views.
 PANELS = """() => [...dashboard.panels].map((panel) => ({
-  records: [...panel.view.records.values()],
-  stale: panel.view.stale,
+  records: panel.tree ? panel.tree.root.view.rows : [],
+  stale: panel.stale,
   shownRows: panel.element.querySelector(".rows").textContent,
 }))"""
 
@@ -166,6 +168,7 @@ def restartable(tmp_path: Path) -> Iterator[Restartable]:
 
 
 @pytest.mark.slow
+@needs_viewports
 def test_one_socket_and_exact_views_through_repeated_kills(page: Page, restartable: Restartable) -> None:
     server = restartable.server
     SCREENSHOTS.mkdir(exist_ok=True)

@@ -1,0 +1,353 @@
+// One view's table: a <regular-table> (FINOS, Apache-2.0, vendored) whose data listener answers
+// from a RowTree, so the table asks for the rows on screen and the tree moves the server's
+// viewports to them; the scrollbar is as long as the view's count. Cells are formatted per
+// column, negatives red, changed values flash (green up, red down, blue otherwise); group rows
+// carry their totals and open or close from their header; each column header sorts on the server
+// (click, Enter or Space), has a quick filter and a menu, and can be resized by its edge.
+
+import "/static/vendor/regular-table/regular-table.js";
+import { cellText, formatNumber } from "/static/format.js";
+import { COUNT } from "/static/tree.js";
+
+const FLASH_MS = 800;
+/** A record seen on screen this recently and changed since is flashed. */
+const SEEN_MS = 2000;
+const FLASHES = ["flash-up", "flash-down", "flash-changed", "flash-up-b", "flash-down-b", "flash-changed-b"];
+
+/**
+ * What a grid needs from its panel.
+ * @typedef {{
+ *   columns: import("/static/columns.js").Columns,
+ *   tree: () => import("/static/tree.js").RowTree | null,
+ *   sortOf: (field: string) => "asc" | "desc" | null,
+ *   sort: (field: string) => void,
+ *   quick: (field: string, text: string) => void,
+ *   quickText: (field: string) => string,
+ *   menu: (field: string, anchor: HTMLElement) => void,
+ *   toggle: (row: import("/static/tree.js").Row) => void,
+ *   resized: (field: string, width: number) => void,
+ *   drawn: (rows: number) => void,
+ * }} GridHost
+ */
+
+export class Grid {
+  /** @param {HTMLElement} container @param {GridHost} host */
+  constructor(container, host) {
+    this.host = host;
+    this.table = /** @type {any} */ (document.createElement("regular-table"));
+    container.appendChild(this.table);
+    /** @type {Map<string, HTMLElement>} each column's header, kept across draws */
+    this.heads = new Map();
+    /** @type {import("/static/tree.js").Row[]} the rows of the last answer, from `y0` */
+    this.shown = [];
+    this.y0 = 0;
+    /** @type {string[]} the columns of the last answer */
+    this.fields = [];
+    this.grouped = false;
+    /** @type {Map<string, { record: any, at: number }>} rows as last drawn, by key */
+    this.seen = new Map();
+    /** @type {Map<string, Map<string, { dir: string, at: number }>>} */
+    this.flashes = new Map();
+    this.layoutKey = "";
+    this.pending = false;
+    this.table.setDataListener(
+      (/** @type {number} */ x0, /** @type {number} */ y0, /** @type {number} */ x1, /** @type {number} */ y1) => this.slice(x0, y0, x1, y1),
+      { virtual_mode: "both" },
+    );
+    this.table.addStyleListener(() => this.style());
+    this.table.addEventListener("click", (/** @type {MouseEvent} */ event) => this.clicked(event));
+    this.table.addEventListener("keydown", (/** @type {KeyboardEvent} */ event) => {
+      const th = /** @type {HTMLElement} */ (event.target).closest?.("tbody th");
+      if (th && (event.key === "Enter" || event.key === " ")) {
+        event.preventDefault();
+        this.toggleAt(/** @type {HTMLElement} */ (th));
+      }
+    });
+    // A column's edge dragged: its width is the user's, kept in the URL. Done here with the
+    // table's public sizes (the table's own drag starts from widths it may not have measured).
+    container.addEventListener("mousedown", (/** @type {MouseEvent} */ event) => this.resizing(event), true);
+  }
+
+  /** Draw again (at most once per animation frame). */
+  draw() {
+    if (this.pending) return;
+    this.pending = true;
+    requestAnimationFrame(() => {
+      this.pending = false;
+      if (!this.table.isConnected) return;
+      this.restoreWidths();
+      this.table.draw().catch((/** @type {unknown} */ error) => console.warn("draw", error));
+    });
+  }
+
+  /** Forget column sizes (the columns changed) and draw. */
+  relayout() {
+    this.layoutKey = "";
+    this.draw();
+  }
+
+  /** The widths the user set, given to the table when the columns shown change. */
+  restoreWidths() {
+    const fields = this.host.columns.visible();
+    const grouped = (this.host.tree()?.grouping.length ?? 0) > 0;
+    const key = `${grouped}|${fields.join("\u0000")}`;
+    if (key === this.layoutKey) return;
+    this.layoutKey = key;
+    /** @type {Record<number, number>} */
+    const sizes = {};
+    fields.forEach((field, x) => {
+      const width = this.host.columns.widths.get(field);
+      if (width) sizes[x + (grouped ? 1 : 0)] = width;
+    });
+    this.table.resetAutoSize?.();
+    this.table.restoreColumnSizes(sizes);
+  }
+
+  /** A drag of a column's edge, from mousedown to mouseup. @param {MouseEvent} event */
+  resizing(event) {
+    const target = /** @type {HTMLElement} */ (event.target);
+    if (event.button !== 0 || !target.classList?.contains("rt-column-resize")) return;
+    const th = /** @type {HTMLElement} */ (target.closest("th"));
+    const meta = th && this.table.getMeta(th);
+    if (!meta || meta.type !== "column_header") return;
+    event.stopPropagation();
+    event.preventDefault();
+    const field = this.fields[meta.x];
+    const start = event.pageX;
+    const from = th.getBoundingClientRect().width;
+    let width = from;
+    const move = (/** @type {MouseEvent} */ moved) => {
+      width = Math.max(40, Math.round(from + moved.pageX - start));
+      this.table.restoreColumnSizes({ ...this.table.saveColumnSizes(), [meta.size_key]: width });
+      this.draw();
+    };
+    const up = () => {
+      removeEventListener("mousemove", move);
+      removeEventListener("mouseup", up);
+      if (field && width !== from) this.host.resized(field, width);
+    };
+    addEventListener("mousemove", move);
+    addEventListener("mouseup", up);
+  }
+
+  /** The header of a column: its title (sorts), its menu button and its quick filter. @param {string} field */
+  head(field) {
+    let head = this.heads.get(field);
+    if (head) return head;
+    head = document.createElement("div");
+    head.className = "head";
+    head.dataset.field = field;
+    const title = document.createElement("span");
+    title.className = "title";
+    title.tabIndex = 0;
+    title.setAttribute("role", "button");
+    title.title = `Sort by ${field} (the server sorts)`;
+    title.textContent = field;
+    title.addEventListener("click", () => this.host.sort(field));
+    title.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter" && event.key !== " ") return;
+      event.preventDefault();
+      this.host.sort(field);
+    });
+    const menu = document.createElement("button");
+    menu.type = "button";
+    menu.className = "column-menu-button";
+    menu.title = `Menu of ${field}`;
+    menu.setAttribute("aria-label", `Menu of ${field}`);
+    menu.textContent = "⋮";
+    menu.addEventListener("click", (event) => {
+      event.stopPropagation();
+      this.host.menu(field, menu);
+    });
+    const line = document.createElement("div");
+    line.className = "head-line";
+    line.append(title, menu);
+    const input = document.createElement("input");
+    input.className = "quick";
+    input.size = 6; // its own width is small: the column's values decide the column's width
+    input.placeholder = this.host.columns.kind(field) === "number" ? ">10, 5..9" : "contains";
+    input.setAttribute("aria-label", `Quick filter on ${field}`);
+    input.value = this.host.quickText(field);
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let timer;
+    const apply = () => { clearTimeout(timer); this.host.quick(field, input.value); };
+    input.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(apply, 400); });
+    input.addEventListener("keydown", (event) => { if (event.key === "Enter") apply(); });
+    input.addEventListener("mousedown", (event) => event.stopPropagation());
+    head.append(line, input);
+    this.heads.set(field, head);
+    return head;
+  }
+
+  /** The quick filter box of a column. @param {string} field */
+  quickInput(field) {
+    return /** @type {HTMLInputElement} */ (this.head(field).querySelector("input.quick"));
+  }
+
+  /** The data listener: the rows y0..y1 (exclusive) of columns x0..x1, as text.
+   * @param {number} x0 @param {number} y0 @param {number} x1 @param {number} y1 */
+  async slice(x0, y0, x1, y1) {
+    const tree = this.host.tree();
+    const fields = this.host.columns.visible();
+    const grouped = (tree?.grouping.length ?? 0) > 0;
+    const rows = tree && y1 > y0 ? await tree.rows(y0, y1 - 1) : [];
+    const numRows = tree ? tree.size() : 0;
+    this.fields = fields;
+    this.grouped = grouped;
+    this.shown = rows;
+    this.y0 = y0;
+    this.noteChanges(rows, fields);
+    const columns = fields.slice(x0, x1);
+    /** @type {any} */
+    const response = {
+      num_rows: numRows,
+      num_columns: fields.length,
+      column_headers: columns.map((field) => [this.head(field)]),
+      data: columns.map((field) => rows.map((row) => this.text(row, field))),
+    };
+    if (grouped) {
+      response.row_headers = rows.map((row) => [this.label(row)]);
+      response.merge_headers = "column";
+    }
+    this.host.drawn(numRows);
+    return response;
+  }
+
+  /** @param {import("/static/tree.js").Row} row @param {string} field */
+  text(row, field) {
+    const value = row.record?.[field];
+    if (value === undefined) return "";
+    const { columns } = this.host;
+    const format = columns.format(field);
+    if (row.kind === "group" && typeof value === "number" && !this.host.tree()?.grouping.includes(field)) {
+      // A group's total says what it is when it is not a sum: a count, or an average.
+      const total = columns.total(field);
+      if (total === "count") return `n ${formatNumber(value, 0)}`;
+      if (total === "avg") return `avg ${formatNumber(value, Math.max(format.decimals, 2), format.plain)}`;
+    }
+    return cellText(format, value).text;
+  }
+
+  /** A row's header: for a group, its value and how many records it holds. @param {import("/static/tree.js").Row} row */
+  label(row) {
+    if (row.kind !== "group") return "";
+    const value = row.values?.[row.depth];
+    const count = row.record?.[COUNT];
+    const rows = typeof count === "number" ? ` · ${formatNumber(count, 0)} ${count === 1 ? "row" : "rows"}` : "";
+    return `${row.open ? "▾" : "▸"} ${value === null || value === undefined || value === "" ? "(none)" : String(value)}${rows}`;
+  }
+
+  /** Which cells changed since they were last drawn, to flash them.
+   * @param {import("/static/tree.js").Row[]} rows @param {string[]} fields */
+  noteChanges(rows, fields) {
+    const now = performance.now();
+    for (const row of rows) {
+      if (!row.record || !row.key) continue;
+      const before = this.seen.get(row.key);
+      if (before && before.record !== row.record && now - before.at < SEEN_MS) {
+        for (const field of fields) {
+          const [a, b] = [before.record[field], row.record[field]];
+          if (a === b || (typeof a === "object" && JSON.stringify(a) === JSON.stringify(b))) continue;
+          const dir = typeof a === "number" && typeof b === "number" ? (b > a ? "up" : "down") : "changed";
+          let cells = this.flashes.get(row.key);
+          if (!cells) this.flashes.set(row.key, (cells = new Map()));
+          cells.set(field, { dir, at: now });
+        }
+      }
+      this.seen.set(row.key, { record: row.record, at: now });
+    }
+    if (this.seen.size > 4 * Math.max(rows.length, 500)) {
+      for (const [key, { at }] of this.seen) if (now - at > SEEN_MS) this.seen.delete(key);
+      for (const [key, cells] of this.flashes) {
+        for (const [field, { at }] of cells) if (now - at > FLASH_MS) cells.delete(field);
+        if (cells.size === 0) this.flashes.delete(key);
+      }
+    }
+  }
+
+  /** Classes that depend on the data: number alignment, negatives, flashes, group rows, sort state. */
+  style() {
+    const now = performance.now();
+    const { columns } = this.host;
+    for (const td of this.table.querySelectorAll("tbody td")) {
+      const meta = this.table.getMeta(td);
+      if (!meta || meta.type !== "body") continue;
+      const row = this.shown[meta.y - this.y0];
+      const field = this.fields[meta.x];
+      const value = row?.record?.[field];
+      td.classList.toggle("number", columns.kind(field) === "number");
+      td.classList.toggle("negative", typeof value === "number" && value < 0);
+      td.classList.toggle("group-total", row?.kind === "group");
+      td.dataset.field = field;
+      const text = value === undefined ? null : cellText(columns.format(field), value);
+      if (text?.title) td.title = text.title;
+      else td.removeAttribute("title");
+      const flash = row && this.flashes.get(row.key)?.get(field);
+      if (flash && now - flash.at < FLASH_MS) {
+        if (td.dataset.flash !== String(flash.at)) {
+          // Another flash on a flashing cell restarts it: the other of two identical animations.
+          const again = td.classList.contains(`flash-${flash.dir}`);
+          td.classList.remove(...FLASHES);
+          td.classList.add(again ? `flash-${flash.dir}-b` : `flash-${flash.dir}`);
+          td.dataset.flash = String(flash.at);
+        }
+      } else if (td.dataset.flash) {
+        td.classList.remove(...FLASHES);
+        delete td.dataset.flash;
+      }
+    }
+    for (const th of this.table.querySelectorAll("tbody th")) {
+      const meta = this.table.getMeta(th);
+      const row = meta ? this.shown[meta.y - this.y0] : undefined;
+      const group = row?.kind === "group";
+      th.classList.toggle("group", group);
+      th.classList.toggle("open", Boolean(group && row?.open));
+      th.style.paddingLeft = group ? `${8 + 16 * (row?.depth ?? 0)}px` : "";
+      th.tabIndex = group ? 0 : -1;
+      if (group) th.setAttribute("aria-expanded", String(Boolean(row?.open)));
+      else th.removeAttribute("aria-expanded");
+    }
+    for (const tr of this.table.querySelectorAll("tbody tr")) {
+      const first = tr.firstElementChild;
+      const meta = first ? this.table.getMeta(first) : undefined;
+      const row = meta ? this.shown[meta.y - this.y0] : undefined;
+      tr.classList.toggle("group-row", row?.kind === "group");
+      tr.dataset.depth = String(row?.depth ?? 0);
+      if (row?.key) tr.dataset.key = row.key;
+    }
+    for (const th of this.table.querySelectorAll("thead th")) {
+      const meta = this.table.getMeta(th);
+      if (!meta || meta.type !== "column_header") {
+        if (meta?.type === "corner") th.textContent = this.grouped ? "group" : "";
+        continue;
+      }
+      const field = this.fields[meta.x];
+      const sort = this.host.sortOf(field);
+      th.setAttribute("aria-sort", sort === "asc" ? "ascending" : sort === "desc" ? "descending" : "none");
+      th.classList.toggle("number", columns.kind(field) === "number");
+      th.dataset.field = field;
+    }
+  }
+
+  /** @param {MouseEvent} event */
+  clicked(event) {
+    const th = /** @type {HTMLElement} */ (event.target).closest?.("tbody th");
+    if (th) this.toggleAt(/** @type {HTMLElement} */ (th));
+  }
+
+  /** Open or close the group whose header is `th`. @param {HTMLElement} th */
+  toggleAt(th) {
+    const meta = this.table.getMeta(th);
+    const row = meta ? this.shown[meta.y - this.y0] : undefined;
+    if (row?.kind === "group") this.host.toggle(row);
+  }
+
+  /** Scroll to row `y` (tests and the keyboard). @param {number} y */
+  scrollTo(y) {
+    return this.table.scrollToCell(0, y);
+  }
+
+  destroy() {
+    this.table.remove();
+  }
+}

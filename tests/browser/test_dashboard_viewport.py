@@ -1,0 +1,215 @@
+"""The dashboard over a book of 100,000 orders as a desk uses it, in real Chromium: the first
+screen at once, the scrollbar as long as the view, only a window of rows held, the middle of the
+book on scrolling, sorting and quick filters done by the views (orderby, filter), grouping two
+levels deep with totals per group, groups opened, a lost connection, and a link that reproduces
+all of it. The rows come from a test double of the client's viewports (fake_desk.py)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from urllib.parse import quote
+
+from playwright.sync_api import Page, expect
+
+from ..integration.server_process import ServerProcess
+from .desk import eventually, shot, url_with
+from .fake_desk import body_rows, book, column, header, serve_fake_book, view
+
+SIZE = 100_000
+BOOK = [book(order) for order in range(1, SIZE + 1)]
+
+# What the page's views hold: each open view's window, its filter, order and grouping.
+HELD = """() => [...fakeStore.views].map((v) => ({
+  rows: v.rows.length, first: v.first, last: v.last, count: v.count,
+  filter: v.settings.filter ?? "", orderby: v.settings.orderby ?? "",
+}))"""
+
+
+SCROLL_TO_THE_MIDDLE = """() => {
+  const table = document.querySelector("regular-table");
+  table.scrollTop = table.scrollHeight / 2;
+}"""
+
+
+def desk_page(page: Page, server: ServerProcess, query: str) -> None:
+    serve_fake_book(page, server, SIZE)
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{server.http}/?{query}")
+    expect(view(page).locator(".rows")).not_to_have_text("0")
+
+
+def numbers(texts: list[str]) -> list[float]:
+    return [float(text.replace(",", "")) for text in texts if text]
+
+
+def on_screen(page: Page, field: str, check: Callable[[list[str]], bool]) -> list[str]:
+    found = eventually(lambda: column(page, field), lambda texts: bool(texts) and check(texts))  # type: ignore[arg-type]
+    assert isinstance(found, list)
+    return found
+
+
+def test_the_first_screen_of_a_large_book_holds_only_a_window(page: Page, server: ServerProcess) -> None:
+    desk_page(page, server, "topic=orders")
+    expect(view(page).locator(".rows")).to_have_text("100,000")
+    orders = on_screen(page, "order", lambda texts: texts[0] == "1")
+    assert orders == [str(n) for n in range(1, len(orders) + 1)]
+    assert 10 < len(orders) < 60
+    held = page.evaluate(HELD)
+    assert len(held) == 1 and held[0]["count"] == SIZE
+    assert held[0]["rows"] <= 200, "only the rows on screen and a margin"
+    # The scrollbar is as long as the whole view (28 px rows: 100,000 of them).
+    height = page.evaluate("() => document.querySelector('regular-table').scrollHeight")
+    assert height > SIZE * 20
+    first = BOOK[0]
+    cells = body_rows(page).first.locator("td")
+    expect(cells.nth(3)).to_have_text(f"{first['qty']:,}")  # numbers as a desk reads them
+    expect(body_rows(page).first.locator("td[data-field='pnl']")).to_have_class(re.compile(r"\bnegative\b"))
+    shot(page, "viewport-first-screen.png")
+
+    # Scrolled to the middle, the rows there, and still only a window held.
+    page.evaluate(SCROLL_TO_THE_MIDDLE)
+    middle = on_screen(page, "order", lambda texts: int(texts[0]) > 40_000)
+    first_order = int(middle[0])
+    assert 45_000 < first_order < 55_000
+    assert middle == [str(n) for n in range(first_order, first_order + len(middle))]
+    qty = numbers(column(page, "qty"))
+    assert qty[: len(middle)] == [BOOK[n - 1]["qty"] for n in range(first_order, first_order + len(qty))]
+    held = page.evaluate(HELD)
+    assert held[0]["rows"] <= 200 and held[0]["first"] > 40_000
+    shot(page, "viewport-middle.png")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_sorting_is_the_servers_and_kept_in_the_link(page: Page, server: ServerProcess) -> None:
+    desk_page(page, server, "topic=orders")
+    on_screen(page, "order", lambda texts: texts[0] == "1")
+    qty = header(page, "qty")
+    expect(qty).to_have_attribute("aria-sort", "none")
+    qty.locator(".title").click()
+    expect(qty).to_have_attribute("aria-sort", "ascending")
+    assert page.evaluate(HELD)[0]["orderby"] == "/qty ASC"
+    on_screen(page, "qty", lambda texts: texts[0] == "1")
+    qty.locator(".title").focus()
+    page.keyboard.press("Enter")  # the keyboard sorts too
+    expect(qty).to_have_attribute("aria-sort", "descending")
+    top = on_screen(page, "qty", lambda texts: texts[0] == "10,000")
+    assert numbers(top) == sorted(numbers(top), reverse=True)
+    url_with(page, "orderby=/qty%20DESC")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_quick_filters_become_the_views_filter(page: Page, server: ServerProcess) -> None:
+    desk_page(page, server, f"topic=orders&filter={quote('/pnl < 0')}")
+    negative = [r for r in BOOK if r["pnl"] < 0]  # type: ignore[operator]
+    expect(view(page).locator(".rows")).to_have_text(f"{len(negative):,}")
+    box = header(page, "qty").locator("input.quick")
+    box.fill(">9990")
+    box.press("Enter")
+    wanted = [r for r in negative if r["qty"] > 9990]  # type: ignore[operator]
+    expect(view(page).locator(".rows")).to_have_text(f"{len(wanted):,}")
+    assert page.evaluate(HELD)[0]["filter"] == "(/pnl < 0) AND (/qty > 9990)"
+    assert all(q > 9990 for q in numbers(on_screen(page, "qty", bool)))
+    sym = header(page, "sym").locator("input.quick")
+    sym.fill("ms")  # text: contains, any case
+    sym.press("Enter")
+    msft = [r for r in wanted if r["sym"] == "MSFT"]
+    expect(view(page).locator(".rows")).to_have_text(f"{len(msft):,}")
+    assert set(on_screen(page, "sym", lambda texts: set(texts) == {"MSFT"})) == {"MSFT"}
+    shot(page, "viewport-quick.png")
+    link = url_with(page, "sym:ms")
+    assert "quick=qty:%253E9990,sym:ms" in link
+
+    view(page).locator(".clear-quick").click()
+    expect(view(page).locator(".rows")).to_have_text(f"{len(negative):,}")
+
+    box.fill("nothing matches this")
+    box.press("Enter")
+    empty = view(page).locator(".empty-state")
+    expect(empty).to_have_attribute("data-kind", "quick")
+    expect(empty).to_be_visible()
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def group_sums(records: list[dict[str, object]], field: str) -> dict[object, tuple[int, int]]:
+    out: dict[object, tuple[int, int]] = {}
+    for record in records:
+        count, total = out.get(record[field], (0, 0))
+        out[record[field]] = (count + 1, total + int(record["qty"]))  # type: ignore[call-overload]
+    return out
+
+
+def test_groups_with_totals_open_two_levels_deep(page: Page, server: ServerProcess) -> None:
+    desk_page(page, server, "topic=orders&group=/desk,/sym&orderby=/qty%20DESC")
+    desks = group_sums(BOOK, "desk")
+    groups = view(page).locator("regular-table tbody tr.group-row")
+    expect(groups).to_have_count(4)
+    expect(view(page).locator(".rows")).to_have_text("100,000")
+    expect(view(page).locator(".groups")).to_have_text("4")
+    # Groups sorted by their total qty, descending, each with its count and sum.
+    totals = on_screen(page, "qty", lambda texts: len(texts) == 4)
+    want = sorted(desks.items(), key=lambda item: -item[1][1])
+    assert numbers(totals) == [total for _, (_, total) in want]
+    first_desk, (count, _) = want[0]
+    expect(groups.first.locator("th")).to_have_text(f"▸ {first_desk} · {count:,} rows")
+
+    # Open the first desk: its symbols, each a group with its totals.
+    groups.first.locator("th").click()
+    in_desk = [r for r in BOOK if r["desk"] == first_desk]
+    symbols = group_sums(in_desk, "sym")
+    expect(groups).to_have_count(4 + len(symbols))
+    expect(groups.first.locator("th")).to_contain_text("▾")
+    second = groups.nth(1)
+    sym_want = sorted(symbols.items(), key=lambda item: -item[1][1])
+    first_sym, (sym_count, sym_total) = sym_want[0]
+    expect(second.locator("th")).to_have_text(f"▸ {first_sym} · {sym_count:,} rows")
+    expect(second.locator("td[data-field='qty']")).to_have_text(f"{sym_total:,}")
+
+    # Open that symbol: its records, sorted as the view is.
+    second.locator("th").click()
+    rows = [r for r in in_desk if r["sym"] == first_sym]
+    top = sorted(rows, key=lambda r: (-int(r["qty"]), r["order"]))  # type: ignore[call-overload]
+    first_records = on_screen(page, "order", lambda texts: str(top[0]["order"]) in texts)
+    records = [text for text in first_records if text]
+    assert records[:5] == [str(r["order"]) for r in top[:5]]
+    opened = page.evaluate(HELD)
+    leaf = [v for v in opened if "/sym = " in v["filter"]]
+    assert leaf and leaf[0]["count"] == sym_count and leaf[0]["rows"] <= 200
+    assert f"/desk = '{first_desk}'" in leaf[0]["filter"]
+    shot(page, "viewport-grouped.png")
+
+    # A link reproduces the grouping and the order.
+    link = url_with(page, "group=/desk,/sym")
+    assert "orderby=/qty%20DESC" in link
+    page.goto("about:blank")
+    page.goto(link)
+    expect(view(page).locator("regular-table tbody tr.group-row")).to_have_count(4)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_lost_connection_keeps_the_window_marked_stale(page: Page, server: ServerProcess) -> None:
+    desk_page(page, server, "topic=orders&orderby=/qty%20DESC")
+    on_screen(page, "qty", lambda texts: texts[0] == "10,000")
+    page.evaluate("() => fakeStore.setStale(true)")
+    expect(view(page)).to_have_class(re.compile(r"\bstale\b"))
+    expect(view(page).locator(".stale-badge")).to_be_visible()
+    assert column(page, "qty")[0] == "10,000", "the last values stay"
+    shot(page, "viewport-stale.png")
+    page.evaluate("() => fakeStore.setStale(false)")
+    expect(view(page)).not_to_have_class(re.compile(r"\bstale\b"))
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_live_changes_on_screen_flash_and_move(page: Page, server: ServerProcess) -> None:
+    desk_page(page, server, "topic=orders")
+    on_screen(page, "order", lambda texts: texts[0] == "1")
+    first = {**BOOK[0], "qty": int(BOOK[0]["qty"]) + 5, "px": 0.5}  # type: ignore[call-overload]
+    page.evaluate("(record) => fakeStore.publish(record)", first)
+    qty = body_rows(page).first.locator("td[data-field='qty']")
+    expect(qty).to_have_text(f"{first['qty']:,}")
+    expect(qty).to_have_class(re.compile(r"\bflash-up"))
+    expect(body_rows(page).first.locator("td[data-field='px']")).to_have_class(re.compile(r"\bflash-down"))
+    # A new record changes the count.
+    page.evaluate("(record) => fakeStore.publish(record)", {**BOOK[1], "order": SIZE + 1})
+    expect(view(page).locator(".rows")).to_have_text(f"{SIZE + 1:,}")
+    assert page.errors == []  # type: ignore[attr-defined]
