@@ -1,6 +1,6 @@
 """web/adapters/: a view bound to AG Grid, through the example page, in real Chromium against a real
 server: snapshots, updates, inserts, OOFs, transactions drawn whole, stale rows across a restart;
-and the README's examples of both adapters, run as written."""
+and the README's example, run as written."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from urllib.parse import quote
 from playwright.sync_api import Locator, Page, expect
 
 from ..integration.server_process import ServerProcess
-from .feed import publish, request
+from .feed import publish
 
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 ROWS = "#grid .ag-row"
@@ -284,29 +284,4 @@ def test_the_readme_example_works(page: Page, server: ServerProcess) -> None:
         publish(server, {"order": 2, "sym": "AAPL", "qty": 3})
     assert logged.value.text == "order 2 left the view: match"
     expect(page.locator(ROWS)).to_have_count(1)
-    assert page.errors == []  # type: ignore[attr-defined]
-
-
-def test_the_readme_tabulator_example_works(page: Page, server: ServerProcess) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    match = re.search(r"```js\n(import \{ PushClient .*?TabulatorBinding.*?)```", readme, re.DOTALL)
-    assert match, "the README has no Tabulator example"
-    publish(server, {"order": 1, "sym": "MSFT", "qty": 50}, {"order": 2, "sym": "AAPL", "qty": 20})
-    page.goto(server.http + "/healthz")  # the page's origin, for the example's absolute imports
-    page.set_content(
-        '<link rel="stylesheet" href="/static/vendor/tabulator/tabulator.min.css"><div id="orders"></div>'
-        f'<script type="module">{match.group(1)}</script>'
-    )
-    rows = page.locator("#orders .tabulator-tableholder .tabulator-row")
-    expect(rows).to_have_count(2)
-    totals = page.locator("#orders .tabulator-footer .tabulator-cell[tabulator-field='qty']")
-    expect(totals).to_have_text("70")
-    publish(server, {"order": 2, "sym": "AAPL", "qty": 3})  # no filter: an update, not an OOF
-    expect(totals).to_have_text("53")
-    with page.expect_console_message(lambda message: "left:" in message.text) as logged:
-        request(server.url, [{"c": "sow_delete", "t": "orders", "filter": "/order = 2"}])
-    assert logged.value.text.endswith("left: deleted")
-    expect(page.locator("#orders .tabulator-row.leaving")).to_have_count(1)  # lingers, marked
-    expect(rows).to_have_count(1, timeout=6000)  # then goes
-    expect(totals).to_have_text("50")
     assert page.errors == []  # type: ignore[attr-defined]
