@@ -1,7 +1,9 @@
-"""The dashboard over a large book held in the page by a test double of the client's viewports
-(fake_views.js): ``/web/index.js`` is served as the real module with ``viewport`` and
-``aggregate`` answered from that book. The server is real (the page's connection, the topic
-list); the rows come from the double. For the dashboard's layout and wiring."""
+"""Where the dashboard's rows come from in its tests. With ``REAL``, from the server: the test
+publishes the book and the page's client opens the server's viewports. Otherwise from a test
+double of the client's viewports (fake_views.js): ``/web/index.js`` is served as the real module
+with ``viewport`` and ``aggregate`` answered from a book held in the page; the server is still
+real (the page's connection, the topic list). The double is for the dashboard's layout and
+wiring, until the server and the client both have viewports and aggregated views."""
 
 from __future__ import annotations
 
@@ -13,8 +15,12 @@ import pytest
 from playwright.sync_api import Locator, Page
 
 from ..integration.server_process import ServerProcess
+from .feed import publish as publish_to_server
+from .feed import publish_many
 
 ROOT = Path(__file__).resolve().parents[2]
+# The rows come from the server's viewports (True) or from the page's test double (False).
+REAL = False
 # Tests of the dashboard against the server's own viewports wait for the client to have them.
 needs_viewports = pytest.mark.skipif(
     "viewport(" not in (ROOT / "web" / "client.js").read_text(),
@@ -60,11 +66,14 @@ def book(order: int) -> dict[str, object]:
     }
 
 
-def serve_fake_book(
+def serve_book(
     page: Page, server: ServerProcess, size: int = 0, records: list[dict[str, Any]] | None = None
 ) -> None:
-    """From now on, the page's client answers viewports from ``records``, or from a book of
-    ``size`` records (``book``); ``fakeStore.publish(record)`` in the page changes them."""
+    """The page's views show ``records``, or a book of ``size`` records (``book``): published to
+    the server, or (not ``REAL``) answered by the page's test double."""
+    if REAL:
+        publish_many(server, records if records is not None else [book(n) for n in range(1, size + 1)])
+        return
     if records is not None:
         page.add_init_script(f"window.fakeBook = {json.dumps(records)};")
 
@@ -105,11 +114,34 @@ def open_desk(
     page: Page, server: ServerProcess, query: str, records: list[dict[str, Any]] | None = None, size: int = 0
 ) -> None:
     """Open the dashboard at ``/?query`` over ``records`` (or a book of ``size``)."""
-    serve_fake_book(page, server, size, records)
+    serve_book(page, server, size, records)
     page.goto(f"{server.http}/?{query}")
 
 
 def change(page: Page, server: ServerProcess, *records: dict[str, Any]) -> None:
     """Records published while the dashboard shows them."""
-    del server
-    publish(page, *records)
+    if REAL:
+        publish_to_server(server, *records)
+    else:
+        publish(page, *records)
+
+
+def lose_connection(page: Page, server: ServerProcess) -> None:
+    """The page's connection goes down: the server stops (and, with the double, its views say so)."""
+    server.stop()
+    if not REAL:
+        page.evaluate("() => fakeStore.setStale(true)")
+
+
+# What the page's views hold: every open view of every panel's tree, its window, filter, order.
+HELD = """() => {
+  const out = [];
+  const visit = (node) => {
+    const v = node.view;
+    out.push({ rows: v.rows.length, first: v.first, last: v.last, count: v.count,
+      filter: v.filter ?? "", orderby: v.orderby ?? "" });
+    for (const child of node.children.values()) visit(child);
+  };
+  for (const panel of dashboard.panels) if (panel.tree) visit(panel.tree.root);
+  return out;
+}"""

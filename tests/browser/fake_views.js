@@ -197,6 +197,10 @@ class FakeView extends Emitter {
     if (changed) this.emit("rows", { first: this.first, last: this.last, rows, keys, count: this.count });
   }
 
+  get filter() { return this.settings.filter || undefined; }
+
+  get orderby() { return this.settings.orderby || undefined; }
+
   moveTo(first, last) {
     this.moves += 1;
     this.store.moves.push([this.settings.filter ?? "", first, last]);

@@ -25,3 +25,17 @@ def request(url: str, commands: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def publish(server: ServerProcess, *records: dict[str, Any], topic: str = "orders") -> None:
     """Publish ``records`` and wait for the server to have processed them."""
     request(server.url, [{"c": "publish", "t": topic, "data": record} for record in records])
+
+
+def publish_many(server: ServerProcess, records: list[dict[str, Any]], topic: str = "orders") -> None:
+    """Publish many records fast: frames of 2,000 publishes on one socket, then a flush."""
+    with connect(server.url, open_timeout=5, max_size=None) as ws:
+        for start in range(0, len(records), 2000):
+            batch = records[start : start + 2000]
+            ws.send(orjson.dumps([{"c": "publish", "t": topic, "data": r} for r in batch]).decode())
+        ws.send(orjson.dumps({"c": "flush", "cid": "done"}).decode())
+        while True:
+            decoded = orjson.loads(ws.recv(timeout=120))
+            messages = decoded if isinstance(decoded, list) else [decoded]
+            if any(m.get("cid") == "done" and m.get("c") == "ack" for m in messages):
+                return

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
 from .conftest import ROW
-from .fake_desk import change, needs_viewports, open_desk, serve_fake_book
+from .fake_desk import change, needs_viewports, open_desk, serve_book
 from .feed import publish
 
 
@@ -39,7 +39,7 @@ def test_a_view_from_the_url_follows_updates_and_rows_leaving(page: Page, server
 
 
 def test_the_form_opens_views_side_by_side_and_shows_a_bad_filter(page: Page, server: ServerProcess) -> None:
-    serve_fake_book(page, server, records=[{"order": 1, "ref": "order-1", "qty": 50, "side": "B"}])
+    serve_book(page, server, records=[{"order": 1, "ref": "order-1", "qty": 50, "side": "B"}])
     page.goto(server.http + "/")
     expect(page.locator("#topics li", has_text="orders")).to_be_visible()
     page.fill("[name=topic]", "orders")

@@ -10,7 +10,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from ..integration.server_process import ServerProcess
 from .desk import BOOK, cell, rows, shot
-from .fake_desk import change, open_desk, serve_fake_book
+from .fake_desk import change, lose_connection, open_desk, serve_book
 
 
 def test_pause_holds_the_rows_and_says_how_much_waits(page: Page, server: ServerProcess) -> None:
@@ -63,8 +63,7 @@ def test_a_lost_connection_marks_rows_stale_with_the_attempt_and_the_age(
 ) -> None:
     open_desk(page, server, "topic=orders", BOOK)
     expect(rows(page)).to_have_count(3)
-    server.stop()
-    page.evaluate("() => fakeStore.setStale(true)")  # as the client's views say when it drops
+    lose_connection(page, server)
     badge = page.locator(".view .stale-badge")
     expect(badge).to_be_visible()
     expect(badge).to_contain_text(re.compile(r"last message \d+ s ago"))
@@ -81,7 +80,7 @@ def test_light_and_dark_follow_the_system_and_the_button(browser: Browser, serve
     for scheme in ("light", "dark"):
         context = browser.new_context(color_scheme=scheme, viewport={"width": 1400, "height": 800})
         page = context.new_page()
-        serve_fake_book(page, server, records=BOOK)
+        serve_book(page, server, records=BOOK)
         page.goto(f"{server.http}/?topic=orders&group=/sym")
         expect(page.locator(".view regular-table tbody tr.group-row")).to_have_count(2)
         page.locator(".view regular-table tbody tr.group-row th").first.click()
