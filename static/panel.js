@@ -193,7 +193,7 @@ export class Panel {
    * @param {string} reason */
   refused(reason) {
     if (!this.established) {
-      this.host.showError(reason);
+      this.host.showError(`${this.settings.topic}: ${reason}`);
       this.close();
       return;
     }

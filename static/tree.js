@@ -86,7 +86,8 @@ class Node {
   /** Rows this node holds: its count, capped for groups. */
   get count() {
     const { view } = this;
-    const count = view.count ?? (view.rows?.length ? view.last + 1 : 0);
+    // Without a count (a server that does not count), the view reaches as far as the window has rows.
+    const count = view.count ?? (view.first ?? 0) + (view.rows?.length ?? 0);
     return this.grouped ? Math.min(count, GROUP_LIMIT) : count;
   }
 

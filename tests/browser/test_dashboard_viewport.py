@@ -170,6 +170,11 @@ def test_groups_with_totals_open_two_levels_deep(page: Page, server: ServerProce
     assert leaf and leaf[0]["count"] == sym_count and leaf[0]["rows"] <= 200
     assert f"/desk = '{first_desk}'" in leaf[0]["filter"]
     shot(page, "viewport-grouped.png")
+    # A group closes from the keyboard too (Enter on its header), and its views with it.
+    groups.first.locator("th").focus()
+    page.keyboard.press("Enter")
+    expect(groups).to_have_count(4)
+    eventually(lambda: len(page.evaluate(HELD)), lambda n: n == 1)
 
     # A link reproduces the grouping and the order.
     link = url_with(page, "group=/desk,/sym")
