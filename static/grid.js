@@ -26,7 +26,6 @@ const FLASHES = ["flash-up", "flash-down", "flash-changed", "flash-up-b", "flash
  *   menu: (field: string, anchor: HTMLElement) => void,
  *   toggle: (row: import("/static/tree.js").Row) => void,
  *   resized: (field: string, width: number) => void,
- *   drawn: (rows: number) => void,
  * }} GridHost
  */
 
@@ -209,7 +208,6 @@ export class Grid {
       response.row_headers = rows.map((row) => [this.label(row)]);
       response.merge_headers = "column";
     }
-    this.host.drawn(numRows);
     return response;
   }
 
@@ -340,11 +338,6 @@ export class Grid {
     const meta = this.table.getMeta(th);
     const row = meta ? this.shown[meta.y - this.y0] : undefined;
     if (row?.kind === "group") this.host.toggle(row);
-  }
-
-  /** Scroll to row `y` (tests and the keyboard). @param {number} y */
-  scrollTo(y) {
-    return this.table.scrollToCell(0, y);
   }
 
   destroy() {

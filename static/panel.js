@@ -74,7 +74,6 @@ export class Panel {
         this.columns.touched = true;
         host.changed();
       },
-      drawn: () => {},
     });
     /** @type {RowTree | null} */
     this.tree = null;
@@ -111,9 +110,10 @@ export class Panel {
     const { client } = this.host;
     const { topic, options, group } = this.settings;
     const generation = (this.generation = (this.generation ?? 0) + 1);
-    if (group.length > 0 && this.columns.fields.length === 0) {
-      // Totals are over number columns: a first screen of records says which columns they are.
-      const probe = client.viewport(topic, { filter: this.filter() || undefined, rows: [0, 99], options: options || undefined });
+    if ((group.length > 0 || Object.keys(this.settings.quick).length > 0) && this.columns.fields.length === 0) {
+      // Totals are over number columns, and a quick filter reads as a number on one: a first
+      // screen of records says which columns they are.
+      const probe = client.viewport(topic, { filter: this.settings.filter || undefined, rows: [0, 99], options: options || undefined });
       try {
         await probe.ready;
         this.columns.learn(probe.rows ?? []);

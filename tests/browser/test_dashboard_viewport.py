@@ -112,6 +112,11 @@ def test_quick_filters_become_the_views_filter(page: Page, server: ServerProcess
     shot(page, "viewport-quick.png")
     link = url_with(page, "sym:ms")
     assert "quick=qty:%253E9990,sym:ms" in link
+    page.goto("about:blank")
+    page.goto(link)  # the link's quick filters read as they were typed: a number, a text
+    expect(view(page).locator(".rows")).to_have_text(f"{len(msft):,}")
+    expect(header(page, "qty").locator("input.quick")).to_have_value(">9990")
+    assert page.evaluate(HELD)[0]["filter"] == "(/pnl < 0) AND (/qty > 9990) AND (/sym LIKE '(?i)ms')"
 
     view(page).locator(".clear-quick").click()
     expect(view(page).locator(".rows")).to_have_text(f"{len(negative):,}")
