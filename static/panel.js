@@ -112,16 +112,12 @@ export class Panel {
     const generation = (this.generation = (this.generation ?? 0) + 1);
     if ((group.length > 0 || Object.keys(this.settings.quick).length > 0) && this.columns.fields.length === 0) {
       // Totals are over number columns, and a quick filter reads as a number on one: a first
-      // screen of records says which columns they are.
-      const probe = client.viewport(topic, { filter: this.settings.filter || undefined, rows: [0, 99], options: options || undefined });
+      // screen of records (a one-off query, in no order: the cheapest) says which columns they are.
       try {
-        await probe.ready;
-        this.columns.learn(probe.rows ?? []);
+        this.columns.learn(await client.sow(topic, { filter: this.settings.filter || undefined, topN: 100 }));
       } catch (error) {
         this.refused(String(/** @type {any} */ (error)?.reason ?? /** @type {any} */ (error)?.message ?? error));
         return;
-      } finally {
-        probe.close();
       }
       if (generation !== this.generation) return;
     }

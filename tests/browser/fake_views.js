@@ -295,6 +295,18 @@ export class FakeStore {
     return view;
   }
 
+  /** A one-off query: the first `topN` matching records, in key order. */
+  async sow({ filter, topN } = {}) {
+    await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
+    const test = compile(filter);
+    const out = [];
+    for (const record of this.records.values()) {
+      if (topN !== undefined && out.length >= topN) break;
+      if (test(record)) out.push(record);
+    }
+    return out;
+  }
+
   /** A publish: every view follows, as the server's would. */
   publish(...records) {
     for (const record of records) this.records.set(this.keyOf(record), record);
