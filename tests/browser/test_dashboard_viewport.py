@@ -29,7 +29,7 @@ def desk_page(page: Page, server: ServerProcess, query: str) -> None:
     serve_book(page, server, SIZE)
     page.set_viewport_size({"width": 1400, "height": 900})
     page.goto(f"{server.http}/?{query}")
-    expect(view(page).locator(".rows")).not_to_have_text("0")
+    expect(view(page).locator(".rows")).not_to_have_text("0", timeout=20_000)
 
 
 def numbers(texts: list[str]) -> list[float]:
@@ -146,7 +146,7 @@ def test_groups_with_totals_open_two_levels_deep(page: Page, server: ServerProce
     desk_page(page, server, "topic=orders&group=/desk,/sym&orderby=/qty%20DESC")
     desks = group_sums(BOOK, "desk")
     groups = view(page).locator("regular-table tbody tr.group-row")
-    expect(groups).to_have_count(4)
+    expect(groups).to_have_count(4, timeout=20_000)  # the server groups 100,000 records first
     expect(view(page).locator(".rows")).to_have_text("100,000")
     expect(view(page).locator(".groups")).to_have_text("4")
     # Groups sorted by their total qty, descending, each with its count and sum.
@@ -197,7 +197,7 @@ def test_groups_with_totals_open_two_levels_deep(page: Page, server: ServerProce
     assert "orderby=/qty%20DESC" in link
     page.goto("about:blank")
     page.goto(link)
-    expect(view(page).locator("regular-table tbody tr.group-row")).to_have_count(4)
+    expect(view(page).locator("regular-table tbody tr.group-row")).to_have_count(4, timeout=20_000)
     assert page.errors == []  # type: ignore[attr-defined]
 
 
