@@ -65,6 +65,10 @@ export class Grid {
     // A column's edge dragged: its width is the user's, kept in the URL. Done here with the
     // table's public sizes (the table's own drag starts from widths it may not have measured).
     container.addEventListener("mousedown", (/** @type {MouseEvent} */ event) => this.resizing(event), true);
+    // The table draws what fits its box: a box that changes size (another view opened beside it,
+    // the window resized) shows more or fewer rows and columns.
+    this.resized = new ResizeObserver(() => this.draw());
+    this.resized.observe(container);
   }
 
   /** Draw again (at most once per animation frame). */
@@ -341,6 +345,7 @@ export class Grid {
   }
 
   destroy() {
+    this.resized.disconnect();
     this.table.remove();
   }
 }
