@@ -1,13 +1,18 @@
-"""What the desk tests share: records like a desk's, and ways to find a table's rows and cells
-(a <regular-table>: cells carry their field in `data-field`)."""
+"""What the desk tests share: records like a desk's (a few, or a book of any size), opening the
+dashboard over them, and ways to find a table's rows and cells (a <regular-table>: cells carry
+their field in `data-field`)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import Locator, Page
+
+from ..integration.server_process import ServerProcess
+from .feed import publish_many
 
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 
@@ -16,6 +21,58 @@ BOOK = [
     {"order": 2, "sym": "IBM", "qty": 3, "px": 99.125, "pnl": 10.5, "at": "2026-11-23T09:30:02.000Z"},
     {"order": 3, "sym": "MSFT", "qty": 700, "px": 250.0, "pnl": 1200.0, "at": "2026-11-23T09:30:03.500Z"},
 ]
+
+
+def book(order: int) -> dict[str, Any]:
+    """Record ``order`` of a book of any size: four desks, five symbols, quantities, prices and
+    P&L that spread over their ranges."""
+    desks, symbols = ["Rates", "Credit", "FX", "Equities"], ["AAPL", "IBM", "MSFT", "NVDA", "TSLA"]
+    return {
+        "order": order,
+        "desk": desks[order % 4],
+        "sym": symbols[(order * 7) % 5],
+        "qty": (order * 7919) % 10000 + 1,
+        "px": round(((order * 104729) % 50000) / 10) / 100,
+        "pnl": ((order * 7907) % 20001) - 10000,
+    }
+
+
+def open_desk(
+    page: Page, server: ServerProcess, query: str, records: list[dict[str, Any]] | None = None, size: int = 0
+) -> None:
+    """Publish ``records`` (or a book of ``size``) and open the dashboard at ``/?query``."""
+    publish_many(server, records if records is not None else [book(n) for n in range(1, size + 1)])
+    page.goto(f"{server.http}/?{query}")
+
+
+# What the page's views hold: every open view of every panel's tree, its window, filter, order.
+HELD = """() => {
+  const out = [];
+  const visit = (node) => {
+    const v = node.view;
+    out.push({ rows: v.rows.length, first: v.first, last: v.last, count: v.count,
+      filter: v.filter ?? "", orderby: v.orderby ?? "" });
+    for (const child of node.children.values()) visit(child);
+  };
+  for (const panel of dashboard.panels) if (panel.tree) visit(panel.tree.root);
+  return out;
+}"""
+
+
+def view(page: Page, index: int = 0) -> Locator:
+    return page.locator(".view").nth(index)
+
+
+def body_rows(page: Page, index: int = 0) -> Locator:
+    """Every row on screen of a view's table, group rows included."""
+    return view(page, index).locator("regular-table tbody tr")
+
+
+def column(page: Page, field: str, index: int = 0) -> list[str]:
+    """The texts of a column's cells on screen, top to bottom."""
+    cells = view(page, index).locator(f"regular-table tbody td[data-field='{field}']")
+    texts: list[str] = cells.all_inner_texts()
+    return texts
 
 
 def rows(page: Page) -> Locator:
@@ -27,8 +84,8 @@ def cell(row: Locator, field: str) -> Locator:
     return row.locator(f"td[data-field='{field}']")
 
 
-def header(page: Page, field: str) -> Locator:
-    return page.locator(".view").first.locator(f"regular-table thead th[data-field='{field}']")
+def header(page: Page, field: str, index: int = 0) -> Locator:
+    return view(page, index).locator(f"regular-table thead th[data-field='{field}']")
 
 
 def column_order(page: Page) -> list[str]:

@@ -9,7 +9,6 @@ from typing import Any
 from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
-from .fake_desk import needs_viewports
 from .feed import publish
 from .test_client import open_client_page
 
@@ -129,7 +128,6 @@ def test_a_transaction_is_applied_to_the_views_in_one_step(page: Page, server: S
     assert all(views == 1 for _, views in result["done"])
 
 
-@needs_viewports
 def test_the_dashboard_draws_a_transaction_whole_under_load(page: Page, server: ServerProcess) -> None:
     """Each round, while the page is hidden, one transaction changes a record, 1,000 others
     change, and a second transaction moves weight from that record to a new one. Shown again, the

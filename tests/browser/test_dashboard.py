@@ -12,8 +12,8 @@ from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
 from .conftest import ROW
-from .fake_desk import change, needs_viewports, open_desk, serve_book
-from .feed import publish
+from .desk import open_desk
+from .feed import publish, publish_many
 
 
 def test_a_view_from_the_url_follows_updates_and_rows_leaving(page: Page, server: ServerProcess) -> None:
@@ -25,21 +25,21 @@ def test_a_view_from_the_url_follows_updates_and_rows_leaving(page: Page, server
     expect(page.locator(ROW, has_text="order-2")).to_have_count(0)
     expect(page.locator(".figures .rows")).to_have_text("1")
 
-    change(page, server, {"order": 1, "ref": "order-1", "qty": 75}, {"order": 3, "ref": "order-3", "qty": 30})
+    publish(server, {"order": 1, "ref": "order-1", "qty": 75}, {"order": 3, "ref": "order-3", "qty": 30})
     expect(first).to_contain_text("75")
     expect(page.locator(ROW, has_text="order-3")).to_contain_text("30")
     expect(page.locator(".figures .rows")).to_have_text("2")
 
-    change(page, server, {"order": 1, "ref": "order-1", "qty": 2})
+    publish(server, {"order": 1, "ref": "order-1", "qty": 2})
     expect(page.locator(ROW, has_text="order-1")).to_have_count(0)
     expect(page.locator(".figures .rows")).to_have_text("1")
-    change(page, server, {"order": 1, "ref": "order-1", "qty": 31})  # back in
+    publish(server, {"order": 1, "ref": "order-1", "qty": 31})  # back in
     expect(page.locator(ROW, has_text="order-1")).to_contain_text("31")
     assert page.errors == []  # type: ignore[attr-defined]
 
 
 def test_the_form_opens_views_side_by_side_and_shows_a_bad_filter(page: Page, server: ServerProcess) -> None:
-    serve_book(page, server, records=[{"order": 1, "ref": "order-1", "qty": 50, "side": "B"}])
+    publish_many(server, [{"order": 1, "ref": "order-1", "qty": 50, "side": "B"}])
     page.goto(server.http + "/")
     expect(page.locator("#topics li", has_text="orders")).to_be_visible()
     page.fill("[name=topic]", "orders")
@@ -60,7 +60,6 @@ def test_the_form_opens_views_side_by_side_and_shows_a_bad_filter(page: Page, se
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-@needs_viewports
 def test_the_dashboard_survives_a_server_restart(page: Page, server: ServerProcess, tmp_path: Path) -> None:
     publish(server, {"id": 1, "ref": "order-1"}, {"id": 2, "ref": "order-2"}, topic="ledger")
     page.goto(f"{server.http}/?topic=ledger&filter=&options=&orderby=/id")

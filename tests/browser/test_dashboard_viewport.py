@@ -2,19 +2,21 @@
 screen at once, the scrollbar as long as the view, only a window of rows held, the middle of the
 book on scrolling, sorting and quick filters done by the views (orderby, filter), grouping two
 levels deep with totals per group, groups opened, a lost connection, and a link that reproduces
-all of it. The rows come from a test double of the client's viewports (fake_desk.py)."""
+all of it."""
 
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import quote
 
 from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
-from .desk import eventually, shot, url_with
-from .fake_desk import HELD, REAL, body_rows, book, change, column, header, serve_book, view
+from .desk import HELD, body_rows, book, column, eventually, header, shot, url_with, view
+from .feed import publish, publish_many
 
 SIZE = 100_000
 BOOK = [book(order) for order in range(1, SIZE + 1)]
@@ -26,7 +28,7 @@ SCROLL_TO_THE_MIDDLE = """() => {
 
 
 def desk_page(page: Page, server: ServerProcess, query: str) -> None:
-    serve_book(page, server, SIZE)
+    publish_many(server, BOOK)
     page.set_viewport_size({"width": 1400, "height": 900})
     page.goto(f"{server.http}/?{query}")
     expect(view(page).locator(".rows")).not_to_have_text("0", timeout=20_000)
@@ -41,8 +43,8 @@ def consecutive(texts: list[str]) -> bool:
     return texts == [str(n) for n in range(int(texts[0]), int(texts[0]) + len(texts))]
 
 
-def on_screen(page: Page, field: str, check: Callable[[list[str]], bool]) -> list[str]:
-    found = eventually(lambda: column(page, field), lambda texts: bool(texts) and check(texts))  # type: ignore[arg-type]
+def on_screen(page: Page, field: str, check: Callable[[list[str]], bool], timeout: float = 5) -> list[str]:
+    found = eventually(lambda: column(page, field), lambda texts: bool(texts) and check(texts), timeout)  # type: ignore[arg-type]
     assert isinstance(found, list)
     return found
 
@@ -201,31 +203,54 @@ def test_groups_with_totals_open_two_levels_deep(page: Page, server: ServerProce
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-def test_a_lost_connection_keeps_the_window_and_the_order(page: Page, server: ServerProcess) -> None:
+def test_a_lost_connection_keeps_the_window_and_the_order(
+    page: Page, server: ServerProcess, tmp_path: Path
+) -> None:
     desk_page(page, server, "topic=orders&orderby=/qty%20DESC")
     on_screen(page, "qty", lambda texts: texts[0] == "10,000")
     page.evaluate(SCROLL_TO_THE_MIDDLE)
     eventually(lambda: page.evaluate(HELD)[0]["first"], lambda first: first > 40_000)  # type: ignore[operator]
-    before = on_screen(page, "qty", lambda texts: texts[0] != "10,000")
-    page.wait_for_timeout(200)  # the screen drawn from the moved window
-    before = column(page, "order")
+    on_screen(page, "qty", lambda texts: texts[0] != "10,000")
+
+    def settled() -> list[str] | None:  # the screen drawn from the moved window, and still
+        first = column(page, "order")
+        page.wait_for_timeout(300)
+        return first if first == column(page, "order") else None
+
+    before = eventually(settled, bool)
     window = page.evaluate(HELD)[0]
-    if REAL:
-        # The socket drops, as a network blip would: the client comes back with the same window.
-        page.evaluate("() => dashboard.client.connection.transport.socket.close(4000, 'dropped')")
-        page.wait_for_function("() => dashboard.client.connection.sockets >= 2")
-        expect(page.locator("#connection")).to_have_attribute("data-state", "open")
-    else:
-        page.evaluate("() => fakeStore.setStale(true)")
-        expect(view(page)).to_have_class(re.compile(r"\bstale\b"))
-        expect(view(page).locator(".stale-badge")).to_be_visible()
-        assert column(page, "order") == before, "the last values stay"
-        shot(page, "viewport-stale.png")
-        page.evaluate("() => fakeStore.setStale(false)")
-    expect(view(page)).not_to_have_class(re.compile(r"\bstale\b"))
-    assert on_screen(page, "order", lambda texts: texts[: len(before)] == before)
-    again = page.evaluate(HELD)[0]
-    assert (again["first"], again["orderby"], again["count"]) == (window["first"], "/qty DESC", SIZE)
+
+    quantities = column(page, "qty")
+
+    def same_window(field: str = "order", shown: list[str] = before) -> None:
+        expect(view(page)).not_to_have_class(re.compile(r"\bstale\b"), timeout=15_000)
+        on_screen(page, field, lambda texts: texts == shown, timeout=15)
+        again = page.evaluate(HELD)[0]
+        assert (again["first"], again["orderby"], again["count"]) == (window["first"], "/qty DESC", SIZE)
+
+    # The socket drops, as a network blip would: the client comes back with the same window.
+    page.evaluate("() => dashboard.client.connection.transport.socket.close(4000, 'dropped')")
+    page.wait_for_function("() => dashboard.client.connection.sockets >= 2")
+    expect(page.locator("#connection")).to_have_attribute("data-state", "open")
+    same_window()
+
+    # The server goes away: the rows on screen stay, dimmed and marked stale.
+    port, config = server.port, server.process.args[server.process.args.index("--config") + 1]
+    server.stop(signal.SIGTERM)
+    expect(view(page)).to_have_class(re.compile(r"\bstale\b"))
+    expect(view(page).locator(".stale-badge")).to_be_visible()
+    assert column(page, "order") == before, "the last values stay"
+    shot(page, "viewport-stale.png")
+    # It comes back (the book published again: the topic is not durable): the same window.
+    restarted = ServerProcess(Path(config), tmp_path / "data", port=port)
+    server.process = restarted.process
+    publish_many(restarted, BOOK)
+    expect(page.locator("#connection")).to_have_attribute("data-state", "open", timeout=15_000)
+    # The view came back while the book was published again, so it was smaller for a moment and
+    # the table's scroll position with it; the order and the rows at the middle are the same.
+    expect(view(page).locator(".rows")).to_have_text(f"{SIZE:,}", timeout=15_000)
+    page.evaluate(SCROLL_TO_THE_MIDDLE)
+    same_window("qty", quantities)
     assert page.errors == []  # type: ignore[attr-defined]
 
 
@@ -233,12 +258,12 @@ def test_live_changes_on_screen_flash_and_move(page: Page, server: ServerProcess
     desk_page(page, server, "topic=orders&orderby=/order")
     on_screen(page, "order", lambda texts: texts[0] == "1")
     first = {**BOOK[0], "qty": int(BOOK[0]["qty"]) + 5, "px": 0.5}  # type: ignore[call-overload]
-    change(page, server, first)
+    publish(server, first)
     qty = body_rows(page).first.locator("td[data-field='qty']")
     expect(qty).to_have_text(f"{first['qty']:,}")
     expect(qty).to_have_class(re.compile(r"\bflash-up"))
     expect(body_rows(page).first.locator("td[data-field='px']")).to_have_class(re.compile(r"\bflash-down"))
     # A new record changes the count.
-    change(page, server, {**BOOK[1], "order": SIZE + 1})
+    publish(server, {**BOOK[1], "order": SIZE + 1})
     expect(view(page).locator(".rows")).to_have_text(f"{SIZE + 1:,}")
     assert page.errors == []  # type: ignore[attr-defined]

@@ -16,7 +16,6 @@ from ..spark.jobs import ROOT, kill
 from ..spark.test_demo_console import start_demo, stop
 from .conftest import ROW
 from .desk import shot
-from .fake_desk import needs_viewports
 
 SCROLL_TO_THE_RIGHT = """async (table) => {
   for (let step = 0; step < 20; step++) {
@@ -41,7 +40,6 @@ def demo_server(tmp_path: Path) -> Iterator[ServerProcess]:
 
 
 @pytest.mark.slow
-@needs_viewports
 def test_the_demo_feed_in_the_dashboard_link_scripts_run_prints(
     page: Page, demo_server: ServerProcess, tmp_path: Path
 ) -> None:

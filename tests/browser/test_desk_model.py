@@ -16,7 +16,6 @@ from playwright.sync_api import Page
 
 from ..integration.server_process import ServerProcess
 from .desk import eventually
-from .fake_desk import needs_viewports
 from .feed import request
 
 SYMBOLS = ["AAPL", "IBM", "MSFT", "NVDA", "TSLA"]
@@ -63,7 +62,6 @@ def stream(rng: random.Random, book: dict[int, dict[str, Any]], size: int) -> li
     return commands
 
 
-@needs_viewports
 @pytest.mark.parametrize("group", ["", "/sym"])
 def test_the_table_ends_as_the_servers_view(page: Page, server: ServerProcess, group: str) -> None:
     rng = random.Random(15)

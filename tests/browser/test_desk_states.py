@@ -9,8 +9,8 @@ from urllib.parse import quote
 from playwright.sync_api import Browser, Page, expect
 
 from ..integration.server_process import ServerProcess
-from .desk import BOOK, cell, rows, shot
-from .fake_desk import REAL, change, lose_connection, open_desk, serve_book
+from .desk import BOOK, cell, open_desk, rows, shot
+from .feed import publish, publish_many
 
 
 def test_pause_holds_the_rows_and_says_how_much_waits(page: Page, server: ServerProcess) -> None:
@@ -20,7 +20,7 @@ def test_pause_holds_the_rows_and_says_how_much_waits(page: Page, server: Server
     pause = page.locator(".view .pause")
     pause.click()
     expect(pause).to_have_attribute("aria-pressed", "true")
-    change(page, server, {**BOOK[0], "qty": 1}, {**BOOK[1], "qty": 2}, {**BOOK[2], "order": 9})
+    publish(server, {**BOOK[0], "qty": 1}, {**BOOK[1], "qty": 2}, {**BOOK[2], "order": 9})
     expect(page.locator(".view .waiting")).to_contain_text(re.compile(r"paused: [1-9]\d* updates? waiting"))
     page.wait_for_timeout(300)
     expect(cell(first, "qty")).to_have_text("12,500")
@@ -37,21 +37,15 @@ def test_pause_holds_the_rows_and_says_how_much_waits(page: Page, server: Server
 def test_an_empty_table_says_why(page: Page, server: ServerProcess) -> None:
     empty = page.locator(".view .empty-state")
     open_desk(page, server, "topic=nosuch", [])
-    if REAL:
-        # A topic the server keeps no records of has no viewport: the view is refused at once.
-        expect(page.locator("#form-error")).to_contain_text(re.compile(r"^nosuch: invalid"))
-        expect(page.locator(".view")).to_have_count(0)
-    else:
-        expect(empty).to_have_attribute("data-kind", "unknown")
-        expect(empty).to_contain_text("nosuch is not a topic the server keeps records of")
-        expect(empty).to_contain_text("invalid topic")
+    # A topic the server keeps no records of has no viewport: the view is refused at once.
+    expect(page.locator("#form-error")).to_contain_text(re.compile(r"^nosuch: invalid"))
+    expect(page.locator(".view")).to_have_count(0)
     shot(page, "desk-empty-unknown.png")
 
     page.goto(f"{server.http}/?topic=ledger")
     expect(empty).to_have_attribute("data-kind", "no-records")
     expect(empty).to_contain_text("ledger has no records yet")
 
-    page.unroute_all()
     open_desk(page, server, f"topic=orders&filter={quote('/qty > 1000000')}", BOOK)
     expect(empty).to_have_attribute("data-kind", "no-match")
     expect(empty).to_contain_text("No record of orders matches /qty > 1000000")
@@ -68,7 +62,7 @@ def test_a_lost_connection_marks_rows_stale_with_the_attempt_and_the_age(
 ) -> None:
     open_desk(page, server, "topic=orders&orderby=/order", BOOK)
     expect(rows(page)).to_have_count(3)
-    lose_connection(page, server)
+    server.stop()
     badge = page.locator(".view .stale-badge")
     expect(badge).to_be_visible()
     expect(badge).to_contain_text(re.compile(r"last message \d+ s ago"))
@@ -81,11 +75,11 @@ def test_a_lost_connection_marks_rows_stale_with_the_attempt_and_the_age(
 
 
 def test_light_and_dark_follow_the_system_and_the_button(browser: Browser, server: ServerProcess) -> None:
+    publish_many(server, BOOK)
     backgrounds = {}
     for scheme in ("light", "dark"):
         context = browser.new_context(color_scheme=scheme, viewport={"width": 1400, "height": 800})
         page = context.new_page()
-        serve_book(page, server, records=BOOK)
         page.goto(f"{server.http}/?topic=orders&group=/sym")
         expect(page.locator(".view regular-table tbody tr.group-row")).to_have_count(2)
         page.locator(".view regular-table tbody tr.group-row th").first.click()

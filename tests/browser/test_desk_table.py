@@ -9,8 +9,8 @@ import re
 from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
-from .desk import BOOK, cell, column_order, eventually, header, menu, quick, rows, shot, url_with
-from .fake_desk import change, open_desk
+from .desk import BOOK, cell, column_order, eventually, header, menu, open_desk, quick, rows, shot, url_with
+from .feed import publish
 
 
 def test_numbers_timestamps_and_hostile_text_read_as_a_desk_expects(
@@ -35,7 +35,7 @@ def test_numbers_timestamps_and_hostile_text_read_as_a_desk_expects(
     assert page.evaluate("() => window.hacked") is None
 
     # A rise flashes green, a fall red.
-    change(page, server, {**BOOK[0], "qty": 12600, "px": 100.25})
+    publish(server, {**BOOK[0], "qty": 12600, "px": 100.25})
     expect(cell(first, "qty")).to_have_class(re.compile(r"\bflash-up"))
     expect(cell(first, "px")).to_have_class(re.compile(r"\bflash-down"))
     expect(cell(first, "px")).to_have_text("100.250")

@@ -24,7 +24,6 @@ from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess, write_config
 from .conftest import TOPICS
-from .fake_desk import needs_viewports
 from .feed import request
 
 SCREENSHOTS = Path(__file__).parent / "screenshots"
@@ -168,7 +167,6 @@ def restartable(tmp_path: Path) -> Iterator[Restartable]:
 
 
 @pytest.mark.slow
-@needs_viewports
 def test_one_socket_and_exact_views_through_repeated_kills(page: Page, restartable: Restartable) -> None:
     server = restartable.server
     SCREENSHOTS.mkdir(exist_ok=True)

@@ -8,14 +8,12 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
-from .fake_desk import needs_viewports
 from .feed import publish
 
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 NO_FIGURE = "\N{EN DASH}"
 
 
-@needs_viewports
 def test_views_show_their_latency_and_the_status_page_its_figures(page: Page, server: ServerProcess) -> None:
     publish(server, *[{"order": n, "ref": f"order-{n}", "qty": n} for n in range(5)])
     page.goto(f"{server.http}/?topic=orders&options=oof")
