@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..errors import INVALID_OPTIONS, CommandError, FilterError
 from ..filters import Filter, ast, compile_filter
 from ..limits import MAX_PROJECTION_BYTES
+from ..protocol.lists import at_top_level, closing
 from ..records.paths import PathSteps, format_path, parse_path
 
 AGGREGATES = ("SUM", "COUNT", "COUNT_DISTINCT", "AVG", "MIN", "MAX", "STDDEV_POP", "STDDEV_SAMP")
@@ -56,41 +57,6 @@ def _refuse(detail: str) -> CommandError:
     return CommandError(INVALID_OPTIONS, detail)
 
 
-def _top_level(text: str, index: int) -> bool:
-    """Whether ``text[index]`` is outside parentheses and quotes."""
-    depth, quote = 0, ""
-    for char in text[:index]:
-        if quote:
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char in "([":
-            depth += 1
-        elif char in ")]":
-            depth -= 1
-    return depth == 0 and not quote
-
-
-def _closing(text: str, opening: int) -> int:
-    """The index of the parenthesis that closes the one at ``opening`` (-1: none)."""
-    depth, quote = 0, ""
-    for index in range(opening, len(text)):
-        char = text[index]
-        if quote:
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return index
-    return -1
-
-
 def _path(text: str, what: str) -> PathSteps:
     try:
         steps = parse_path(text.strip())
@@ -110,7 +76,7 @@ def _expression(text: str, item: str) -> Filter:
 
 def _item(item: str, grouping: tuple[PathSteps, ...]) -> Field:
     expression, output_text = item, None
-    found = [m for m in _AS.finditer(item) if _top_level(item, m.start())]
+    found = [m for m in _AS.finditer(item) if at_top_level(item, m.start())]
     if found:
         last = found[-1]
         expression, output_text = item[: last.start()].strip(), item[last.end() :].strip()
@@ -119,7 +85,7 @@ def _item(item: str, grouping: tuple[PathSteps, ...]) -> Field:
     if (
         call is not None
         and function in AGGREGATES
-        and _closing(expression, call.end() - 1) == len(expression.rstrip()) - 1
+        and closing(expression, call.end() - 1) == len(expression.rstrip()) - 1
     ):
         inner = expression[call.end() : expression.rstrip().rfind(")")].strip()
         if _ANY_AGGREGATE.search(inner):
