@@ -149,12 +149,13 @@ async def first_seconds(url: str, records: int, rate: int, seconds: float) -> No
         started = time.perf_counter()
         _, received, _ = await answer(ws, window(0, "/qty DESC", None, False))
         frames = 0
-        while time.perf_counter() - started < seconds:
-            try:
-                received += len(await asyncio.wait_for(ws.recv(decode=False), seconds))
-                frames += 1
-            except TimeoutError:
-                break
+        try:
+            async with asyncio.timeout(seconds - (time.perf_counter() - started)):
+                while True:
+                    received += len(await ws.recv(decode=False))
+                    frames += 1
+        except TimeoutError:
+            pass  # the first ``seconds`` are over
     stop.set()
     await feeding
     print(
