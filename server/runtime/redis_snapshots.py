@@ -84,7 +84,9 @@ class Snapshots:
             raise ValueError(f"the snapshot of {topic!r} has an unknown format")
         lsn = int(document["lsn"])
         target = self.engine.broker.topics[topic]
-        tell = bool(target.records) or reseeded  # a node starting: nothing to tell anyone
+        # A node starting has nothing to tell anyone; a node that fell behind tells what it holds
+        # and whoever listens (an empty topic's subscribers and aggregations too).
+        tell = bool(target.records) or reseeded or target.listened
         if tell:
             self.resyncs += 1
             if not reseeded:  # after a re-seed the node has said why already (redis_log.py)

@@ -100,6 +100,11 @@ async def test_a_node_cut_off_longer_than_the_retention_resynchronises(start_nod
     watcher = await Client.connect(behind.url)
     await watcher.request({"c": "sow_and_subscribe", "t": "orders", "sub_id": "w", "cid": "q"})
     await watcher.until(lambda m: m.get("c") == "group_end")
+    # An aggregation fed by the (still empty) topic listens as well: one group of every record.
+    await watcher.request(
+        {"c": "sow_and_subscribe", "t": "orders", "sub_id": "n", "cid": "n", "projection": ["COUNT(*) AS /n"]}
+    )
+    await watcher.until(lambda m: m.get("c") == "group_end")
     behind.process.send_signal(signal.SIGSTOP)  # a long pause: the others snapshot and trim meanwhile
     publisher = await Client.connect(ahead.url)
     await publisher.send(*[{"c": "publish", "t": "orders", "data": {"id": i}} for i in range(500)])
@@ -108,6 +113,9 @@ async def test_a_node_cut_off_longer_than_the_retention_resynchronises(start_nod
     behind.process.send_signal(signal.SIGCONT)
     sows = await quiet_sows([ahead, behind], "orders", 501)
     assert sows[0] == sows[1]
-    view = {m["data"]["id"] for m in await watcher.silence(1.0) if m.get("c") == "p"}
+    told = await watcher.silence(1.0)
+    view = {m["data"]["id"] for m in told if m.get("c") == "p" and m["sids"] == ["w"]}
     assert view == set(range(501)), "its subscriber was sent what it missed"
+    counts = [m["data"]["n"] for m in told if m.get("c") == "p" and m["sids"] == ["n"]]
+    assert counts and counts[-1] == 501, "its aggregation was fed what it missed"
     assert "resynchronising from the snapshot" in behind.output()

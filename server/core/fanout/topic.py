@@ -100,6 +100,12 @@ class Topic:
     def is_sow(self) -> bool:
         return self.key_spec is not None
 
+    @property
+    def listened(self) -> bool:
+        """Whether anyone hears its changes: a subscription, or an aggregation fed by it (whose
+        own subscribers are on its topic of groups, not here)."""
+        return bool(self.subscribers or self.derived)
+
     def defers_to(self, subscriber: Subscriber) -> bool:
         """Whether deliveries to ``session`` may be waiting in this topic's run."""
         return subscriber in self._fast
