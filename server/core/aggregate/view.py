@@ -22,7 +22,7 @@ from typing import Any
 from ..fanout.topic import Topic
 from ..fanout.tx_frames import TxFrames
 from ..filters import Filter
-from ..filters.entitlement import Entitlement
+from ..filters.entitlement import Entitlement, gate_share
 from ..filters.functions import EvalContext
 from ..records.keys import KeySpec
 from ..records.paths import MISSING, PathSteps
@@ -43,14 +43,7 @@ class GroupKeys(KeySpec):
 
 
 def share_of(spec: Spec, filters: tuple[Filter, ...], entitlement: Entitlement, ctx: EvalContext) -> Share:
-    gate = entitlement.filter
-    return (
-        spec.text,
-        tuple(f.text for f in filters),
-        gate.text if gate is not None else None,
-        ctx.user,
-        ctx.client_name,
-    )
+    return (spec.text, *gate_share(filters, entitlement, ctx))
 
 
 class GroupTopic(Topic):

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sized
 from typing import TYPE_CHECKING, Any
 
+from ..filters.entitlement import gate_share
 from ..records.version import RecordVersion
 
 if TYPE_CHECKING:
@@ -51,14 +52,7 @@ class CountView:
 
 def gates(subscription: Subscription) -> tuple[Any, ...]:
     """What decides which records a subscription counts: its filter and its user's entitlement."""
-    gate = subscription.entitlement.filter
-    ctx = subscription.ctx
-    return (
-        tuple(f.text for f in subscription.filters),
-        gate.text if gate is not None else None,
-        ctx.user,
-        ctx.client_name,
-    )
+    return gate_share(subscription.filters, subscription.entitlement, subscription.ctx)
 
 
 class Counting:

@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..filters.entitlement import gate_share
 from ..limits import IDLE_ORDER_RECORDS, IDLE_ORDERS
 from .windows import Window, WindowOrder
 
@@ -28,15 +29,7 @@ def order_share(subscription: Subscription) -> tuple[Any, ...] | None:
     spec = subscription.window_spec
     if spec is None:
         return None
-    gate = subscription.entitlement.filter
-    ctx = subscription.ctx
-    return (
-        spec.order_text,
-        tuple(f.text for f in subscription.filters),
-        gate.text if gate is not None else None,
-        ctx.user,
-        ctx.client_name,
-    )
+    return (spec.order_text, *gate_share(subscription.filters, subscription.entitlement, subscription.ctx))
 
 
 class WindowOrders:

@@ -39,6 +39,7 @@ class Filter:
     run: Evaluator  # the compiled closure; it raises OverBudget past the budget (use the methods)
     index_term: IndexTerm | None  # what a record must have to match, for indexing (may be None)
     cost: int  # the work of one evaluation, estimated (cost.py): what a socket's budget counts
+    reads_caller: bool = False  # whether it calls USER() or CLIENT_NAME(): its meaning is per caller
 
     def matches(self, record: Any, ctx: EvalContext = NO_CONTEXT) -> bool:
         METER.left = EVALUATION_BUDGET  # a fresh budget for each evaluation (inline: hot path)
@@ -70,7 +71,21 @@ def compile_filter(text: str) -> Filter:
 
 def _build(text: str) -> Filter:
     tree = parse(text)
-    return Filter(text, tree, _compile(tree), index_term(tree), estimate(tree))
+    return Filter(text, tree, _compile(tree), index_term(tree), estimate(tree), _reads_caller(tree))
+
+
+CALLER_FUNCTIONS = frozenset({"USER", "CLIENT_NAME"})
+
+
+def _reads_caller(node: object) -> bool:
+    """Whether the tree calls a function whose value is the caller's (USER, CLIENT_NAME)."""
+    if isinstance(node, ast.Call) and node.name.upper() in CALLER_FUNCTIONS:
+        return True
+    if isinstance(node, tuple):
+        return any(_reads_caller(item) for item in node)
+    if isinstance(node, ast.Node):
+        return any(_reads_caller(getattr(node, name)) for name in node.__dataclass_fields__)
+    return False
 
 
 _specialise = True

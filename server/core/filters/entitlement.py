@@ -24,6 +24,17 @@ from .functions import EvalContext
 ENTITLEMENT = "entitlement"  # the OOF reason
 
 
+def gate_share(filters: tuple[Filter, ...], entitlement: Entitlement, ctx: EvalContext) -> tuple[Any, ...]:
+    """What decides which records pass a view's gates (its own filters and its user's entitlement
+    filter), for views to share what they derive from them (an order, a count, an aggregation):
+    the filters' texts, and the caller only when a filter's value depends on it (USER(),
+    CLIENT_NAME()). So a thousand users of one blotter, logged on as themselves, share one order."""
+    gate = entitlement.filter
+    gates = (*filters, gate) if gate is not None else filters
+    caller = (ctx.user, ctx.client_name) if any(f.reads_caller for f in gates) else None
+    return (tuple(f.text for f in filters), gate.text if gate is not None else None, caller)
+
+
 class Entitlement:
     """What one user may see of one topic. ``filter`` None: every record."""
 

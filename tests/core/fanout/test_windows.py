@@ -178,3 +178,27 @@ def test_identical_windows_and_a_plain_view_on_one_socket_get_one_message_naming
         ("p", 2, ["a", "b"]),
         ("oof", 1, ["a", "b"]),
     ]
+
+
+def test_users_share_an_order_unless_a_gate_depends_on_who_they_are() -> None:
+    """A blotter's users log on as themselves: with the same filter and the same entitlement
+    filter they share one order; a filter that reads USER() is theirs alone."""
+    users = [
+        {"user_id": name, "password": "pw", "read": ["*"], "write": ["*"], "filter": {"t": "/lvl < 5"}}
+        for name in ("ann", "bob")
+    ]
+    h = Harness(topics=TOPICS, auth={"user": users})
+    feed, ann, bob = h.peer(), h.peer(), h.peer()
+    for peer, name in ((feed, "ann"), (ann, "ann"), (bob, "bob")):
+        peer.send({"c": "logon", "cid": "l", "user_id": name, "pw": "pw"})
+    feed.send(*[publish(n, lvl=n % 7, owner=("ann", "bob")[n % 2]) for n in range(20)])
+    for peer in (ann, bob):
+        got = window(peer, top_n=3, orderby="/id DESC")
+        assert [m["data"]["id"] for m in got if m["c"] == "sow"] == [18, 17, 16]
+    topic = h.broker.topics["t"]
+    assert len(topic.orders) == 1, "one order for both users"
+    for peer, name in ((ann, "ann"), (bob, "bob")):
+        mine = {"sub_id": "mine", "filter": "/owner = USER()"}
+        got = peer.send({"c": "sow_and_subscribe", "t": "t", "top_n": 2, "orderby": "/id DESC", **mine})
+        assert {m["data"]["owner"] for m in got if m["c"] == "sow"} == {name}
+    assert len(topic.orders) == 3, "a filter that reads USER() is each user's own"
