@@ -3,6 +3,7 @@
 // what it says when it has no rows to show. Sorting, quick filters and grouping are the server's:
 // a new orderby or filter on the same viewports, or aggregated views for the groups.
 
+import { openColumnMenu } from "/static/column_menu.js";
 import { Columns } from "/static/columns.js";
 import { formatNumber } from "/static/format.js";
 import { Grid } from "/static/grid.js";
@@ -326,58 +327,9 @@ export class Panel {
     this.host.changed();
   }
 
-  /** A column's menu, under its ⋮ button. @param {string} field @param {HTMLElement} anchor */
+  /** A column's menu, under its ⋮ button (static/column_menu.js). @param {string} field @param {HTMLElement} anchor */
   menu(field, anchor) {
-    const popup = this.$(".column-popup");
-    const number = this.columns.kind(field) === "number";
-    const sort = sortOf(this.settings.orderby);
-    /** @type {[string, () => void][]} */
-    const items = [
-      [`${sort?.field === field && sort.dir === "asc" ? "✓ " : ""}Sort ascending`, () => { this.settings.orderby = `${path(field)} ASC`; this.refine(); }],
-      [`${sort?.field === field && sort.dir === "desc" ? "✓ " : ""}Sort descending`, () => { this.settings.orderby = `${path(field)} DESC`; this.refine(); }],
-      this.settings.group.includes(field)
-        ? ["Stop grouping by this column", () => this.groupBy(this.settings.group.filter((f) => f !== field))]
-        : ["Group by this column", () => this.groupBy([...this.settings.group, field])],
-    ];
-    if (number) {
-      for (const total of ["sum", "avg", "count", "none"]) {
-        items.push([`${this.columns.total(field) === total ? "✓ " : ""}Total: ${total === "avg" ? "average" : total}`, () => {
-          this.settings.totals[field] = total;
-          this.host.changed();
-          if (this.settings.group.length) this.open();
-        }]);
-      }
-      for (const decimals of [undefined, 0, 2, 4]) {
-        items.push([`${this.settings.decimals[field] === decimals ? "✓ " : ""}Decimals: ${decimals ?? "as the data"}`, () => {
-          if (decimals === undefined) delete this.settings.decimals[field];
-          else this.settings.decimals[field] = decimals;
-          this.columns.format(field).fixed = decimals;
-          this.grid.draw();
-          this.host.changed();
-        }]);
-      }
-    }
-    items.push(
-      ["Move left", () => { this.columns.move(field, -1); this.grid.relayout(); this.host.changed(); }],
-      ["Move right", () => { this.columns.move(field, 1); this.grid.relayout(); this.host.changed(); }],
-      ["Hide this column", () => this.showColumn(field, false)],
-    );
-    popup.replaceChildren(...items.map(([label, action]) => {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.textContent = label;
-      button.addEventListener("click", (event) => {
-        event.stopPropagation();
-        popup.hidden = true;
-        action();
-      });
-      return button;
-    }));
-    const box = anchor.getBoundingClientRect();
-    const frame = this.element.getBoundingClientRect();
-    popup.style.left = `${Math.max(0, Math.min(box.left - frame.left, frame.width - 200))}px`;
-    popup.style.top = `${box.bottom - frame.top + 2}px`;
-    popup.hidden = false;
+    openColumnMenu(this, field, anchor);
   }
 
   /** What the view looks like now, for the URL. @returns {import("/static/settings.js").ViewSettings} */

@@ -1,14 +1,18 @@
 """What the viewport tests share: records with a total order, publishing many of them, the window
-the server itself answers for a range, and the marks of the tests that wait for server work."""
+the server itself answers for a range, the marks of the tests that wait for server work, and a page
+with a viewport open on it, its rows, and the wait for them to equal the server's window."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import orjson
+from playwright.sync_api import Page
 from websockets.sync.client import connect
 
 from ..integration.server_process import ServerProcess
+from .client_page import open_client_page
 from .feed import request
 
 # The viewport asks the server to count the view (the option `count`) unless told not to: some
@@ -44,3 +48,39 @@ def window(
     if filter_text:
         command["filter"] = filter_text
     return [m["data"] for m in request(server.url, [command]) if m.get("c") == "sow"]
+
+
+def rows_of(page: Page, name: str = "vp") -> list[Any]:
+    return page.evaluate(f"() => {name}.rows")  # type: ignore[no-any-return]
+
+
+def wait_for_window(page: Page, server: ServerProcess, first: int, last: int, **query: str) -> list[Any]:
+    """Wait until the page's viewport holds the server's window (rows, keys unique, not stale)."""
+    deadline = time.monotonic() + 10
+    while True:
+        expected = window(server, first, last, **query)
+        got = page.evaluate(
+            "() => ({ rows: vp.rows, stale: vp.stale, held: vp.records.size,"
+            " unique: new Set(vp.keys).size === vp.keys.length && vp.keys.length === vp.rows.length })"
+        )
+        if got["rows"] == expected and got["unique"] and not got["stale"] and got["held"] == len(expected):
+            return expected
+        if time.monotonic() > deadline:
+            assert got["rows"] == expected
+            assert got["unique"] and not got["stale"] and got["held"] == len(expected), got
+        time.sleep(0.05)
+
+
+def open_viewport(page: Page, server: ServerProcess, settings: str, client_options: str = "{}") -> None:
+    open_client_page(page, server)
+    page.evaluate(
+        f"""async () => {{
+        window.client = new push.PushClient(`ws://${{location.host}}/ws`, {client_options});
+        await client.connect();
+        window.vp = client.viewport("orders", {{ {settings} }});
+        window.events = [];
+        vp.on("rows", (event) => events.push({{ first: event.first, last: event.last, n: event.rows.length,
+                                                keys: event.keys.length, count: event.count }}));
+        await vp.ready;
+    }}"""
+    )
