@@ -15,6 +15,7 @@ import { Emitter } from "./emitter.js";
 import { CommandRefused, ConnectionClosed, PushError } from "./errors.js";
 import { Queries } from "./queries.js";
 import { Requests } from "./requests.js";
+import { open, receive, unsubscribe } from "./routing.js";
 import { View } from "./view.js";
 import { MAX_ROWS, Viewport } from "./viewport.js";
 
@@ -194,34 +195,9 @@ export class PushClient extends Emitter {
 
   // -- messages in -----------------------------------------------------------------------------
 
-  /** @param {any[]} messages @param {number} bytes */
+  /** Apply a frame's messages (routing.js). @param {any[]} messages @param {number} bytes */
   _receive(messages, bytes) {
-    const share = messages.length ? bytes / messages.length : 0;
-    for (const message of messages) {
-      if (message.c === "ack") {
-        this.requests.answer(message);
-      } else if (message.c === "tx_begin") {
-        this._tx = { tx: message.tx, views: new Set() };
-      } else if (message.c === "tx_end") {
-        // A transaction arrives in one frame and is applied in this one task: no paint falls
-        // between its messages. Then one event names it and the views it changed.
-        const done = this._tx;
-        this._tx = null;
-        if (done) this.emit("transaction", done);
-      } else if (message.sids) {
-        for (const sid of message.sids) {
-          const view = this.views.get(String(sid));
-          view?.handle(message, share);
-          if (view && this._tx) this._tx.views.add(view);
-        }
-      } else if (message.query_id !== undefined) {
-        if (!this.queries.receive(message)) this.views.get(String(message.query_id))?.handle(message, share);
-      } else if (message.c === "unsubscribed") {
-        const view = this.views.get(String(message.sub_id));
-        if (view) this.views.delete(view.subId); // dropped: not opened again after a reconnect
-        view?.handle(message, share);
-      }
-    }
+    receive(this, messages, bytes);
   }
 
   // -- commands out ----------------------------------------------------------------------------
@@ -342,27 +318,9 @@ export class PushClient extends Emitter {
     return view;
   }
 
-  /**
-   * Subscribe `view` on the current connection: called once per connection per view (when the
-   * view is made while open, or for every view when a connection opens), so the server never
-   * sees its sub_id twice on one socket.
-   * @param {View} view
-   */
+  /** Subscribe `view` on the current connection, once per connection (routing.js). @param {View} view */
   _open(view) {
-    const opens = this.connection.opens;
-    if (view.openedOn === opens) return;
-    view.openedOn = opens;
-    this.requests.request(view.request()).then(
-      () => {
-        if (this.views.get(view.subId) === view) view.subscribed();
-      },
-      (error) => {
-        if (error instanceof CommandRefused && this.views.get(view.subId) === view) {
-          this.views.delete(view.subId);
-          view.refused(error);
-        }
-      },
-    );
+    open(this, view);
   }
 
   /**
@@ -378,18 +336,9 @@ export class PushClient extends Emitter {
     return this.requests.request(message);
   }
 
-  /**
-   * Forget a view and, when the server holds it, unsubscribe: resolves on the ack, or at once.
-   * Never rejects (a lost connection took the subscription with it).
-   * @param {View} view
-   * @returns {Promise<void>}
-   */
+  /** Forget a view, unsubscribing it if the server holds it; never rejects (routing.js). @param {View} view */
   _unsubscribe(view) {
-    if (this.views.get(view.subId) !== view) return Promise.resolve();
-    this.views.delete(view.subId);
-    if (this.state !== "open" || view.openedOn !== this.connection.opens) return Promise.resolve();
-    const message = { c: "unsubscribe", sub_id: view.subId };
-    return this.requests.request(message, { timeoutMs: this.options.requestTimeoutMs }).then(() => {}, () => {});
+    return unsubscribe(this, view);
   }
 
   /** @param {string} topic @param {ViewSettings} [settings] */

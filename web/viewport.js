@@ -31,13 +31,16 @@
 import { Moves } from "./moves.js";
 import { CommandRefused, PushError } from "./errors.js";
 import { View } from "./view.js";
+import { DEFAULT_ROWS, OWN_OPTIONS, rangeProblem, sameWindow, splitOptions } from "./windows.js";
+
+export { DEFAULT_ROWS, MAX_ROWS, rangeProblem } from "./windows.js";
 
 /**
  * @typedef {import("./deadline.js").RequestOptions} RequestOptions
  * @typedef {import("./moves.js").MoveResult} MoveResult
  * @typedef {import("./moves.js").Part} Part
  * @typedef {import("./view.js").ViewHost} ViewHost
- * @typedef {[first: number, last: number]} RowRange
+ * @typedef {import("./windows.js").RowRange} RowRange
  *
  * @typedef {object} ViewportFields
  * @property {string} [filter]
@@ -59,29 +62,10 @@ import { View } from "./view.js";
  * @property {string[]} keys
  * @property {number | null} count
  *
- * @typedef {{ first: number, last: number, orderby: string | undefined, filter: string | undefined }} Window
+ * @typedef {import("./windows.js").Window} Window
  *
  * @typedef {ViewHost & { _move: (view: Viewport, message: Record<string, any>) => Promise<any> | null }} ViewportHost
  */
-
-/** The rows of a viewport made without `rows`: a first screen and its margin. */
-export const DEFAULT_ROWS = /** @type {RowRange} */ ([0, 99]);
-/** The most rows one window may hold (the server's limit on `top_n`). */
-export const MAX_ROWS = 10000;
-/** Options the viewport states itself (a caller's are dropped, not doubled). */
-const OWN_OPTIONS = new Set(["positions", "count", "oof", "replace", "resume", "top_n", "skip_n"]);
-
-/**
- * Check a range: integers, 0 <= first <= last, at most MAX_ROWS rows.
- * @param {number} first @param {number} last
- * @returns {string | null} what is wrong with it
- */
-export function rangeProblem(first, last) {
-  if (!Number.isInteger(first) || !Number.isInteger(last)) return `rows must be integers, not [${first}, ${last}]`;
-  if (first < 0 || last < first) return `rows [${first}, ${last}]: need 0 <= first <= last`;
-  if (last - first + 1 > MAX_ROWS) return `rows [${first}, ${last}]: at most ${MAX_ROWS} rows in one window`;
-  return null;
-}
 
 /** @template [T=any] */
 export class Viewport extends View {
@@ -408,28 +392,4 @@ export class Viewport extends View {
     for (const move of done) move.resolve(this._result(false));
     this._sendNext();
   }
-}
-
-/** @param {Window} a @param {Window} b */
-function sameWindow(a, b) {
-  return a.first === b.first && a.last === b.last && a.orderby === b.orderby && a.filter === b.filter;
-}
-
-/** Split an option list at its commas, except those inside [...]. @param {string} text */
-function splitOptions(text) {
-  /** @type {string[]} */
-  const items = [];
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i <= text.length; i++) {
-    const char = text[i];
-    if (char === "[") depth += 1;
-    else if (char === "]") depth = Math.max(0, depth - 1);
-    else if ((char === "," && depth === 0) || i === text.length) {
-      const item = text.slice(start, i).trim();
-      if (item) items.push(item);
-      start = i + 1;
-    }
-  }
-  return items;
 }
