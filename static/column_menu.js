@@ -2,7 +2,7 @@
 // by it, its total and decimals when it holds numbers, move it or hide it. Each item acts on the
 // panel it belongs to (static/panel.js).
 
-import { sortOf } from "/static/panel.js";
+import { sortOf } from "/static/settings.js";
 import { path } from "/static/tree.js";
 
 /** Open the menu of a panel's column, under its ⋮ button.

@@ -8,6 +8,7 @@ import { Columns } from "/static/columns.js";
 import { formatNumber } from "/static/format.js";
 import { Grid } from "/static/grid.js";
 import { withQuickFilters } from "/static/quick.js";
+import { sortOf } from "/static/settings.js";
 import { RowTree, path } from "/static/tree.js";
 
 /**
@@ -34,13 +35,6 @@ function withTimestamp(/** @type {string} */ options) {
   const list = (options || "").split(",").map((o) => o.trim()).filter(Boolean);
   if (!list.includes("timestamp")) list.push("timestamp");
   return list.join(",");
-}
-
-/** The field and direction of an orderby (`/qty DESC`), when it sorts by one field. @param {string} orderby */
-export function sortOf(orderby) {
-  const match = orderby.trim().match(/^(\[\/[^\]]+\]|\/\S+)(\s+(ASC|DESC))?$/i);
-  if (!match) return null;
-  return { field: match[1].replace(/^\[?\//, "").replace(/]$/, ""), dir: /desc/i.test(match[3] ?? "") ? "desc" : "asc" };
 }
 
 export class Panel {

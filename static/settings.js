@@ -119,3 +119,10 @@ export function fromQuery(query) {
     return [decode(Object.fromEntries(names.map((name) => [name, lists[name][index] ?? ""])))];
   });
 }
+
+/** The field and direction of an orderby (`/qty DESC`), when it sorts by one field. @param {string} orderby */
+export function sortOf(orderby) {
+  const match = orderby.trim().match(/^(\[\/[^\]]+\]|\/\S+)(\s+(ASC|DESC))?$/i);
+  if (!match) return null;
+  return { field: match[1].replace(/^\[?\//, "").replace(/]$/, ""), dir: /desc/i.test(match[3] ?? "") ? "desc" : "asc" };
+}
