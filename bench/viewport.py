@@ -15,10 +15,14 @@ at random; the server's CPU time per move.
 
     .venv/bin/python bench/viewport.py [--records 1000000] [--rounds 5] [--users 1000]
 
+The moves run against two servers, round by round: one whose topic keeps no order, so a sort or
+filter no window has asked for yet builds an order over the whole topic (sort keys of every
+matching record: a pass and a sort, not a logarithmic move), and one configured as a desk would
+configure its blotter, ``orders = ["/order", "/qty DESC"]`` (docs/protocol.md, Kept orders): its
+first screen and its sort are moves over kept orders, and its filter walks the kept order.
+
 What limits the figures: the load client shares the two cores with the server; publishing the
-topic takes a minute or two and is not measured. A sort or filter that no window has asked for
-yet builds an order over the whole topic (sort keys of every matching record): that step is a
-pass over the topic, not a logarithmic move, and is reported as such.
+topic takes a minute or two per server and is not measured.
 """
 
 from __future__ import annotations
@@ -108,23 +112,28 @@ STEPS: list[tuple[str, Callable[[int], tuple[int, str, str | None]]]] = [
 ]
 
 
-async def moves(url: str, pid: int, records: int, rounds: int) -> None:
-    figures: dict[str, dict[str, list[float]]] = {name: {"ms": [], "kB": [], "cpu": []} for name, _ in STEPS}
+async def moves(servers: dict[str, tuple[str, int]], records: int, rounds: int) -> None:
+    Figures = dict[str, list[float]]
+    figures: dict[tuple[str, str], Figures] = {
+        (label, name): {"ms": [], "kB": [], "cpu": []} for label in servers for name, _ in STEPS
+    }
     sizes: dict[str, int] = {}
     for _ in range(rounds):
-        async with websockets.connect(url, max_size=None) as ws:
-            for index, (name, step) in enumerate(STEPS):
-                first, orderby, filter_ = step(records)
-                before = cpu_seconds(pid)
-                elapsed, size, matches = await answer(ws, window(first, orderby, filter_, index > 0))
-                figures[name]["ms"].append(elapsed * 1000)
-                figures[name]["kB"].append(size / 1000)
-                figures[name]["cpu"].append((cpu_seconds(pid) - before) * 1000)
-                sizes[name] = matches
+        for label, (url, pid) in servers.items():
+            async with websockets.connect(url, max_size=None) as ws:
+                for index, (name, step) in enumerate(STEPS):
+                    first, orderby, filter_ = step(records)
+                    before = cpu_seconds(pid)
+                    elapsed, size, matches = await answer(ws, window(first, orderby, filter_, index > 0))
+                    figure = figures[label, name]
+                    figure["ms"].append(elapsed * 1000)
+                    figure["kB"].append(size / 1000)
+                    figure["cpu"].append((cpu_seconds(pid) - before) * 1000)
+                    sizes[name] = matches
     print(f"a viewport of {ROWS} rows over {records:,} records; {rounds} rounds, min / median / max")
-    for name, values in figures.items():
+    for (label, name), values in figures.items():
         print(
-            f"  {name:<22} {spread(values['ms'])} ms   {spread(values['kB'])} kB   "
+            f"  {label:<16} {name:<22} {spread(values['ms'])} ms   {spread(values['kB'])} kB   "
             f"server CPU {spread(values['cpu'])} ms   (view of {sizes[name]:,})"
         )
 
@@ -189,11 +198,17 @@ async def blotter(url: str, pid: int, records: int, users: int, moves_each: int)
             await ws.close()
 
 
-async def run(url: str, pid: int, args: Any) -> None:
-    started = time.perf_counter()
-    await publish(url, args.records)
-    print(f"published {args.records:,} records in {time.perf_counter() - started:.0f} s (not measured)")
-    await moves(url, pid, args.records, args.rounds)
+KEY = '[[topic]]\nname = "orders"\nkey = ["/order"]\n'
+KEPT = KEY + 'orders = ["/order", "/qty DESC"]\n'
+
+
+async def run(servers: dict[str, tuple[str, int]], args: Any) -> None:
+    for url, _ in servers.values():
+        started = time.perf_counter()
+        await publish(url, args.records)
+        print(f"published {args.records:,} records in {time.perf_counter() - started:.0f} s (not measured)")
+    await moves(servers, args.records, args.rounds)
+    url, pid = servers["no kept order"]
     await first_seconds(url, args.records, args.rate, 10.0)
     await blotter(url, pid, args.records, args.users, args.moves)
 
@@ -206,9 +221,9 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=1_000)
     parser.add_argument("--moves", type=int, default=5)
     args = parser.parse_args()
-    config = '[[topic]]\nname = "orders"\nkey = ["/order"]\n'
-    with serving(config) as (url, _, server):
-        asyncio.run(run(url, server.pid, args))
+    with serving(KEY) as (plain, _, first), serving(KEPT) as (kept, _, second):
+        servers = {"no kept order": (plain, first.pid), "kept orders": (kept, second.pid)}
+        asyncio.run(run(servers, args))
 
 
 if __name__ == "__main__":

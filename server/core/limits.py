@@ -52,6 +52,10 @@ SOCKET_ORDER_RECORDS = 500_000
 IDLE_ORDERS = 4
 IDLE_ORDER_RECORDS = 2_000_000
 
+# The orders a topic's configuration may keep from the start (``orders``, fanout/orders.py): each
+# costs every change of the topic a sorted insert (~2-4 us) and ~160 bytes a record.
+MAX_KEPT_ORDERS = 8
+
 # The filter work one command may do in one pass over a topic (a snapshot, a new window's order,
 # a delete by filter): records x the filter's estimated cost (filters/cost.py, about 100-220 ns a
 # unit; a regular expression is 100 or more). It is one step that other sockets wait for (a pass is

@@ -67,6 +67,8 @@ def load(
             _follow(topic, timers, old, new, floor, told_at, "deleted")
         elif new is not None and new.expires_at is not None:
             timers.expire_at(topic.name, new.key, new.expires_at)
+    if told_at is None:
+        topic.orders.rebuild(topic.records)  # the orders kept with no window heard nothing
 
 
 def _follow(

@@ -6,6 +6,10 @@ here by that share, gives each window subscription its window over its order whe
 and keeps an order whose last window closed, up to date, for the next window over it (a few, the
 least recently used dropped first: limits.py). A change is applied to every order first, and the
 windows it touched are asked what it means for them (fanout/topic.py).
+
+A topic's configured ``orders`` (docs/protocol.md, Kept orders) are kept from the start, with no
+gates, whether any window uses them or not: a window by one of those sorts opens as a move, and
+one with a filter or an entitlement is built by walking the kept order (nothing to sort).
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..filters.entitlement import gate_share
+from ..filters.orderby import OrderBy, parse_orderby, sowkey_order
 from ..limits import IDLE_ORDER_RECORDS, IDLE_ORDERS
-from .windows import Window, WindowOrder
+from .windows import Window, WindowOrder, match_all
 
 if TYPE_CHECKING:
     from ..records.version import RecordVersion
+    from ..settings.config import TopicConfig
     from .subscription import Subscription
 
 
@@ -29,18 +35,47 @@ def order_share(subscription: Subscription) -> tuple[Any, ...] | None:
     spec = subscription.window_spec
     if spec is None:
         return None
-    return (spec.order_text, *gate_share(subscription.filters, subscription.entitlement, subscription.ctx))
+    return (spec.order, *gate_share(subscription.filters, subscription.entitlement, subscription.ctx))
+
+
+def kept_orders(config: TopicConfig | None) -> list[OrderBy | None]:
+    """A topic's configured orders, parsed (checked when the configuration was read)."""
+    texts = config.orders if config is not None else ()
+    return [parse_orderby(text) if text else None for text in texts]
+
+
+UNGATED = ((), None, None)  # gate_share of a view with no filter and no entitlement filter
 
 
 class WindowOrders:
     """One topic's window orders, by what shares them."""
 
-    __slots__ = ("_idle", "_orders")
+    __slots__ = ("_idle", "_kept", "_orders")
 
-    def __init__(self) -> None:
+    def __init__(self, kept: Iterable[OrderBy | None] = ()) -> None:
         self._orders: dict[tuple[Any, ...], WindowOrder] = {}
         # Those without windows, least recently used first: still in _orders, so kept up to date.
         self._idle: OrderedDict[tuple[Any, ...], WindowOrder] = OrderedDict()
+        # The configured orders, by their sort: in _orders too, never idle, never dropped.
+        self._kept: dict[OrderBy | None, WindowOrder] = {}
+        for order in kept:
+            self._keep(order, {})
+
+    def _keep(self, order: OrderBy | None, records: Mapping[str, RecordVersion]) -> None:
+        sort_key = order.sort_key if order is not None else sowkey_order
+        share = (order, *UNGATED)
+        kept = self._kept[order] = self._orders[share] = WindowOrder(sort_key, match_all, records.values())
+        kept.share = share
+
+    def rebuild(self, records: Mapping[str, RecordVersion]) -> None:
+        """After the records were written wholesale without telling anyone (a snapshot loaded,
+        recovery): the kept orders made again from them, the idle ones dropped (the next window
+        builds its own). Orders with windows cannot exist then: nobody was listening."""
+        for share in list(self._idle):
+            del self._orders[share]
+        self._idle.clear()
+        for order in list(self._kept):
+            self._keep(order, records)
 
     def __len__(self) -> int:
         return len(self._orders)
@@ -63,7 +98,11 @@ class WindowOrders:
             return
         order = self._orders.get(share)
         if order is None:
-            order = WindowOrder(spec.sort_key, subscription.matches, records.values())
+            base = self._kept.get(spec.order)
+            if base is not None:
+                order = WindowOrder.within(base, subscription.matches, records)
+            else:
+                order = WindowOrder(spec.sort_key, subscription.matches, records.values())
             self._orders[share] = order
             order.share = share
         self._idle.pop(share, None)
@@ -76,7 +115,7 @@ class WindowOrders:
             return
         order = window.order
         order.windows.discard(window)
-        if not order.windows and order.share in self._orders:
+        if not order.windows and order.share in self._orders and self._kept.get(order.share[0]) is not order:
             self._idle[order.share] = order
             self._drop_idle()
 

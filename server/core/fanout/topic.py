@@ -22,7 +22,7 @@ from ..settings.config import TopicConfig
 from ..sow.store import Sow
 from .bodies import Memo
 from .counting import Counting
-from .orders import WindowOrders, order_share
+from .orders import WindowOrders, kept_orders, order_share
 from .run import FanOutRun
 from .subindex import SubscriptionIndex
 from .subscription import Message, Subscription
@@ -83,7 +83,7 @@ class Topic:
         self._run_versions: list[RecordVersion] = []
         self._run_bytes = 0
         # Live windows' orders, shared by windows with the same gates and order (orders.py).
-        self.orders = WindowOrders()
+        self.orders = WindowOrders(kept_orders(config))
         self.counting = Counting(self.queue)  # subscriptions with the option count
 
     @property

@@ -18,14 +18,14 @@ copy of the window is kept).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, TypeVar
 
 from sortedcontainers import SortedKeyList, SortedList
 
-from ..filters.orderby import Keyed, sowkey_order
+from ..filters.orderby import Keyed, OrderBy, sowkey_order
 from ..queue.delivery import OOF
 from ..records.version import RecordVersion
 
@@ -36,9 +36,10 @@ Item = TypeVar("Item", bound=tuple[Any, ...])  # (..., key, change)
 
 @dataclass(frozen=True, slots=True)
 class WindowSpec:
-    """What a window subscription asked for: the order (its text, for sharing) and the range."""
+    """What a window subscription asked for: the order (parsed: None is the key order; windows
+    share orders by it, so ``/qty desc`` and ``/qty  DESC`` share one) and the range."""
 
-    order_text: str
+    order: OrderBy | None
     sort_key: Callable[[Keyed], SortKey]
     skip: int
     top: int
@@ -69,6 +70,8 @@ class WindowOrder:
         matches: Callable[[Any], bool],
         records: Iterable[RecordVersion],
     ) -> None:
+        """The order of ``records`` that pass ``matches``: one pass that reads every record's sort
+        key, and one sort."""
         self.sort_key = sort_key
         self.matches = matches
         self.keys: dict[str, SortKey] = {}
@@ -80,8 +83,36 @@ class WindowOrder:
         entries = list(keys.values())
         if sort_key is sowkey_order:
             # Sorted by the SowKey string itself: CPython's string fast path is three times
-            # quicker than comparing the one-item tuples. Sorted input costs SortedList one pass.
+            # quicker than comparing the one-item tuples.
             entries.sort(key=itemgetter(0))
+        else:
+            entries.sort()
+        self._start(entries)
+
+    @classmethod
+    def within(
+        cls, base: WindowOrder, matches: Callable[[Any], bool], records: Mapping[str, RecordVersion]
+    ) -> WindowOrder:
+        """The records of ``base`` (an order by the same sort, with no gates) that pass
+        ``matches``, taken in ``base``'s order: no sort key worked out and nothing sorted, which
+        is most of what building an order costs. Its sort keys are ``base``'s own."""
+        order = cls.__new__(cls)
+        order.sort_key, order.matches = base.sort_key, matches
+        if matches is match_all:
+            order.keys = dict(base.keys)
+            order._start(list(base.sorted))
+            return order
+        # The gates read the records in the order they are stored, and the walk of base's order
+        # only asks a set: reading them in base's order instead, from all over memory, took
+        # twice as long (300,000 records: 0.42 s against 0.98 s).
+        passing = {key for key, version in records.items() if matches(version.data)}
+        kept = [entry for entry in base.sorted if entry[-1] in passing]
+        order.keys = {entry[-1]: entry for entry in kept}
+        order._start(kept)
+        return order
+
+    def _start(self, entries: list[SortKey]) -> None:
+        """Hold ``entries``, sorted already (a sorted input costs SortedList one pass)."""
         self.sorted: SortedList = SortedList(entries)
         # Its windows by where they end, so a change finds the few it touches by bisection.
         self.windows: SortedKeyList = SortedKeyList(key=_by_end)

@@ -221,7 +221,7 @@ def window_spec(body: Query, orderby: OrderBy | None, sow: bool) -> WindowSpec |
                 INVALID_OPTIONS, f"top_n of a live window is at most {MAX_WINDOW_ROWS} (got {body.top_n})"
             )
         sort_key = orderby.sort_key if orderby is not None else sowkey_order
-        return WindowSpec(body.orderby or "", sort_key, body.skip_n or 0, body.top_n)
+        return WindowSpec(orderby, sort_key, body.skip_n or 0, body.top_n)
     if body.options.positions:
         raise CommandError(
             INVALID_OPTIONS, "positions is for a live window: sow_and_subscribe with top_n on a SOW topic"

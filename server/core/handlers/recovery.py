@@ -170,6 +170,7 @@ def restore(broker: Broker, snapshot: Snapshot | None, entries: Iterable[Any]) -
                 continue
             topic.sow.apply(change)
     for topic in durable.values():
+        topic.orders.rebuild(topic.records)  # its kept orders (nothing fanned the records out)
         for version in topic.records.values():
             version.compact()  # the log's tail restored records whole (nothing fanned them out)
             if version.expires_at is not None:

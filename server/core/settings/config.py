@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, FilterError
-from ..filters import compile_filter
+from ..errors import CommandError, ConfigError, FilterError
+from ..filters import compile_filter, parse_orderby
+from ..limits import MAX_KEPT_ORDERS
 from ..protocol.durations import parse_duration
 from ..records.keys import KeySpec
 from .functions import check_function
@@ -34,6 +35,7 @@ class TopicConfig:
     conflation_mode: str = "replace"
     conflation_merge: str | None = None
     conflation_match: str | None = None
+    orders: tuple[str, ...] = ()  # orderby texts kept from the start ("": the key order)
 
     @property
     def key_spec(self) -> KeySpec:
@@ -297,6 +299,7 @@ def _parse_topic(table: dict[str, Any], where: str) -> TopicConfig:
         "conflation_mode",
         "conflation_merge",
         "conflation_match",
+        "orders",
     }
     _no_unknown(table, known, where)
     name = _typed(table, "name", str, where, None)
@@ -338,6 +341,7 @@ def _parse_topic(table: dict[str, Any], where: str) -> TopicConfig:
     return TopicConfig(
         name=name,
         key=tuple(key),
+        orders=_orders(table, where),
         durable=_typed(table, "durable", bool, where, False),
         expiration_s=expiration_s,
         conflation=conflation,
@@ -345,6 +349,23 @@ def _parse_topic(table: dict[str, Any], where: str) -> TopicConfig:
         conflation_merge=merge,
         conflation_match=matcher,
     )
+
+
+def _orders(table: dict[str, Any], where: str) -> tuple[str, ...]:
+    """A topic's kept orders: ``orderby`` texts, each parsed now so a typo stops the start."""
+    orders = table.get("orders", [])
+    if not isinstance(orders, list) or not all(isinstance(text, str) for text in orders):
+        raise ConfigError(f'{where}.orders: expected a list of orderby texts like ["/qty DESC"]')
+    for text in orders:
+        try:
+            parse_orderby(text) if text else None
+        except CommandError as error:
+            raise ConfigError(f"{where}.orders: {text!r}: {error.detail}") from None
+    if len(set(orders)) != len(orders):
+        raise ConfigError(f"{where}.orders: an order is named twice")
+    if len(orders) > MAX_KEPT_ORDERS:
+        raise ConfigError(f"{where}.orders: at most {MAX_KEPT_ORDERS} (each costs every change a sort)")
+    return tuple(orders)
 
 
 def _string_list(table: dict[str, Any], name: str, where: str) -> tuple[str, ...]:

@@ -1,0 +1,163 @@
+"""Kept orders (docs/protocol.md, Kept orders): a topic's configured ``orders`` are kept from the
+start, so a window by one of those sorts opens as a move; they change nothing a client sees."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+import pytest
+
+from server.core.broker.applying import load
+from server.core.errors import ConfigError
+from server.core.filters import parse_orderby
+from server.core.handlers import recovery
+from server.core.limits import IDLE_ORDERS, MAX_KEPT_ORDERS
+from server.core.records.keys import KeySpec
+from server.core.records.version import RecordVersion
+from server.core.settings.config import parse_config
+
+from ..harness import Harness, Peer, entries_of
+from .windows_cases import AUTH, publish
+
+KEPT = ["/price DESC", "", "/lvl, /price"]
+
+
+def topics(orders: list[str] | None = None, durable: bool = False) -> list[dict[str, Any]]:
+    topic: dict[str, Any] = {"name": "t", "key": ["/id"], "durable": durable}
+    if orders is not None:
+        topic["orders"] = orders
+    return [topic]
+
+
+def window(peer: Peer, sub_id: str = "w", **fields: Any) -> list[dict[str, Any]]:
+    return peer.send(
+        {"c": "sow_and_subscribe", "t": "t", "sub_id": sub_id, "o": "oof,positions,count", **fields}
+    )
+
+
+def rows(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(m["data"]["id"], m["pos"]) for m in messages if m["c"] == "sow"]
+
+
+@pytest.mark.parametrize(
+    ("orders", "error"),
+    [
+        (["/price DSC"], "topic 't'.orders: '/price DSC'"),
+        (["/a", "/a"], "named twice"),
+        ([f"/f{n}" for n in range(MAX_KEPT_ORDERS + 1)], f"at most {MAX_KEPT_ORDERS}"),
+        ("/price", "expected a list of orderby texts"),
+    ],
+)
+def test_a_bad_orders_setting_stops_the_start(orders: Any, error: str) -> None:
+    with pytest.raises(ConfigError, match=error):
+        parse_config({"topic": [{"name": "t", "key": ["/id"], "orders": orders}]})
+
+
+def test_a_kept_order_is_followed_from_the_start_and_taken_by_windows_of_its_sort() -> None:
+    h = Harness(topics=topics(KEPT))
+    feed, first, second = h.peer(), h.peer(), h.peer()
+    feed.send(*[publish(n, price=n) for n in range(10)], {"c": "sow_delete", "t": "t", "filter": "/id = 9"})
+    orders = h.broker.topics["t"].orders
+    assert len(orders) == len(KEPT) and orders.idle == 0
+    kept = {order.share[0]: order for order in orders}
+    # The same sort written another way shares it: orders are shared by what they sort by.
+    got = window(first, top_n=3, orderby="/price  desc")
+    assert rows(got) == [(8, 1), (7, 2), (6, 3)] and got[-1]["matches"] == 9
+    assert first_window(h, "w").order is kept[parse_orderby("/price DESC")]
+    window(second, top_n=2, skip_n=3)
+    assert first_window(h, "w", second).order is kept[None], "no orderby: the key order"
+    for peer in (first, second):
+        peer.send({"c": "unsubscribe", "sub_id": "w"})
+    for orderby in ["/a", "/b", "/c", "/d", "/e", "/f"]:  # idle orders pushing the oldest out
+        window(first, top_n=1, orderby=orderby)
+        first.send({"c": "unsubscribe", "sub_id": "w"})
+    assert {order.share[0] for order in orders} >= set(kept) and orders.idle == IDLE_ORDERS
+
+
+def first_window(h: Harness, sub_id: str, peer: Peer | None = None) -> Any:
+    topic = h.broker.topics["t"]
+    for order in topic.orders:
+        for window in order.windows:
+            if window.subscription.sub_id == sub_id and (
+                peer is None or window.subscription.session is peer.session
+            ):
+                return window
+    raise AssertionError("no such window")
+
+
+def scenario(h: Harness, seed: int) -> list[list[dict[str, Any]]]:
+    """Random publishes, deletes and windows (with and without filters, as a user whose
+    entitlement hides rows and as one who sees all); everything each window peer received."""
+    rng = random.Random(seed)
+    feed = h.peer()
+    peers = [h.peer() for _ in range(3)]
+    peers[0].send({"c": "logon", "cid": "l", "user_id": "low", "pw": "pw"})
+    for peer in peers[1:]:
+        peer.send({"c": "logon", "cid": "l", "user_id": "all", "pw": "pw"})
+    feed.send({"c": "logon", "cid": "l", "user_id": "all", "pw": "pw"})
+    seen: list[list[dict[str, Any]]] = [[] for _ in peers]
+    for step in range(60):
+        choice = rng.random()
+        if choice < 0.6 or step < 10:
+            n = rng.randrange(30)
+            feed.send(publish(n, price=rng.randrange(8), lvl=rng.randrange(9)))
+        elif choice < 0.7:
+            feed.send({"c": "sow_delete", "t": "t", "filter": f"/id = {rng.randrange(30)}"})
+        else:
+            who = rng.randrange(len(peers))
+            fields: dict[str, Any] = {"top_n": rng.randrange(1, 6), "skip_n": rng.randrange(4)}
+            orderby = rng.choice([*KEPT, "/lvl DESC"])
+            if orderby:
+                fields["orderby"] = orderby
+            if rng.random() < 0.5:
+                fields["filter"] = rng.choice(["/lvl > 3", "/price < 5", "/id >= 10"])
+            seen[who] += window(peers[who], f"w{step}", **fields)
+        for who, peer in enumerate(peers):
+            seen[who] += peer.take()
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_kept_orders_change_nothing_a_client_sees(seed: int) -> None:
+    """The same commands against a topic that keeps orders and one that keeps none: every window
+    (by a kept sort or not, filtered or not, through an entitlement or not) gets the same messages."""
+    kept = scenario(Harness(topics=topics(KEPT), auth=AUTH), seed)
+    plain = scenario(Harness(topics=topics(), auth=AUTH), seed)
+    assert by_view(kept) == by_view(plain)
+
+
+def by_view(seen: list[list[dict[str, Any]]]) -> list[dict[str, list[bytes]]]:
+    """What each view of each peer received, in order (one change's messages to different views
+    may come in another order: which view's order is asked first is not part of the protocol)."""
+    views: list[dict[str, list[bytes]]] = []
+    for messages in seen:
+        streams: dict[str, list[bytes]] = {}
+        for message in messages:
+            for view in message.get("sids") or [message.get("query_id") or message.get("cid")]:
+                streams.setdefault(str(view), []).append(orjson.dumps({**message, "sids": None}))
+        views.append(streams)
+    return views
+
+
+def test_kept_orders_are_made_again_after_recovery_and_a_snapshot_load() -> None:
+    h = Harness(topics=topics(KEPT, durable=True))
+    feed = h.peer()
+    feed.send(*[publish(n, price=n, lvl=n) for n in range(8)])
+    snapshot = recovery.capture(h.broker)
+    feed.send(publish(20, price=99, lvl=0), {"c": "sow_delete", "t": "t", "filter": "/id = 3"})
+    tail = [
+        [e.lsn, e.op, e.topic, e.key, e.data, e.client_name, e.seq, e.timestamp, e.expires_at]
+        for e in entries_of(h)
+    ]
+    fresh = Harness(topics=topics(KEPT, durable=True))
+    recovery.restore(fresh.broker, snapshot, orjson.loads(orjson.dumps(tail)))
+    assert rows(window(fresh.peer(), top_n=3, orderby="/price DESC")) == [(20, 1), (7, 2), (6, 3)]
+    assert rows(window(fresh.peer(), top_n=2, skip_n=4, orderby="/price DESC")) == [(4, 1), (2, 2)]
+    # A cluster node loading a snapshot nobody listens to (no fan-out per record).
+    node = Harness(topics=topics(KEPT))
+    key = KeySpec.parse(["/id"]).sow_key
+    versions = [RecordVersion(key({"id": n}), {"id": n, "price": n}, n + 1, 0.0) for n in range(5)]
+    load(node.broker.topics["t"], versions, 5, node.broker.timers)
+    assert rows(window(node.peer(), top_n=2, orderby="/price DESC")) == [(4, 1), (3, 2)]
