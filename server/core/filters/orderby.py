@@ -7,8 +7,8 @@ arrays by their first element, ties broken by SowKey.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import INVALID_ORDER_BY, CommandError, FilterError
@@ -69,29 +69,63 @@ class _Descending:
 
 @dataclass(frozen=True, slots=True)
 class OrderBy:
-    terms: tuple[OrderTerm, ...]
+    """A parsed ``orderby``. Orders are equal (and shared) by their terms; ``sort_key`` is the
+    one definition of the order, made once per order (a fast path for the common shape)."""
 
-    def sort_key(self, item: Keyed) -> tuple[Any, ...]:
-        """The item's place in this order as one ascending key, unique per SowKey: the one
-        definition of the order, used to sort a snapshot and to keep a live window sorted.
-        Per term a group and a value: ascending, numbers (0) before strings (1); descending,
-        strings (0) before numbers (1), each descending; NULL (2) last either way."""
-        parts: list[Any] = []
-        data = item.data  # once: a stored record decodes on each use (records/version.py)
-        for term in self.terms:
-            value = read_field(data, term.steps)
-            group, plain = _sort_value(None if value is MISSING else value)
-            if not term.descending or group == 2:
-                parts += (group, plain)
-            elif group == 0:
-                parts += (1, -plain)
-            else:
-                parts += (0, _Descending(plain))
-        parts.append(item.key)
-        return tuple(parts)
+    terms: tuple[OrderTerm, ...]
+    sort_key: Callable[[Keyed], tuple[Any, ...]] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sort_key", _key_function(self.terms))
 
     def sort(self, items: Sequence[Keyed]) -> list[Keyed]:
         return sorted(items, key=self.sort_key)
+
+
+def _key(terms: tuple[OrderTerm, ...], data: Any, key: str) -> tuple[Any, ...]:
+    """A record's place in an order as one ascending key, unique per SowKey: used to sort a
+    snapshot and to keep a live window sorted. Per term a group and a value: ascending, numbers
+    (0) before strings (1); descending, strings (0) before numbers (1), each descending; NULL (2)
+    last either way."""
+    parts: list[Any] = []
+    for term in terms:
+        value = read_field(data, term.steps)
+        group, plain = _sort_value(None if value is MISSING else value)
+        if not term.descending or group == 2:
+            parts += (group, plain)
+        elif group == 0:
+            parts += (1, -plain)
+        else:
+            parts += (0, _Descending(plain))
+    parts.append(key)
+    return tuple(parts)
+
+
+def _key_function(terms: tuple[OrderTerm, ...]) -> Callable[[Keyed], tuple[Any, ...]]:
+    """``_key`` of an item, reading its data once (a stored record decodes on each read). One
+    top-level field holding a number, or a string in ascending order, takes a fast path that
+    makes the same key (a property test holds it to ``_key``): building the order of a big topic
+    is mostly this, once per record."""
+
+    def general(item: Keyed) -> tuple[Any, ...]:
+        return _key(terms, item.data, item.key)
+
+    steps = terms[0].steps if len(terms) == 1 else ()
+    if len(steps) != 1 or type(steps[0]) is not str:
+        return general
+    name, descending = steps[0], terms[0].descending
+
+    def one_field(item: Keyed) -> tuple[Any, ...]:
+        data = item.data
+        value: Any = data.get(name) if type(data) is dict else None
+        kind = type(value)
+        if kind is int or kind is float:
+            return (1, -value, item.key) if descending else (0, value, item.key)
+        if kind is str and value and not descending:
+            return (1, value, item.key)
+        return _key(terms, data, item.key)
+
+    return one_field
 
 
 def sowkey_order(item: Keyed) -> tuple[Any, ...]:
