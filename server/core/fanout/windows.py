@@ -98,10 +98,6 @@ class WindowOrder:
         is most of what building an order costs. Its sort keys are ``base``'s own."""
         order = cls.__new__(cls)
         order.sort_key, order.matches = base.sort_key, matches
-        if matches is match_all:
-            order.keys = dict(base.keys)
-            order._start(list(base.sorted))
-            return order
         # The gates read the records in the order they are stored, and the walk of base's order
         # only asks a set: reading them in base's order instead, from all over memory, took
         # twice as long (300,000 records: 0.42 s against 0.98 s).
