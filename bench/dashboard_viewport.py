@@ -304,9 +304,14 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait()
+    orders = (
+        "no kept orders: round 1 builds each order, later rounds reuse it"
+        if args.no_kept_orders
+        else "/order and /rank kept by the topic; round 1 builds the filtered order"
+    )
     print(
         f"\n{args.records:,} records, {args.rounds} rounds (min / median / max); "
-        f"times in s, server CPU s beside; round 1 builds each order, later rounds reuse it:"
+        f"times in s, server CPU s beside; {orders}:"
     )
     for name, figures in results.items():
         print(f"  {name}")
