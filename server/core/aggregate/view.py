@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..fanout.orders import WindowOrders
 from ..fanout.topic import Topic
 from ..fanout.tx_frames import TxFrames
 from ..filters import Filter
@@ -56,6 +57,7 @@ class GroupTopic(Topic):
         super().__init__(source.name, source.config, source._run)
         self.key_spec = key_spec
         self.origin = origin
+        self.orders = WindowOrders()  # the orders the source's configuration keeps sort records
 
 
 class Aggregation:

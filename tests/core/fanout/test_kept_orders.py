@@ -161,3 +161,23 @@ def test_kept_orders_are_made_again_after_recovery_and_a_snapshot_load() -> None
     versions = [RecordVersion(key({"id": n}), {"id": n, "price": n}, n + 1, 0.0) for n in range(5)]
     load(node.broker.topics["t"], versions, 5, node.broker.timers)
     assert rows(window(node.peer(), top_n=2, orderby="/price DESC")) == [(4, 1), (3, 2)]
+
+
+def test_a_topic_of_groups_keeps_none_of_its_sources_orders() -> None:
+    """The configured orders sort the topic's records; an aggregation's groups are records of
+    another shape, sorted only as their windows ask."""
+    h = Harness(topics=topics(KEPT))
+    feed, peer = h.peer(), h.peer()
+    feed.send(*[publish(n, price=n, lvl=n % 3) for n in range(6)])
+    got = peer.send(
+        {
+            "c": "sow_and_subscribe",
+            "t": "t",
+            "sub_id": "g",
+            "grouping": ["/lvl"],
+            "projection": ["/lvl", "SUM(/price) AS /price"],
+        }
+    )
+    assert len([m for m in got if m["c"] == "sow"]) == 3
+    (aggregation,) = h.broker.topics["t"].derived.values()
+    assert len(aggregation.topic.orders) == 0
