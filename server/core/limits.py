@@ -53,7 +53,8 @@ IDLE_ORDERS = 4
 IDLE_ORDER_RECORDS = 2_000_000
 
 # The orders a topic's configuration may keep from the start (``orders``, fanout/orders.py): each
-# costs every change of the topic a sorted insert (~2-4 us) and ~160 bytes a record.
+# costs a change of its sort field a sorted remove and insert (7-13 us at 1,000,000 records) and
+# about 140 bytes a record.
 MAX_KEPT_ORDERS = 8
 
 # The filter work one command may do in one pass over a topic (a snapshot, a new window's order,
