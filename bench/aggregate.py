@@ -1,21 +1,27 @@
 """Aggregated views (docs/protocol.md, Aggregated views): what they cost a publish.
 
-One topic of 1,000,000 records; a feed changes the quantity and price of random records (frames
-of 100 publishes, as a Spark feed sends them). Measured in the engine itself, on one core, with
-the subscribers' queues drained as a socket writer would: publishes/s with no subscribers, with
-10 aggregated subscriptions of 100 groups each (distinct projections, so no two share a state:
-the worst case), and with the same 10 sharing one state (ten users of one desk view). Every
-aggregated subscription keeps SUM, AVG, MIN, MAX and COUNT per group. Interleaved rounds (each
-scenario once per round; each scenario has its own engine, loaded and subscribed once), min /
-median / max; the time opening the views took is printed too.
+One topic of 1,000,000 records; a feed changes the quantity and price of random records, in
+frames of 100 publishes (a small feed) and of 2,000 (about 150 KB: the Spark sink sends a batch in
+frames of up to 512 KiB, spark_feeds/sink.py). A group changed by several publishes of one frame
+is written once, at the frame's end, so the frame's size decides how many group records a publish
+costs: with 100 groups, a frame of 100 rewrites about 63 of them per view, one of 2,000 all 100.
 
-    .venv/bin/python bench/aggregate.py [--records 1000000] [--rounds 3]
+Measured in the engine itself, on one core, with the subscribers' queues drained as a socket
+writer would: publishes/s with no subscribers, with 10 aggregated subscriptions of 100 groups
+each (distinct projections, so no two share a state: the worst case), and with the same 10
+sharing one state (ten users of one desk view). Every aggregated subscription keeps SUM, AVG, MIN,
+MAX and COUNT per group. Interleaved rounds (each scenario and frame size once per round; each
+scenario has its own engine, loaded and subscribed once), min / median / max; the time opening
+the views took is printed too.
+
+    .venv/bin/python bench/aggregate.py [--records 1000000] [--rounds 3] [--frames 100,2000]
 
 The target: 10 distinct aggregated subscriptions make publishing at most 2 times slower.
 """
 
 from __future__ import annotations
 
+import gc
 import random
 import statistics
 import time
@@ -30,7 +36,6 @@ from server.core.session.session import Session
 from server.core.settings.config import parse_config
 
 PUBLISHES = 20_000
-FRAME = 100
 GROUPS = 100
 
 
@@ -104,19 +109,23 @@ class Scenario:
             self.sessions.append(session)
         self.opened_s = time.perf_counter() - started
 
-    def round(self, seed: int) -> tuple[float, int]:
-        """Publishes per second, and messages delivered."""
+    def round(self, seed: int, frame_size: int) -> tuple[float, int]:
+        """Publishes per second in frames of ``frame_size``, and messages delivered."""
         rng = random.Random(seed)
         frames = [
             orjson.dumps(
                 [
                     {"c": "publish", "t": "t", "data": row(rng.randrange(self.records), rng)}
-                    for _ in range(FRAME)
+                    for _ in range(frame_size)
                 ]
             )
-            for _ in range(PUBLISHES // FRAME)
+            for _ in range(PUBLISHES // frame_size)
         ]
         delivered = 0
+        # Each timed run starts after a full collection, so that no scenario pays for the garbage
+        # another made (the collector's pauses are measured where they are the subject:
+        # bench/latency.py).
+        gc.collect()
         started = time.perf_counter()
         for frame in frames:
             self.engine.receive(self.feed, frame)
@@ -129,7 +138,9 @@ def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--frames", default="100,2000", help="publishes per frame, comma separated")
     args = parser.parse_args()
+    sizes = [int(size) for size in args.frames.split(",")]
     scenarios = {}
     for name, (count, subscribe) in SCENARIOS.items():
         started = time.perf_counter()
@@ -138,21 +149,23 @@ def main() -> None:
             f"{name}: {args.records:,} records loaded and {count} views opened in "
             f"{time.perf_counter() - started:.0f} s (opening the views: {scenario.opened_s:.1f} s)"
         )
-    rates: dict[str, list[float]] = {name: [] for name in SCENARIOS}
-    delivered: dict[str, int] = {}
-    for round_ in range(args.rounds):  # interleaved: every scenario once per round
-        for name, scenario in scenarios.items():
-            rate, messages = scenario.round(round_)
-            rates[name].append(rate)
-            delivered[name] = messages
-    base = statistics.median(rates["no subscribers"])
-    print(f"{PUBLISHES:,} changes in frames of {FRAME}, {args.rounds} rounds")
-    print(f"{'scenario':<46} {'publishes/s min / median / max':>32} {'slower':>7} {'messages':>9}")
-    for name in SCENARIOS:
-        values = rates[name]
-        median = statistics.median(values)
-        figures = f"{min(values):,.0f} / {median:,.0f} / {max(values):,.0f}"
-        print(f"{name:<46} {figures:>32} {base / median:>6.2f}x {delivered[name]:>9,}")
+    rates: dict[tuple[str, int], list[float]] = {(name, size): [] for name in SCENARIOS for size in sizes}
+    delivered: dict[tuple[str, int], int] = {}
+    for round_ in range(args.rounds):  # interleaved: every scenario and frame size once per round
+        for size in sizes:
+            for name, scenario in scenarios.items():
+                rate, messages = scenario.round(round_, size)
+                rates[name, size].append(rate)
+                delivered[name, size] = messages
+    for size in sizes:
+        base = statistics.median(rates["no subscribers", size])
+        print(f"{PUBLISHES:,} changes in frames of {size:,}, {args.rounds} rounds")
+        print(f"{'scenario':<46} {'publishes/s min / median / max':>32} {'slower':>7} {'messages':>9}")
+        for name in SCENARIOS:
+            values = rates[name, size]
+            median = statistics.median(values)
+            figures = f"{min(values):,.0f} / {median:,.0f} / {max(values):,.0f}"
+            print(f"{name:<46} {figures:>32} {base / median:>6.2f}x {delivered[name, size]:>9,}")
 
 
 if __name__ == "__main__":
