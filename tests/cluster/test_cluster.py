@@ -147,3 +147,21 @@ async def test_a_record_expires_once_with_the_same_oof_on_every_node(start_node:
     assert seen[0] == seen[1] == seen[2]
     assert seen[0][-1]["reason"] == "expired"
     assert await quiet_sows(nodes, "quotes", 0) == [{}, {}, {}]
+
+
+async def test_a_logon_ack_bookmark_replays_what_changed_after_the_logon_on_any_node(
+    start_node: StartNode,
+) -> None:
+    nodes = [start_node() for _ in range(2)]
+    publisher = await Client.connect(nodes[0].url)
+    watcher = await Client.connect(nodes[1].url)
+    await watcher.request({"c": "subscribe", "t": "orders", "sub_id": "w", "cid": "w"})
+    for i in range(3):
+        await publisher.request({"c": "publish", "t": "orders", "data": {"id": i}, "cid": i})
+    await watcher.until(lambda m: m.get("data") == {"id": 2})  # node 1 has applied them
+    (ack,) = [m for m in await watcher.request({"c": "logon", "cid": "l"}) if m.get("cid") == "l"]
+    await publisher.request({"c": "publish", "t": "orders", "data": {"id": 3}, "cid": 3})
+    reader = await Client.connect(nodes[0].url)
+    await reader.request({"c": "subscribe", "t": "orders", "sub_id": "r", "bm": ack["bm"], "cid": "r"})
+    got = data_messages(await reader.until(lambda m: m.get("data") == {"id": 3}))
+    assert [m["data"]["id"] for m in got] == [3]

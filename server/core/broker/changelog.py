@@ -100,6 +100,10 @@ class ChangeLog(Protocol):
         """The LSN up to which this server has applied the changes of ``topic``: a bookmark that
         resumes a view from here misses nothing (docs/protocol.md, Resuming a view)."""
 
+    def now_position(self) -> int:
+        """The LSN of the newest change this server has applied, of any topic: the bookmark a
+        logon ack carries (a ``subscribe`` from it replays what changed after the logon)."""
+
     def not_in_log(self, topic: str, lsn: int) -> str | None:
         """Why a bookmark naming ``lsn`` of ``topic`` names no change the log holds, or None."""
 

@@ -99,7 +99,7 @@ def complete(broker: Broker, session: Session, header: Header, body: Logon, user
     session.logged_on = True
     session.outbox.conflation = parse_logon_options(body.options)
     received(session, header)
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {"bm": str(broker.changes.now_position())}
     if body.client_name is not None:
         # What is in the log (in a cluster: what Redis holds): what the publisher need not resend.
         fields["s"] = broker.durability.persisted_sequences.get(body.client_name, 0)

@@ -44,6 +44,9 @@ class LocalLog:
     def applied_position(self, topic: str) -> int:
         return self.broker.lsns.last
 
+    def now_position(self) -> int:
+        return self.broker.lsns.last
+
     def not_in_log(self, topic: str, lsn: int) -> str | None:
         return self.broker.lsns.not_in_log(lsn)
 

@@ -144,6 +144,11 @@ class SharedLog:
     def applied_position(self, topic: str) -> int:
         return self.position(topic)  # a node applies its streams as it reads them
 
+    def now_position(self) -> int:
+        # Stream entries are numbered by time across every stream (stream_id), so the highest
+        # position of any stream is after every change this node has applied.
+        return max(self.positions.values(), default=0)
+
     def not_in_log(self, topic: str, lsn: int) -> str | None:
         """Why a bookmark naming ``lsn`` cannot be read on from (the runtime has brought this node
         up to the topic's stream's end first, so a bookmark of any node's is at or below it)."""

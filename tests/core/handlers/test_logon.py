@@ -16,7 +16,7 @@ from server.core.session.access import LogonThrottle
 from server.core.settings.config import UserConfig
 from server.core.sow.txlog import frame
 
-from ..harness import Harness, Peer, entries_of
+from ..harness import Harness, Peer, entries_of, replay_all
 
 USERS = {
     "user": [
@@ -253,3 +253,22 @@ def test_passwords_are_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch
         assert not user.check_password("pässwörd!")
         assert not user.check_password(None)
         assert len(calls) == 2, "both comparisons go through hmac.compare_digest"
+
+
+def test_the_logon_ack_carries_the_bookmark_of_now() -> None:
+    """PROTOCOL 4: the logon ack carries ``bm``, the newest change applied when the logon was
+    taken; a bookmark subscription from it replays what changed after the logon, and only that."""
+    h = Harness(topics=DURABLE, auth=USERS)
+    feed = h.peer()
+    first = logon(feed, "alice")
+    assert first["bm"] == str(h.broker.lsns.last), "before any change: the epoch's start"
+    feed.send(publish(1), publish(2))
+    before = entries_of(h)
+    watcher = h.peer()
+    mark = logon(watcher, "bob", name=None)["bm"]
+    assert mark == str(before[-1].lsn)
+    feed.send(publish(3))
+    after = entries_of(h)
+    watcher.send({"c": "subscribe", "t": "orders", "sub_id": "b", "bm": mark})
+    replay_all(h, before + after)
+    assert [m["data"]["order"] for m in watcher.take() if m["c"] == "p"] == [3]
