@@ -41,7 +41,7 @@ def order_share(subscription: Subscription) -> tuple[Any, ...] | None:
 def kept_orders(config: TopicConfig | None) -> list[OrderBy | None]:
     """A topic's configured orders, parsed (checked when the configuration was read)."""
     texts = config.orders if config is not None else ()
-    return [parse_orderby(text) if text else None for text in texts]
+    return [parse_orderby(text) if text.strip() else None for text in texts]
 
 
 UNGATED = ((), None, None)  # gate_share of a view with no filter and no entitlement filter

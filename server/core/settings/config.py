@@ -356,15 +356,17 @@ def _orders(table: dict[str, Any], where: str) -> tuple[str, ...]:
     orders = table.get("orders", [])
     if not isinstance(orders, list) or not all(isinstance(text, str) for text in orders):
         raise ConfigError(f'{where}.orders: expected a list of orderby texts like ["/qty DESC"]')
+    parsed = set()
     for text in orders:
         try:
-            parse_orderby(text) if text else None
+            order = parse_orderby(text) if text.strip() else None
         except CommandError as error:
             raise ConfigError(f"{where}.orders: {text!r}: {error.detail}") from None
-    if len(set(orders)) != len(orders):
-        raise ConfigError(f"{where}.orders: an order is named twice")
+        if order in parsed:
+            raise ConfigError(f"{where}.orders: {text!r} names an order named before")
+        parsed.add(order)
     if len(orders) > MAX_KEPT_ORDERS:
-        raise ConfigError(f"{where}.orders: at most {MAX_KEPT_ORDERS} (each costs every change a sort)")
+        raise ConfigError(f"{where}.orders: at most {MAX_KEPT_ORDERS} (each costs the changes of its fields)")
     return tuple(orders)
 
 

@@ -45,7 +45,9 @@ def rows(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     ("orders", "error"),
     [
         (["/price DSC"], "topic 't'.orders: '/price DSC'"),
-        (["/a", "/a"], "named twice"),
+        (["/a", "/a"], "named before"),
+        (["/qty DESC", "/qty  desc"], "'/qty  desc' names an order named before"),
+        (["", " "], "named before"),
         ([f"/f{n}" for n in range(MAX_KEPT_ORDERS + 1)], f"at most {MAX_KEPT_ORDERS}"),
         ("/price", "expected a list of orderby texts"),
     ],
