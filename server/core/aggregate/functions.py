@@ -170,10 +170,14 @@ class Sum:
             self.squares -= scaled * scaled
 
     def replace(self, old: Any, new: Any) -> None:
-        if type(old) is int and type(new) is int and not self.stddev:
-            self.total += new - old
+        kind = type(old)
+        if kind is type(new) and not self.stddev:  # the count and the number of floats stay
+            if kind is int:
+                self.total += new - old
+            elif old != new:
+                self.scaled += _scaled(new) - _scaled(old)
             return
-        if old == new and type(old) is type(new):
+        if old == new and kind is type(new):
             return  # the same value: the same sums
         self.remove(old)
         self.add(new)

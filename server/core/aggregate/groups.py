@@ -90,14 +90,19 @@ class GroupTable:
         self._readers: list[Reader] = []
         self._accumulated: list[tuple[int, str, bool]] = []  # (input, family, any STDDEV)
         inputs: dict[tuple[str, str], int] = {}
-        # How each field's value is found: (kind, input or accumulator slot, function).
-        self._outputs: list[tuple[PathSteps, str, int, str]] = []
+        # How each field's value is found, as the group's record is written (record): a
+        # top-level field's name (None: a deeper path), its path, its kind (plain; all: COUNT(*);
+        # of: the accumulator's ``of`` the argument; result), the input or accumulator slot, and
+        # the argument of ``of`` (SUM, AVG and the deviations by name, MIN or MAX by ``least``).
+        self._outputs: list[tuple[str | None, PathSteps, str, int, Any]] = []
         for f in spec.fields:
+            output = f.output
+            name = output[0] if len(output) == 1 and isinstance(output[0], str) else None
             if f.function is None:
-                self._outputs.append((f.output, "plain", len(self._readers), ""))
+                self._outputs.append((name, output, "plain", len(self._readers), None))
                 self._readers.append(plain_reader(f, ctx))
             elif f.argument is None:
-                self._outputs.append((f.output, "all", _COUNT_ALL, f.function))
+                self._outputs.append((name, output, "all", _COUNT_ALL, None))
             else:
                 family = FAMILY[f.function]
                 share = (family, f.argument.text)
@@ -109,7 +114,12 @@ class GroupTable:
                 if f.function.startswith("STDDEV"):
                     index, _, _ = self._accumulated[slot]
                     self._accumulated[slot] = (index, family, True)
-                self._outputs.append((f.output, family, slot, f.function))
+                if family == "sum":
+                    self._outputs.append((name, output, "of", slot, f.function))
+                elif family == "extreme":
+                    self._outputs.append((name, output, "of", slot, f.function == "MIN"))
+                else:
+                    self._outputs.append((name, output, "result", slot, None))
         self._slots = [(index, slot) for slot, (index, _, _) in enumerate(self._accumulated)]
         grouping = spec.grouping
         self._group_name = grouping[0][0] if len(grouping) == 1 and len(grouping[0]) == 1 else None
@@ -166,7 +176,7 @@ class GroupTable:
             return
         now = self.group_of(data)
         given = tuple([read(data) for read in self._readers])
-        if was == now:
+        if was == now:  # the common case: a record that stays in its group
             self._update(now, key, given)
             return
         if was is not None:
@@ -270,24 +280,23 @@ class GroupTable:
     def record(self, group: Group) -> dict[str, Any]:
         """The group's record: its projected fields, in projection order."""
         out: dict[str, Any] = {}
-        latest = next(reversed(group.members.values()))
+        members = group.members
+        latest = next(reversed(members.values()))
         accumulators = group.accumulators
-        for output, kind, slot, function in self._outputs:
-            # A plain field, grouping fields too, is the latest record's (1 and 1.0 are one group).
-            if kind == "plain":
+        for name, output, kind, slot, argument in self._outputs:
+            if kind == "of":
+                value = accumulators[slot].of(argument)  # type: ignore[attr-defined]
+            elif kind == "plain":
+                # A plain field, grouping fields too, is the latest record's (1 and 1.0 are one group).
                 value = latest[slot]
                 if value is MISSING:
                     continue
             elif kind == "all":
-                value = len(group.members)
-            elif kind == "sum":
-                value = accumulators[slot].of(function)  # type: ignore[attr-defined]
-            elif kind == "extreme":
-                value = accumulators[slot].of(function == "MIN")  # type: ignore[attr-defined]
+                value = len(members)
             else:
                 value = accumulators[slot].result()
-            if len(output) == 1:
-                out[output[0]] = value  # type: ignore[index]
+            if name is not None:
+                out[name] = value
             else:
                 set_path(out, output, value)
         return out

@@ -83,6 +83,7 @@ class Aggregation:
         self.ctx = ctx
         self.frames = frames
         self.table = GroupTable(spec, ctx)
+        self._owed = False  # whether the fan-out run knows it has changes to write (flush)
         # What a record passes to be an input: the user's entitlement, then the filters.
         gate = entitlement.filter
         gates = [(gate, entitlement.ctx)] if gate is not None else []
@@ -122,10 +123,14 @@ class Aggregation:
             if not self.admits(data):
                 data = None
         self.table.apply(key, data, version.seq, version.timestamp, reason)
-        # Written when the unit of work (or the transaction) ends: each group once.
-        self.frames.derived(self)
+        # Written when the unit of work (or the transaction) ends: each group once. Said once
+        # per unit of work, not once per change.
+        if not self._owed:
+            self._owed = True
+            self.frames.derived(self)
 
     def flush(self) -> None:
+        self._owed = False
         self._write(told=True)
 
     def _write(self, told: bool) -> None:
