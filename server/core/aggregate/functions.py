@@ -39,16 +39,18 @@ def _number(value: Any) -> int | float | None:
     return number
 
 
-def _ordered(value: Any) -> tuple[int, Any] | None:
-    """A value as MIN and MAX order it: numbers by value, then strings (as filters sort them)."""
+def _ordered(value: Any) -> int | float | str | None:
+    """A value as MIN and MAX order it: numbers by value, then strings (as filters sort them). A
+    number is kept as it is and a text as its string (a numeric string is its number), so a
+    prepared value costs nothing beyond the record's own value, and no tuple per record."""
     number = _number(value)
     if number is not None and type(value) is not str:
-        return (0, number)
+        return number
     if type(value) is str and value:
         parsed = to_number(value)
         if parsed is not None and (type(parsed) is int or math.isfinite(parsed)):
-            return (0, parsed)
-        return (1, value)
+            return parsed
+        return value
     return None
 
 
@@ -168,10 +170,14 @@ class Sum:
             self.squares -= scaled * scaled
 
     def replace(self, old: Any, new: Any) -> None:
-        if type(old) is int and type(new) is int and not self.stddev:
-            self.total += new - old
+        kind = type(old)
+        if kind is type(new) and not self.stddev:  # the count and the number of floats stay
+            if kind is int:
+                self.total += new - old
+            elif old != new:
+                self.scaled += _scaled(new) - _scaled(old)
             return
-        if old == new and type(old) is type(new):
+        if old == new and kind is type(new):
             return  # the same value: the same sums
         self.remove(old)
         self.add(new)
@@ -254,9 +260,9 @@ def _delete(values: Sorted, value: Any) -> None:
 
 class Extreme:
     """MIN or MAX over the group's values kept in order, numbers and strings apart (numbers order
-    before strings): each a plain sorted list while it is small (bisect, in C, over plain
-    values), a ``SortedList`` past ``SMALL`` values. One serves MIN and MAX of one argument
-    (``of``)."""
+    before strings; a prepared string is always a text: ``_ordered``): each a plain sorted list
+    while it is small (bisect, in C, over plain values), a ``SortedList`` past ``SMALL`` values.
+    One serves MIN and MAX of one argument (``of``)."""
 
     __slots__ = ("least", "numbers", "texts")
 
@@ -266,26 +272,28 @@ class Extreme:
         self.texts: Sorted = []
 
     def add(self, value: Any) -> None:
-        if value[0] == 0:
-            self.numbers = _insert(self.numbers, value[1])
+        if type(value) is str:
+            self.texts = _insert(self.texts, value)
         else:
-            self.texts = _insert(self.texts, value[1])
+            self.numbers = _insert(self.numbers, value)
 
     def remove(self, value: Any) -> None:
-        _delete(self.numbers if value[0] == 0 else self.texts, value[1])
+        _delete(self.texts if type(value) is str else self.numbers, value)
 
     def replace(self, old: Any, new: Any) -> None:
-        if old == new and type(old[1]) is type(new[1]):
+        if old == new and type(old) is type(new):
             return  # equal values are one value to MIN and MAX
         self.remove(old)
         self.add(new)
 
-    def extend(self, values: list[Any]) -> None:
-        """Add many values at once (an aggregation's first pass): one sort each."""
+    def gather(self, value: Any) -> None:
+        """Add ``value`` unsorted (an aggregation's first pass): ``settle`` sorts, once."""
+        (self.texts if type(value) is str else self.numbers).append(value)
+
+    def settle(self) -> None:
+        """Sort what ``gather`` added: one sort each, not one insertion per value."""
         numbers: list[Any] = list(self.numbers)
         texts: list[Any] = list(self.texts)
-        for kind, value in values:
-            (numbers if kind == 0 else texts).append(value)
         numbers.sort()
         texts.sort()
         self.numbers = numbers if len(numbers) <= SMALL else SortedList(numbers)

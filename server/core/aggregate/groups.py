@@ -17,17 +17,17 @@ A group's key is derived from its grouping values alone, canonically and hashed 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from ..filters import Filter, ast
 from ..filters.functions import EvalContext
 from ..records.paths import MISSING, PathSteps, get_path, set_path
-from .functions import FAMILY, PREPARE, Accumulator, Count, Distinct, Extreme, Sum
-from .parse import Field, Spec
+from .functions import FAMILY, Accumulator, Count, Distinct, Extreme, Sum
+from .parse import Spec
+from .readers import Reader, aggregate_reader, plain_reader
 
 MATCH = "match"
 
@@ -49,21 +49,6 @@ def _canonical(value: Any) -> str:
     return "j:" + orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def _plain(f: Field, ctx: EvalContext) -> Reader:
-    """A plain field's value: a bare path copied as it is (a missing field stays missing), an
-    expression evaluated."""
-    steps, argument = f.path, f.argument
-    if steps is not None:
-        if len(steps) == 1 and isinstance(steps[0], str):
-            name = steps[0]
-            return lambda data: data.get(name, MISSING) if type(data) is dict else MISSING
-        return lambda data: get_path(data, steps)
-    if argument is None:
-        return lambda data: None
-    evaluate = argument.evaluate
-    return lambda data: evaluate(data, ctx)
-
-
 def group_key(values: tuple[Any, ...]) -> str:
     """The ``k`` of the group of these grouping values."""
     # Marked as a group's, so that it is never the SowKey of a record of the same topic (a socket
@@ -80,7 +65,7 @@ class Group:
     members: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per group written, and frozen costs 1 us more
 class GroupChange:
     key: str
     new: bool  # the group did not exist before the changes drained
@@ -88,60 +73,6 @@ class GroupChange:
     gone: str  # why it went, when it went: match, deleted or expired
     seq: int
     timestamp: float
-
-
-Reader = Callable[[Any], Any]
-
-
-def _top_field(argument: Filter) -> str | None:
-    """The field name when ``argument`` is a bare top-level field (``/qty``): read directly."""
-    tree = argument.tree
-    if isinstance(tree, ast.Field) and len(tree.steps) == 1 and isinstance(tree.steps[0], str):
-        return tree.steps[0]
-    return None
-
-
-def _reader(family: str, argument: Filter, ctx: EvalContext) -> Reader:
-    """What one record contributes to an accumulator of ``family``: its argument's value, prepared
-    (None: ignored). A bare field is read as the filter would read it (``""`` is NULL), without
-    the evaluator; numbers take the short way."""
-    prepared = PREPARE[family]
-    name = _top_field(argument)
-    if name is None:
-        evaluate = argument.evaluate
-        return lambda data: prepared(evaluate(data, ctx))
-
-    def read(data: Any) -> Any:
-        return data.get(name) if type(data) is dict else None
-
-    if family == "sum":
-
-        def read_number(data: Any) -> Any:
-            value: Any = data.get(name) if type(data) is dict else None
-            kind = type(value)
-            if kind is int or (kind is float and value - value == 0.0):
-                return value
-            return prepared(None if value == "" else value)
-
-        return read_number
-    if family == "extreme":
-
-        def read_ordered(data: Any) -> Any:
-            value: Any = data.get(name) if type(data) is dict else None
-            kind = type(value)
-            if kind is int or (kind is float and value - value == 0.0):
-                return (0, value)
-            return prepared(None if value == "" else value)
-
-        return read_ordered
-    if family == "count":
-
-        def read_present(data: Any) -> Any:
-            value = data.get(name) if type(data) is dict else None
-            return None if value is None or value == "" else True
-
-        return read_present
-    return lambda data: prepared(None if (value := read(data)) == "" else value)
 
 
 _COUNT_ALL = -1  # COUNT(*): the group's members, counted by the group itself
@@ -159,14 +90,19 @@ class GroupTable:
         self._readers: list[Reader] = []
         self._accumulated: list[tuple[int, str, bool]] = []  # (input, family, any STDDEV)
         inputs: dict[tuple[str, str], int] = {}
-        # How each field's value is found: (kind, input or accumulator slot, function).
-        self._outputs: list[tuple[PathSteps, str, int, str]] = []
+        # How each field's value is found, as the group's record is written (record): a
+        # top-level field's name (None: a deeper path), its path, its kind (plain; all: COUNT(*);
+        # of: the accumulator's ``of`` the argument; result), the input or accumulator slot, and
+        # the argument of ``of`` (SUM, AVG and the deviations by name, MIN or MAX by ``least``).
+        self._outputs: list[tuple[str | None, PathSteps, str, int, Any]] = []
         for f in spec.fields:
+            output = f.output
+            name = output[0] if len(output) == 1 and isinstance(output[0], str) else None
             if f.function is None:
-                self._outputs.append((f.output, "plain", len(self._readers), ""))
-                self._readers.append(_plain(f, ctx))
+                self._outputs.append((name, output, "plain", len(self._readers), None))
+                self._readers.append(plain_reader(f, ctx))
             elif f.argument is None:
-                self._outputs.append((f.output, "all", _COUNT_ALL, f.function))
+                self._outputs.append((name, output, "all", _COUNT_ALL, None))
             else:
                 family = FAMILY[f.function]
                 share = (family, f.argument.text)
@@ -174,11 +110,16 @@ class GroupTable:
                 if slot is None:
                     slot = inputs[share] = len(self._accumulated)
                     self._accumulated.append((len(self._readers), family, False))
-                    self._readers.append(_reader(family, f.argument, ctx))
+                    self._readers.append(aggregate_reader(family, f.argument, ctx))
                 if f.function.startswith("STDDEV"):
                     index, _, _ = self._accumulated[slot]
                     self._accumulated[slot] = (index, family, True)
-                self._outputs.append((f.output, family, slot, f.function))
+                if family == "sum":
+                    self._outputs.append((name, output, "of", slot, f.function))
+                elif family == "extreme":
+                    self._outputs.append((name, output, "of", slot, f.function == "MIN"))
+                else:
+                    self._outputs.append((name, output, "result", slot, None))
         self._slots = [(index, slot) for slot, (index, _, _) in enumerate(self._accumulated)]
         grouping = spec.grouping
         self._group_name = grouping[0][0] if len(grouping) == 1 and len(grouping[0]) == 1 else None
@@ -235,7 +176,7 @@ class GroupTable:
             return
         now = self.group_of(data)
         given = tuple([read(data) for read in self._readers])
-        if was == now:
+        if was == now:  # the common case: a record that stays in its group
             self._update(now, key, given)
             return
         if was is not None:
@@ -244,35 +185,41 @@ class GroupTable:
 
     def load(self, records: Iterable[tuple[str, Any, int, float]]) -> None:
         """The first pass: every input record at once (none is in the table yet); each group's
-        MIN and MAX values sorted once, at the end."""
-        where, groups, readers = self._where, self.groups, self._readers
+        MIN and MAX values gathered unsorted and sorted once, at the end."""
+        where, groups, readers, touched = self._where, self.groups, self._readers, self._touched
+        group_of, new_accumulators = self.group_of, self._new_accumulators
+        assert not groups, "load fills an empty table"
         # (input, slot, whether its values wait for the one sort)
         plan = [
             (index, slot, family == "extreme") for slot, (index, family, _) in enumerate(self._accumulated)
         ]
-        waiting: dict[tuple[str, int], list[Any]] = {}
+        seq, timestamp = self._last
         for key, data, seq, timestamp in records:
-            self._last = (seq, timestamp)
-            gkey = self.group_of(data)
+            gkey = group_of(data)
             given = tuple([read(data) for read in readers])
-            self._touch(gkey)
             group = groups.get(gkey)
             if group is None:
-                group = groups[gkey] = Group(gkey, self._new_accumulators())
+                group = groups[gkey] = Group(gkey, new_accumulators())
+                touched[gkey] = [False, MATCH, seq, timestamp]
+            elif seq >= (mark := touched[gkey])[2]:
+                mark[2], mark[3] = seq, timestamp
             accumulators = group.accumulators
-            for index, slot, sorted_later in plan:
+            for index, slot, gathered in plan:
                 value = given[index]
                 if value is not None:
-                    if sorted_later:
-                        waiting.setdefault((gkey, slot), []).append(value)
+                    if gathered:
+                        accumulators[slot].gather(value)  # type: ignore[attr-defined]
                     else:
                         accumulators[slot].add(value)
             group.members[key] = given
             where[key] = gkey
-        for (gkey, slot), values in waiting.items():
-            extreme = groups[gkey].accumulators[slot]
-            assert isinstance(extreme, Extreme)
-            extreme.extend(values)
+        self._last = (seq, timestamp)
+        for slot, (_, family, _) in enumerate(self._accumulated):
+            if family == "extreme":
+                for group in groups.values():
+                    extreme = group.accumulators[slot]
+                    assert isinstance(extreme, Extreme)
+                    extreme.settle()
 
     def _touch(self, gkey: str) -> list[Any]:
         seq, timestamp = self._last
@@ -333,24 +280,23 @@ class GroupTable:
     def record(self, group: Group) -> dict[str, Any]:
         """The group's record: its projected fields, in projection order."""
         out: dict[str, Any] = {}
-        latest = next(reversed(group.members.values()))
+        members = group.members
+        latest = next(reversed(members.values()))
         accumulators = group.accumulators
-        for output, kind, slot, function in self._outputs:
-            # A plain field, grouping fields too, is the latest record's (1 and 1.0 are one group).
-            if kind == "plain":
+        for name, output, kind, slot, argument in self._outputs:
+            if kind == "of":
+                value = accumulators[slot].of(argument)  # type: ignore[attr-defined]
+            elif kind == "plain":
+                # A plain field, grouping fields too, is the latest record's (1 and 1.0 are one group).
                 value = latest[slot]
                 if value is MISSING:
                     continue
             elif kind == "all":
-                value = len(group.members)
-            elif kind == "sum":
-                value = accumulators[slot].of(function)  # type: ignore[attr-defined]
-            elif kind == "extreme":
-                value = accumulators[slot].of(function == "MIN")  # type: ignore[attr-defined]
+                value = len(members)
             else:
                 value = accumulators[slot].result()
-            if len(output) == 1:
-                out[output[0]] = value  # type: ignore[index]
+            if name is not None:
+                out[name] = value
             else:
                 set_path(out, output, value)
         return out

@@ -17,6 +17,7 @@ transaction change each group once.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from ..fanout.orders import WindowOrders
@@ -84,6 +85,7 @@ class Aggregation:
         self.ctx = ctx
         self.frames = frames
         self.table = GroupTable(spec, ctx)
+        self._owed = False  # whether the fan-out run knows it has changes to write (flush)
         # What a record passes to be an input: the user's entitlement, then the filters.
         gate = entitlement.filter
         gates = [(gate, entitlement.ctx)] if gate is not None else []
@@ -91,16 +93,20 @@ class Aggregation:
         keys = tuple(f.output for f in spec.fields if f.group_index is not None)
         self.topic = topic = GroupTopic(source, self, GroupKeys(keys))
         # The groups of the records there are now, told to nobody: nobody subscribes yet.
-        admits = self.admits
-        self.table.load(
-            (key, version.data, version.seq, version.timestamp)
-            for key, version in source.records.items()
-            if admits(version.data)
-        )
+        self.table.load(self._inputs())
         self._write(told=False)
         topic.sow.history = history
         if live:
             source.derived[share] = self
+
+    def _inputs(self) -> Iterator[tuple[str, Any, int, float]]:
+        """The source's records that are inputs now, each decoded once (a stored version keeps
+        only its encoding, and ``data`` decodes it afresh on each use)."""
+        admits = self.admits if self._gates else None
+        for key, version in self.source.records.items():
+            data = version.data
+            if admits is None or admits(data):
+                yield key, data, version.seq, version.timestamp
 
     def admits(self, data: Any) -> bool:
         """Whether a record is an input: it passes the filters and the user's entitlement."""
@@ -119,10 +125,14 @@ class Aggregation:
             if not self.admits(data):
                 data = None
         self.table.apply(key, data, version.seq, version.timestamp, reason)
-        # Written when the unit of work (or the transaction) ends: each group once.
-        self.frames.derived(self)
+        # Written when the unit of work (or the transaction) ends: each group once. Said once
+        # per unit of work, not once per change.
+        if not self._owed:
+            self._owed = True
+            self.frames.derived(self)
 
     def flush(self) -> None:
+        self._owed = False
         self._write(told=True)
 
     def _write(self, told: bool) -> None:

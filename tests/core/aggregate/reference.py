@@ -21,6 +21,11 @@ def _exact_out(value: Fraction | int) -> Any:
     return float(value)
 
 
+def _order(prepared: Any) -> tuple[int, Any]:
+    """How MIN and MAX order prepared values: numbers, then texts (a prepared string is a text)."""
+    return (1, prepared) if type(prepared) is str else (0, prepared)
+
+
 def aggregate(function: str, raw: list[Any]) -> Any:
     """``function`` over the raw values of a group's records (NULLs included, to be ignored)."""
     values = [v for v in (prepare(function, value) for value in raw) if v is not None]
@@ -31,9 +36,9 @@ def aggregate(function: str, raw: list[Any]) -> Any:
     if not values:
         return None
     if function == "MIN":
-        return min(values)[1]
+        return min(values, key=_order)
     if function == "MAX":
-        return max(values)[1]
+        return max(values, key=_order)
     exact = [Fraction(v) for v in values]
     total = sum(exact, Fraction(0))
     n = len(values)

@@ -101,7 +101,8 @@ def test_a_record_that_moves_changes_both_groups_in_one_drain() -> None:
     changes = {c.key: c for c in table.drain()}
     a, b = group_key(("a",)), group_key(("b",))
     assert changes[a].after is None and changes[a].gone == "match"
-    assert changes[b].after is not None and changes[b].after["qty"] == 3
+    after = changes[b].after
+    assert after is not None and after["qty"] == 3
 
 
 def test_the_last_record_deleted_gives_its_reason() -> None:
