@@ -14,6 +14,8 @@ const client = new PushClient(url, { heartbeatMs: 5000, maxBackoffMs: 5000 });
 const panels = new Set();
 /** @type {Map<string, Set<string>>} each configured topic's key fields (shown without separators) */
 const keyFieldsByTopic = new Map();
+/** @type {Map<string, string[]>} each configured topic's kept orders (its `orders` setting) */
+const keptOrdersByTopic = new Map();
 const connection = { state: "idle", attempt: 0 };
 
 document.getElementById("endpoint").textContent = url;
@@ -35,7 +37,11 @@ function showError(message) {
 
 function openView(topic, filter = "", options = "") {
   showError("");
-  panels.add(new Panel(host, newSettings(topic, filter, options)));
+  const settings = newSettings(topic, filter, options);
+  // A topic that keeps orders (docs/protocol.md, Kept orders) opens in its first one: a first
+  // screen at once at any size. Written into the URL, so the link opens it the same way.
+  settings.orderby = keptOrdersByTopic.get(topic)?.[0] ?? "";
+  panels.add(new Panel(host, settings));
   writeUrl();
 }
 
@@ -62,6 +68,7 @@ async function refreshTopics(always = false) {
     const topics = response.ok ? await response.json() : [];
     for (const topic of topics) {
       keyFieldsByTopic.set(topic.name, new Set(topic.key.map((/** @type {string} */ path) => path.replace(/^\//, ""))));
+      keptOrdersByTopic.set(topic.name, topic.orders ?? []);
     }
     const list = document.getElementById("topics");
     list.replaceChildren(...topics.map((topic) => {
@@ -70,7 +77,8 @@ async function refreshTopics(always = false) {
       item.firstElementChild.textContent = topic.name;
       const parts = [topic.records ?? "", topic.durable ? "durable" : ""].filter((part) => part !== "");
       item.lastElementChild.textContent = parts.join(" · ");
-      item.title = `key ${topic.key.join(", ")}`;
+      const orders = (topic.orders ?? []).map((/** @type {string} */ order) => order || "by SowKey");
+      item.title = `key ${topic.key.join(", ")}` + (orders.length ? ` · kept orders ${orders.join(", ")}` : "");
       item.addEventListener("click", () => {
         /** @type {HTMLInputElement} */ (document.querySelector("[name=topic]")).value = topic.name;
       });

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from playwright.sync_api import Page, expect
 
-from ..integration.server_process import ServerProcess
+from ..integration.server_process import ServerProcess, running
 from .conftest import ROW
 from .desk import open_desk
 from .feed import publish, publish_many
@@ -81,3 +81,22 @@ def test_the_dashboard_survives_a_server_restart(page: Page, server: ServerProce
         assert page.errors == []  # type: ignore[attr-defined]
     finally:
         restarted.stop()
+
+
+def test_a_view_opened_from_the_form_starts_in_its_topics_first_kept_order(
+    page: Page, tmp_path: Path
+) -> None:
+    topics = [{"name": "orders", "key": ["/order"], "orders": ["/qty DESC", "/order"]}]
+    with running(tmp_path, topics) as server:
+        publish_many(
+            server, [{"order": n, "ref": f"order-{n}", "qty": q} for n, q in ((1, 5), (2, 50), (3, 7))]
+        )
+        page.goto(server.http + "/")
+        expect(page.locator("#topics li", has_text="orders")).to_be_visible()
+        page.fill("[name=topic]", "orders")
+        page.click("button[type=submit]")
+        expect(page.locator(ROW).first).to_contain_text("order-2")
+        header = page.locator("regular-table thead th[data-field=qty]")
+        expect(header).to_have_attribute("aria-sort", "descending")
+        expect(page).to_have_url(re.compile(r"orderby=/qty%20DESC"))  # the link reproduces it
+        assert page.errors == []  # type: ignore[attr-defined]

@@ -180,6 +180,8 @@ def topic_listing(topics: Mapping[str, Topic], user: UserConfig | None) -> list[
         if config is None or (user is not None and not user.may_read(name)):
             continue
         entry: dict[str, Any] = {"name": name, "key": list(config.key), "durable": config.durable}
+        if config.orders:
+            entry["orders"] = list(config.orders)  # a view opened from the form starts in the first
         if user is None or not user.filters.get(name):
             entry["records"] = len(topic.records)
         listing.append(entry)
