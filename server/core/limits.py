@@ -64,6 +64,9 @@ MAX_KEPT_ORDERS = 8
 # 100 s. At this bound a pass waits a few seconds at the worst; filters of a few terms pass over a
 # million records, a regular expression over 300,000.
 COMMAND_FILTER_WORK = 30_000_000
+# What each projected field of an aggregation adds to a record's share of that pass, besides its
+# argument's estimated cost: reading it and accumulating it (quota.admit_aggregation_pass).
+AGGREGATE_UNITS = 1
 
 # The work one transaction may do in its one step (quota.TransactionWork), in the filter budget's
 # units (about 100-220 ns each): about 0.5-1 s. Reading a record costs RECORD_UNITS, deciding and

@@ -20,7 +20,7 @@ from ..filters import Filter
 from ..filters.entitlement import Entitlement
 from ..filters.functions import EvalContext
 from ..protocol.commands import Query
-from ..session.quota import admit_filter_pass
+from ..session.quota import admit_aggregation_pass
 from ..sow.history import History
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def groups_for(
     shared = source.derived.get(share)
     if isinstance(shared, Aggregation):
         return shared.topic, None
-    admit_filter_pass(body.filter, len(source.records))  # the groups are made by one pass
+    admit_aggregation_pass(body.filter, spec, len(source.records))  # the groups are made by one pass
     live = body.subscribe
     history = group_history(broker, source) if live else None
     made = Aggregation(source, share, spec, filters, entitlement, ctx, broker.tx_frames, live, history)

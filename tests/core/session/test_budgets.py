@@ -236,3 +236,30 @@ def test_only_a_pass_over_the_topic_is_charged(monkeypatch: pytest.MonkeyPatch) 
     assert ack["reason"].startswith("bad filter: too costly over 250 records"), ack
     ack = processed(peer.send({**first, "cid": 5, "sub_id": "x", "orderby": "/order"}), 5)
     assert ack["reason"].startswith("bad filter: too costly over 250 records"), ack
+
+
+def test_an_aggregation_is_charged_for_its_projection_as_well_as_its_filter() -> None:
+    """63 maxima of arithmetic over 50,000 records held every socket for 15 s: the first pass of an
+    aggregation (a subscription's, a one-off sow's) counts each projected field's argument too."""
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 20_000)
+    heavy = ["/side"] + [
+        f"MAX(/qty * /order + /qty * {n} - /order * /qty / 3 + ABS(/qty - {n})) AS /f{n}" for n in range(63)
+    ]
+    light = ["/side", "SUM(/qty) AS /qty", "MIN(/qty) AS /low", "MAX(/qty) AS /high", "COUNT(*) AS /n"]
+    for cid, command in enumerate(["sow", "sow_and_subscribe"]):
+        query = {"c": command, "t": "orders", "cid": cid, "grouping": ["/side"]}
+        ack = processed(peer.send({**query, "sub_id": f"h{cid}", "projection": heavy}), cid)
+        assert ack["reason"].startswith("invalid options: projection too costly over 20000 records"), ack
+        ack = processed(
+            peer.send({**query, "sub_id": f"l{cid}", "projection": light, "cid": f"l{cid}"}), f"l{cid}"
+        )
+        assert ack["status"] == "success", ack
+    assert len(h.broker.topics["orders"].derived) == 1, "the refused aggregation was not made"
+    # Its filter alone is charged as a filter pass is (bad filter), before its projection.
+    costly = " OR ".join(["/s LIKE '(a|b)*c'"] * 400)
+    ack = processed(
+        peer.send({"c": "sow", "t": "orders", "cid": "f", "grouping": ["/side"], "filter": costly}), "f"
+    )
+    assert ack["reason"].startswith("bad filter: too costly over 20000 records"), ack
