@@ -29,7 +29,7 @@ from ..filters.functions import EvalContext
 from ..filters.orderby import OrderBy, sowkey_order
 from ..limits import MAX_WINDOW_ROWS
 from ..protocol.commands import Header, Query, Unsubscribe
-from ..session.quota import admit_filter_pass, admit_subscription, admit_window
+from ..session.quota import admit_filter_pass, admit_sorted_pass, admit_subscription, admit_window
 from .acks import ack, processed, received
 from .aggregating import check_kind, groups_for
 from .moving import move, moves
@@ -92,6 +92,8 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
             # One pass of the filter over the topic (a resume reads the history; a window over an
             # order that exists already reads the order).
             admit_filter_pass(pass_filter, len(topic.records))
+            if window is not None or orderby is not None:
+                admit_sorted_pass(pass_filter, orderby, len(topic.records))
     except CommandError:
         if made is not None and not made.topic.subscribers:
             made.release()  # made for this command alone

@@ -5,7 +5,8 @@ command asks for are weighed against that socket's budget, before any of it is d
   work they put on every publish (below).
 - Window orders (``admit_window``): the sorted copies of a topic its live windows keep.
 - One pass of a filter over a topic (``admit_filter_pass``): a snapshot, a delete by filter; and
-  the first pass of an aggregation, its projection counted too (``admit_aggregation_pass``).
+  the first pass of an aggregation, its projection counted too (``admit_aggregation_pass``), and
+  a pass that sorts, its sort keys and sort counted too (``admit_sorted_pass``).
 - Transactions (``TransactionWork``): the work of a ``tx``'s one step, counted before it is done.
 
 A subscription whose filter has an index term (``/id = 5``, ``/sym IN (...)``) is evaluated only
@@ -22,16 +23,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BAD_FILTER, BAD_MESSAGE, INVALID_OPTIONS, CommandError, FilterError
+from ..errors import BAD_FILTER, BAD_MESSAGE, INVALID_OPTIONS, INVALID_ORDER_BY, CommandError, FilterError
 from ..filters import Filter, compile_filter
 from ..limits import (
     AGGREGATE_UNITS,
     COMMAND_FILTER_WORK,
+    ORDER_TERM_UNITS,
     PUBLISH_UNITS,
     RECORD_UNITS,
     SOCKET_FILTER_BUDGET,
     SOCKET_ORDER_RECORDS,
     SOCKET_ORDERS,
+    SORT_UNITS,
     TX_WORK_BUDGET,
 )
 from ..protocol.commands import Publish, Query, SowDelete
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
     from ..aggregate.parse import Spec
     from ..fanout.subscription import Subscription
     from ..fanout.topic import Topic
+    from ..filters.orderby import OrderBy
     from ..records.version import RecordVersion
     from .session import Session
 
@@ -89,6 +93,24 @@ def admit_filter_pass(text: str | None, records: int) -> None:
             f"too costly over {records} records: {cost} units a record, at most "
             f"{COMMAND_FILTER_WORK} units in one pass; make it cheaper (fewer regular expressions "
             "or functions)",
+        )
+
+
+def admit_sorted_pass(text: str | None, orderby: OrderBy | None, records: int) -> None:
+    """Refuse (``invalid order by``) a pass that also sorts what it selects (a window's new order,
+    a snapshot with ``orderby``) when the filter and the sort are more work than
+    ``COMMAND_FILTER_WORK``: each record's sort key reads every term, then the sort compares the
+    keys (``SORT_UNITS`` and ``ORDER_TERM_UNITS`` a term). Without this, an order of 16 terms over
+    a million records was one step of tens of seconds whose filter cost nothing."""
+    compiled = _compiled(text)
+    terms = len(orderby.terms) if orderby is not None else 0
+    per_record = (compiled.cost if compiled is not None else 0) + SORT_UNITS + ORDER_TERM_UNITS * terms
+    if per_record * records > COMMAND_FILTER_WORK:
+        raise CommandError(
+            INVALID_ORDER_BY,
+            f"too costly to sort over {records} records: {per_record} units a record with the "
+            f"filter, at most {COMMAND_FILTER_WORK} units in one pass; sort by fewer fields or "
+            "filter cheaper",
         )
 
 

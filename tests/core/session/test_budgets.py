@@ -10,12 +10,15 @@ import pytest
 
 from server.core.filters import compile_filter
 from server.core.limits import (
+    COMMAND_FILTER_WORK,
     MAX_ORDERBY_LENGTH,
     MAX_ORDERBY_TERMS,
     MAX_WINDOW_ROWS,
+    ORDER_TERM_UNITS,
     RECORD_UNITS,
     SOCKET_ORDER_RECORDS,
     SOCKET_ORDERS,
+    SORT_UNITS,
     TX_WORK_BUDGET,
 )
 from server.core.session import quota
@@ -209,13 +212,15 @@ def test_a_pass_of_a_costly_filter_over_a_big_topic_is_refused_before_it_runs() 
 
 
 def test_only_a_pass_over_the_topic_is_charged(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Scaled down: 200 records x a filter of cost 7 fit a budget of 1,500, 250 records do not.
-    monkeypatch.setattr(quota, "COMMAND_FILTER_WORK", 1500)
+    # Scaled down: a window sorts what it selects, so 200 records x (a filter of cost 7 and one
+    # sort term) fit a budget of 4,000, 250 records do not.
+    monkeypatch.setattr(quota, "COMMAND_FILTER_WORK", 4000)
     h = Harness(topics=TOPICS)
     peer = h.peer()
     load(peer, 200)
     text = "/qty > 1 AND /order > 0"
-    assert compile_filter(text).cost * 200 <= 1500 < compile_filter(text).cost * 250
+    sorted_cost = compile_filter(text).cost + SORT_UNITS + ORDER_TERM_UNITS
+    assert sorted_cost * 200 <= 4000 < sorted_cost * 250
     first = {
         "c": "sow_and_subscribe",
         "t": "orders",
@@ -231,11 +236,36 @@ def test_only_a_pass_over_the_topic_is_charged(monkeypatch: pytest.MonkeyPatch) 
     assert processed(peer.send(moved), 2)["status"] == "success"
     other = h.peer()
     assert processed(other.send({**first, "cid": 3}), 3)["status"] == "success"
-    # A one-off query, or a window with its own order, is a pass over the topic.
-    ack = processed(peer.send({"c": "sow", "t": "orders", "cid": 4, "filter": text}), 4)
-    assert ack["reason"].startswith("bad filter: too costly over 250 records"), ack
+    # A one-off sorted query, or a window with its own order, is a pass over the topic that sorts.
+    ack = processed(peer.send({"c": "sow", "t": "orders", "cid": 4, "filter": text, "orderby": "/qty"}), 4)
+    assert ack["reason"].startswith("invalid order by: too costly to sort over 250 records"), ack
     ack = processed(peer.send({**first, "cid": 5, "sub_id": "x", "orderby": "/order"}), 5)
-    assert ack["reason"].startswith("bad filter: too costly over 250 records"), ack
+    assert ack["reason"].startswith("invalid order by: too costly to sort over 250 records"), ack
+    # The same query unsorted is the filter's pass alone: it fits.
+    ack = processed(peer.send({"c": "sow", "t": "orders", "cid": 6, "filter": text}), 6)
+    assert ack["status"] == "success", ack
+
+
+def test_an_order_of_many_terms_over_a_big_topic_is_refused_before_it_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """16 sort terms over 200,000 records took 2.6 s to build (every record's key reads every
+    term): at a million, tens of seconds that every socket waited for. Scaled down: 1,000 records
+    and a budget of 30,000 units hold one sort term (11 units a record), not sixteen (56)."""
+    monkeypatch.setattr(quota, "COMMAND_FILTER_WORK", 30_000)
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 1_000)
+    many = ", ".join(f"/f{n}" for n in range(16))
+    assert (SORT_UNITS + ORDER_TERM_UNITS) * 1_000 <= 30_000 < (SORT_UNITS + 16 * ORDER_TERM_UNITS) * 1_000
+    window = {"c": "sow_and_subscribe", "t": "orders", "sub_id": "w", "top_n": 5}
+    ack = processed(peer.send({**window, "orderby": many, "cid": 1}), 1)
+    assert ack["reason"].startswith("invalid order by: too costly to sort over 1000 records: 56 units"), ack
+    ack = processed(peer.send({"c": "sow", "t": "orders", "orderby": many, "cid": 2}), 2)
+    assert ack["reason"].startswith("invalid order by: too costly to sort over 1000 records"), ack
+    assert h.broker.topics["orders"].orders.idle == 0 and not len(h.broker.topics["orders"].orders)
+    assert processed(peer.send({**window, "orderby": "/qty", "cid": 3}), 3)["status"] == "success"
+    assert COMMAND_FILTER_WORK >= (SORT_UNITS + ORDER_TERM_UNITS) * 1_000_000, "one term over a million fits"
 
 
 def test_an_aggregation_is_charged_for_its_projection_as_well_as_its_filter() -> None:
