@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+import pytest
 from playwright.sync_api import Page, expect
 
-from ..integration.server_process import ServerProcess
+from ..integration.server_process import ServerProcess, running
+from .conftest import TOPICS
 from .desk import HELD, body_rows, book, column, eventually, header, shot, url_with, view
 from .feed import publish, publish_many
 
@@ -27,8 +29,18 @@ SCROLL_TO_THE_MIDDLE = """() => {
 }"""
 
 
-def desk_page(page: Page, server: ServerProcess, query: str) -> None:
-    publish_many(server, BOOK)
+@pytest.fixture(scope="module")
+def book_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One server holding the book, for the tests that only read it (their views, sorts, filters
+    and groups are their own page's): the book is published once instead of once a test."""
+    with running(tmp_path_factory.mktemp("book"), TOPICS) as process:
+        publish_many(process, BOOK)
+        yield process
+
+
+def desk_page(page: Page, server: ServerProcess, query: str, publish_book: bool = True) -> None:
+    if publish_book:
+        publish_many(server, BOOK)
     page.set_viewport_size({"width": 1400, "height": 900})
     page.goto(f"{server.http}/?{query}")
     expect(view(page).locator(".rows")).not_to_have_text("0", timeout=20_000)
@@ -49,8 +61,8 @@ def on_screen(page: Page, field: str, check: Callable[[list[str]], bool], timeou
     return found
 
 
-def test_the_first_screen_of_a_large_book_holds_only_a_window(page: Page, server: ServerProcess) -> None:
-    desk_page(page, server, "topic=orders&orderby=/order")
+def test_the_first_screen_of_a_large_book_holds_only_a_window(page: Page, book_server: ServerProcess) -> None:
+    desk_page(page, book_server, "topic=orders&orderby=/order", publish_book=False)
     expect(view(page).locator(".rows")).to_have_text("100,000")
     orders = on_screen(page, "order", lambda texts: texts[0] == "1" and consecutive(texts))
     assert 10 < len(orders) < 60
@@ -79,8 +91,8 @@ def test_the_first_screen_of_a_large_book_holds_only_a_window(page: Page, server
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-def test_sorting_is_the_servers_and_kept_in_the_link(page: Page, server: ServerProcess) -> None:
-    desk_page(page, server, "topic=orders&orderby=/order")
+def test_sorting_is_the_servers_and_kept_in_the_link(page: Page, book_server: ServerProcess) -> None:
+    desk_page(page, book_server, "topic=orders&orderby=/order", publish_book=False)
     on_screen(page, "order", lambda texts: texts[0] == "1")
     qty = header(page, "qty")
     expect(qty).to_have_attribute("aria-sort", "none")
@@ -98,8 +110,8 @@ def test_sorting_is_the_servers_and_kept_in_the_link(page: Page, server: ServerP
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-def test_quick_filters_become_the_views_filter(page: Page, server: ServerProcess) -> None:
-    desk_page(page, server, f"topic=orders&filter={quote('/pnl < 0')}")
+def test_quick_filters_become_the_views_filter(page: Page, book_server: ServerProcess) -> None:
+    desk_page(page, book_server, f"topic=orders&filter={quote('/pnl < 0')}", publish_book=False)
     negative = [r for r in BOOK if r["pnl"] < 0]  # type: ignore[operator]
     expect(view(page).locator(".rows")).to_have_text(f"{len(negative):,}")
     box = header(page, "qty").locator("input.quick")
@@ -144,8 +156,8 @@ def group_sums(records: list[dict[str, object]], field: str) -> dict[object, tup
     return out
 
 
-def test_groups_with_totals_open_two_levels_deep(page: Page, server: ServerProcess) -> None:
-    desk_page(page, server, "topic=orders&group=/desk,/sym&orderby=/qty%20DESC")
+def test_groups_with_totals_open_two_levels_deep(page: Page, book_server: ServerProcess) -> None:
+    desk_page(page, book_server, "topic=orders&group=/desk,/sym&orderby=/qty%20DESC", publish_book=False)
     desks = group_sums(BOOK, "desk")
     groups = view(page).locator("regular-table tbody tr.group-row")
     expect(groups).to_have_count(4, timeout=20_000)  # the server groups 100,000 records first

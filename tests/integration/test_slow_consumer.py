@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import urllib.request
 
 import pytest
@@ -120,9 +121,15 @@ async def test_background_conflation_conflates_a_stalled_queue_before_it_fills(
             ]
         )
     await publisher.request({"c": "flush", "cid": "f"})
-    await asyncio.sleep(1.0)
-    with urllib.request.urlopen(server.http + "/metrics", timeout=5) as response:
-        metrics = response.read().decode()
+    # The background pass runs on its own timer: watched for (on two loaded cores one second was
+    # at times too short), while the stalled socket still reads nothing.
+    deadline = time.monotonic() + 10
+    while True:
+        with urllib.request.urlopen(server.http + "/metrics", timeout=5) as response:
+            metrics = response.read().decode()
+        if "push_background_conflations_total 0.0" not in metrics or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
     assert "push_background_conflations_total 0.0" not in metrics
     latest: dict[object, object] = {}
     for message in await drain_until_quiet(stalled):

@@ -146,8 +146,12 @@ def test_the_demo_pipelines_feed_positions_and_orders(
         while time.time() < deadline and not (sow(server, "positions") and len(sow(server, "orders")) >= 50):
             time.sleep(0.5)
         before = {r["trader"]: r["trades"] for r in sow(server, "positions")}
-        time.sleep(3)
-        after = {r["trader"]: r["trades"] for r in sow(server, "positions")}
+        deadline = time.time() + 30  # until the next micro-batches have traded (0.5 s triggers)
+        while True:
+            after = {r["trader"]: r["trades"] for r in sow(server, "positions")}
+            if sum(after.values()) > sum(before.values()) or time.time() > deadline:
+                break
+            time.sleep(0.5)
     finally:
         for query in queries:
             query.stop()
