@@ -48,7 +48,8 @@ def resumable(
         return snapshot(topic, session, body, subscription, orderby, subscription, fields)
     head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
     net = net_change(topic, subscription, after)
-    send_snapshot(topic, session, body, head, net.versions, partial(net.message, subscription, head), fields)
+    message = partial(net.message, subscription, head)
+    send_snapshot(topic, session, body, head, net.versions, message, fields, subscription)
     return len(net), len(net)
 
 
@@ -71,7 +72,7 @@ def snapshot(
             subscription.remember(version.key, view)
     head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
     message = _record_messages(head, versions, views, reader)
-    send_snapshot(topic, session, body, head, versions, message, end_fields)
+    send_snapshot(topic, session, body, head, versions, message, end_fields, subscription)
     return matches, len(versions)
 
 
@@ -83,15 +84,17 @@ def send_snapshot(
     versions: list[RecordVersion],
     message: Callable[[int], bytes | None],
     end_fields: dict[str, Any] | None,
+    subscription: Subscription | None = None,
 ) -> None:
     """Queue a snapshot (a plain one, or a resume's net change): ``group_begin``, one message
     about each of ``versions`` (``message(index)``, encoded as the socket's writer drains it: the
     snapshot holds the versions, never their bodies), ``group_end``. The stream counts against
-    the socket's queue, and later changes of its records go after it (queue/outbox.py)."""
+    the socket's queue, and later changes of its records go after it (queue/outbox.py); so do
+    ``subscription``'s later changes of any record, as the snapshot is its whole view."""
     session.send(wire.group_begin(body.query_id))
     stream = _encode_snapshot(len(versions), message, body.batch_size)
     records = SnapshotRecords(topic.name, versions)
-    session.send_stream(stream, len(versions), estimated_size(head, versions), records)
+    session.send_stream(stream, len(versions), estimated_size(head, versions), records, subscription)
     session.send(wire.group_end(body.query_id, len(versions), **(end_fields or {})))
 
 

@@ -17,14 +17,14 @@ the writer takes it:
 So there is at most one queued message per record and view. A change of a record joins the
 record's newest queued entry, in its place (mode ``replace``), or a new entry at the end (mode
 ``append``; and whenever a subscription new to the record is among its receivers, whose first
-message must not pass its own subscribe ack or snapshot; and when a snapshot of the record was
-queued after the newest entry). The nets of the change's receivers move into that entry from
-older ones; the nets of other subscriptions stay where they are (one unsubscribed since must not
-move past its unsubscribe ack). So a socket is never sent an older state of a record after a
-newer one, and each subscription's messages keep their order. Subscriptions of one socket whose
-messages come out byte-identical share one message (``sids``). Every body comes from the
-subscriptions' one renderer (``full_body``, ``composite_body``), so select lists,
-``no_sowkey``, ``timestamp`` and bookmarks always apply.
+message must not pass its own subscribe ack or snapshot; and when a snapshot of the record, or
+of a whole view that gets the change, was queued after the newest entry). The nets of the
+change's receivers move into that entry from older ones; the nets of other subscriptions stay
+where they are (one unsubscribed since must not move past its unsubscribe ack). So a socket is
+never sent an older state of a record after a newer one, and each subscription's messages keep
+their order. Subscriptions of one socket whose messages come out byte-identical share one message
+(``sids``). Every body comes from the subscriptions' one renderer (``full_body``,
+``composite_body``), so select lists, ``no_sowkey``, ``timestamp`` and bookmarks always apply.
 
 When the topic's ``conflation_merge`` makes a message send another state than the newest (the
 older kept, or a merged record), that is what the client will hold: the subscription's ``held``

@@ -44,17 +44,23 @@ class QueuedRecords:
         self.replaced.clear()
         return QueuedRecords(self.replaced)
 
-    def passed(self, records: Iterable[Record]) -> None:
+    def passed(self, records: Iterable[Record], whole: Reader | None = None) -> None:
         """A snapshot or a transaction sending ``records`` is queued: later changes of them must
         go after it, in new entries, and never fold into a message queued ahead of it. (Folded
         into one, they would send the block's older state after the newer one; or move that
-        message, an insert, behind the block's deltas about the record.)"""
+        message, an insert, behind the block's deltas about the record.)
+
+        ``whole``: the subscription the snapshot is the whole view of (a ``replace``'s, a
+        viewport's move). Its client rebuilds the view from the snapshot alone and drops every
+        record the snapshot does not name, so none of the subscription's queued messages, about
+        any record, may take a later change either: one folded into an OOF queued before the
+        snapshot would bring its record back before the snapshot, which then drops it."""
         nets, latest = self.nets, self.latest
         if nets or latest:
             passed = set(records)
             for record in passed:
                 latest.pop(record, None)
-            for key in [key for key in nets if key[0] in passed]:
+            for key in [key for key in nets if key[0] in passed or key[1] is whole]:
                 del nets[key]  # the messages stay queued where they are; nothing folds into them
 
     def keep(self, entry: RecordEntry) -> None:

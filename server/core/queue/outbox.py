@@ -167,19 +167,22 @@ class Outbox:
         count: int = 0,
         size: int = 0,
         records: Iterable[tuple[str, str]] = (),
+        whole: Reader | None = None,
     ) -> int:
         """Queue a lazy snapshot of ``count`` records, about ``size`` bytes once encoded, that
-        sends ``records`` (topic, key); the number now queued, or 0 when it does not fit. It
-        counts at most half of each bound."""
+        sends ``records`` (topic, key) and is the whole view of subscription ``whole`` (if
+        any); the number now queued, or 0 when it does not fit. It counts at most half of each
+        bound."""
         if self.max_messages <= 0:
             return 0  # closed
         counted = min(count, self.max_messages // 2)
         unit = -(-min(size, self.max_bytes // 2) // counted) if counted else 0
         if counted and not self._fits(counted * unit, counted):
             return 0
-        self._queued.passed(records)
+        self._queued.passed(records, whole)
+        stream = SnapshotStream(messages, counted, unit, records, whole)
         # At least 1: an empty snapshot is queued too (and the writer must wake for it).
-        return max(1, self._add(SnapshotStream(messages, counted, unit, records), counted * unit, counted))
+        return max(1, self._add(stream, counted * unit, counted))
 
     def _merging(self, delivery: Delivery) -> bool:
         policy = delivery.policy.conflation
@@ -258,7 +261,7 @@ class Outbox:
                     self._queued.passed(kept.records)
                     self._add(kept, kept.counted_size, kept.counted)
             else:
-                self._queued.passed(entry.records)
+                self._queued.passed(entry.records, entry.whole)
                 self._add(entry, entry.size, entry.messages)
         return list(dropped)
 

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import orjson
 
 from ..protocol import wire
 from ..records.version import RecordVersion
+
+if TYPE_CHECKING:
+    from .reader import Reader
 
 log = logging.getLogger("server.core")
 
@@ -21,18 +25,25 @@ UNKNOWN_SIZE = 256  # the estimate of a record that cannot be encoded
 
 class SnapshotStream:
     """A lazy snapshot, and what it still counts against the bounds: ``messages`` records (each
-    ``unit`` bytes), the first to be written; ``records`` are the (topic, key) it sends."""
+    ``unit`` bytes), the first to be written; ``records`` are the (topic, key) it sends;
+    ``whole`` the subscription whose whole view it is, if any (index.py, ``passed``)."""
 
-    __slots__ = ("head", "messages", "records", "source", "unit")
+    __slots__ = ("head", "messages", "records", "source", "unit", "whole")
 
     def __init__(
-        self, source: Iterator[bytes], messages: int, unit: int, records: Iterable[tuple[str, str]]
+        self,
+        source: Iterator[bytes],
+        messages: int,
+        unit: int,
+        records: Iterable[tuple[str, str]],
+        whole: Reader | None = None,
     ) -> None:
         self.source = source
         self.head: bytes | None = None
         self.messages = messages
         self.unit = unit
         self.records = records
+        self.whole = whole
 
     def peek(self) -> bytes | None:
         if self.head is None:

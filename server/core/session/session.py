@@ -222,16 +222,18 @@ class Session:
         count: int = 0,
         size: int = 0,
         records: Iterable[tuple[str, str]] = (),
+        whole: Subscription | None = None,
     ) -> None:
         """Queue a lazy snapshot of ``count`` records (about ``size`` bytes encoded) that sends
-        ``records`` (topic, key): it counts against the queue's bounds like any message, and when
-        it does not fit the same rule applies (write, conflate, close with 4001)."""
+        ``records`` (topic, key), the whole view of subscription ``whole`` (if any): it counts
+        against the queue's bounds like any message, and when it does not fit the same rule
+        applies (write, conflate, close with 4001)."""
         if self.close_code is None:
             self._end_run()
             outbox = self.outbox
 
             def retry() -> int:
-                return outbox.push_stream(stream, count, size, records)
+                return outbox.push_stream(stream, count, size, records, whole)
 
             idle = not outbox  # the writer sleeps: a stream of several messages must wake it too
             self._settle(retry(), retry, None)

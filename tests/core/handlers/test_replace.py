@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonpatch
+import orjson
 import pytest
 
 from ..harness import Harness, Peer, of_type
@@ -74,3 +75,24 @@ def test_replace_keeps_the_topic(h: Harness) -> None:
     )
     feed.send(publish(1))
     assert [m["data"]["order"] for m in of_type(peer.take(), "p")] == [1]
+
+
+def test_a_change_after_the_snapshot_of_a_replace_is_sent_after_it() -> None:
+    """A snapshot is the whole view: the client drops every record of the sub_id it held that the
+    snapshot does not name (docs/protocol.md, Viewports). A change queued after a replace's
+    snapshot must therefore be written after it, even one of a record the snapshot does not hold
+    whose OOF, queued by the replace before the snapshot, is still waiting (the socket does not
+    read, and an ``always`` topic folds every change of a record into its queued entry)."""
+    h = Harness(topics=[{"name": "always", "key": ["/id"], "conflation": "always"}])
+    feed, peer = h.peer(), h.peer()
+    subscribe_to = {"t": "always", "sub_id": "s", "o": "oof"}
+    peer.send({"c": "sow_and_delta_subscribe", **subscribe_to, "filter": "/x < 5"})
+    feed.send({"c": "publish", "t": "always", "data": {"id": 1, "x": 1}})
+    assert [m["c"] for m in peer.take()] == ["p"]
+    # The new filter drops record 1 (an OOF), and the snapshot is empty: no record has x > 6.
+    replace = {"c": "sow_and_delta_subscribe", **subscribe_to, "filter": "/x > 6", "o": "oof,replace"}
+    h.engine.receive(peer.session, orjson.dumps(replace))  # not read: the client is stalled
+    feed.send({"c": "publish", "t": "always", "data": {"id": 1, "x": 9}})  # it enters the new view
+    out = peer.take()
+    assert [m["c"] for m in out] == ["oof", "group_begin", "group_end", "p"]
+    assert out[-1]["data"] == {"id": 1, "x": 9}
