@@ -13,33 +13,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import CommandError, ConfigError, FilterError
-from ..filters import compile_filter, parse_orderby
-from ..limits import MAX_KEPT_ORDERS
-from ..protocol.durations import parse_duration
-from ..records.keys import KeySpec
-from .functions import check_function
+from ..errors import ConfigError, FilterError
+from ..filters import compile_filter
+from .reading import duration, no_unknown, table_of, typed
 from .server_names import server_names_setting
+from .topics import TopicConfig, parse_topic
 
-CONFLATION_POLICIES = ("off", "conflate", "always", "unsubscribe")
-CONFLATION_MODES = ("replace", "append")
-
-
-@dataclass(frozen=True, slots=True)
-class TopicConfig:
-    name: str
-    key: tuple[str, ...]
-    durable: bool = False
-    expiration_s: float | None = None
-    conflation: str = "conflate"
-    conflation_mode: str = "replace"
-    conflation_merge: str | None = None
-    conflation_match: str | None = None
-    orders: tuple[str, ...] = ()  # orderby texts kept from the start ("": the key order)
-
-    @property
-    def key_spec(self) -> KeySpec:
-        return KeySpec.parse(list(self.key))
+# The configuration's types, the topic's from topics.py among them: importers take them all from here.
+__all__ = [
+    "ClusterSettings",
+    "Config",
+    "ServerSettings",
+    "TopicConfig",
+    "UserConfig",
+    "load_config",
+    "parse_config",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +128,13 @@ def load_config(path: str | Path) -> Config:
 
 
 def parse_config(document: dict[str, Any]) -> Config:
-    _no_unknown(document, {"server", "topic", "auth", "cluster"}, "")
-    server = _parse_server(_table(document.get("server", {}), "server"))
+    no_unknown(document, {"server", "topic", "auth", "cluster"}, "")
+    server = _parse_server(table_of(document.get("server", {}), "server"))
     topics_raw = document.get("topic", [])
     if not isinstance(topics_raw, list):
         raise ConfigError("topic: expected an array of tables ([[topic]])")
     topics = tuple(
-        _parse_topic(_table(raw, f"topic[{i}]"), f"topic[{i}]") for i, raw in enumerate(topics_raw)
+        parse_topic(table_of(raw, f"topic[{i}]"), f"topic[{i}]") for i, raw in enumerate(topics_raw)
     )
     seen: set[str] = set()
     for topic in topics:
@@ -154,54 +143,28 @@ def parse_config(document: dict[str, Any]) -> Config:
         seen.add(topic.name)
     users = None
     if "auth" in document:
-        users = _parse_auth(_table(document["auth"], "auth"))
+        users = _parse_auth(table_of(document["auth"], "auth"))
     cluster = None
     if "cluster" in document:
-        cluster = _parse_cluster(_table(document["cluster"], "cluster"))
+        cluster = _parse_cluster(table_of(document["cluster"], "cluster"))
     return Config(server, topics, users, cluster)
 
 
 def _parse_cluster(table: dict[str, Any]) -> ClusterSettings:
-    _no_unknown(table, {"redis_url", "name", "retention", "snapshot_interval"}, "cluster")
-    url = _typed(table, "redis_url", str, "cluster", None)
+    no_unknown(table, {"redis_url", "name", "retention", "snapshot_interval"}, "cluster")
+    url = typed(table, "redis_url", str, "cluster", None)
     if not url or not url.startswith(("redis://", "rediss://", "unix://")):
         raise ConfigError(f"cluster.redis_url: expected a URL like redis://127.0.0.1:6379/0, got {url!r}")
-    name = _typed(table, "name", str, "cluster", "sowpush")
+    name = typed(table, "name", str, "cluster", "sowpush")
     if not name or any(c in name for c in "{}: "):
         raise ConfigError(f"cluster.name: expected a word without braces, colons or spaces, got {name!r}")
     defaults = ClusterSettings(url)
     return ClusterSettings(
         url,
         name,
-        _duration(table, "retention", defaults.retention_s, "cluster"),
-        _duration(table, "snapshot_interval", defaults.snapshot_interval_s, "cluster"),
+        duration(table, "retention", defaults.retention_s, "cluster"),
+        duration(table, "snapshot_interval", defaults.snapshot_interval_s, "cluster"),
     )
-
-
-def _table(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}: expected a table")
-    return value
-
-
-def _no_unknown(table: dict[str, Any], known: set[str], where: str) -> None:
-    for name in table:
-        if name not in known:
-            prefix = f"{where}." if where else ""
-            raise ConfigError(f"{prefix}{name}: unknown key")
-
-
-def _typed(table: dict[str, Any], name: str, kind: type | tuple[type, ...], where: str, default: Any) -> Any:
-    if name not in table:
-        return default
-    value = table[name]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
-        value = None  # TOML true is not a number here
-    if not isinstance(value, kinds):
-        names = " or ".join(k.__name__ for k in kinds)
-        raise ConfigError(f"{where}.{name}: expected {names}, got {table[name]!r}")
-    return value
 
 
 def _positive(value: int, name: str) -> int:
@@ -218,156 +181,63 @@ def _parse_server(table: dict[str, Any]) -> ServerSettings:
         "resume_history_s": "resume_history",
     }
     known = (set(ServerSettings.__dataclass_fields__) - set(renamed)) | set(renamed.values())
-    _no_unknown(table, known, "server")
-    retention_s = _duration(table, "log_retention", defaults.log_retention_s)
-    hidden_interval_s = _duration(table, "hidden_interval", defaults.hidden_interval_s)
+    no_unknown(table, known, "server")
+    retention_s = duration(table, "log_retention", defaults.log_retention_s)
+    hidden_interval_s = duration(table, "hidden_interval", defaults.hidden_interval_s)
     origins = table.get("allowed_origins", [])
     if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
         raise ConfigError(
             'server.allowed_origins: expected a list of origins like ["https://desk.example.com"]'
         )
-    port = _typed(table, "port", int, "server", defaults.port)
+    port = typed(table, "port", int, "server", defaults.port)
     if not 0 <= port <= 65535:
         raise ConfigError(f"server.port: must be 0 to 65535, got {port}")
-    heartbeat = _typed(table, "heartbeat_s", (int, float), "server", defaults.heartbeat_s)
+    heartbeat = typed(table, "heartbeat_s", (int, float), "server", defaults.heartbeat_s)
     if heartbeat <= 0:
         raise ConfigError(f"server.heartbeat_s: must be positive, got {heartbeat}")
     return ServerSettings(
-        host=_typed(table, "host", str, "server", defaults.host),
+        host=typed(table, "host", str, "server", defaults.host),
         port=port,
-        data_dir=_typed(table, "data_dir", str, "server", defaults.data_dir),
+        data_dir=typed(table, "data_dir", str, "server", defaults.data_dir),
         queue_max_bytes=_positive(
-            _typed(table, "queue_max_bytes", int, "server", defaults.queue_max_bytes), "queue_max_bytes"
+            typed(table, "queue_max_bytes", int, "server", defaults.queue_max_bytes), "queue_max_bytes"
         ),
         queue_max_messages=_positive(
-            _typed(table, "queue_max_messages", int, "server", defaults.queue_max_messages),
+            typed(table, "queue_max_messages", int, "server", defaults.queue_max_messages),
             "queue_max_messages",
         ),
         max_message_bytes=_positive(
-            _typed(table, "max_message_bytes", int, "server", defaults.max_message_bytes), "max_message_bytes"
+            typed(table, "max_message_bytes", int, "server", defaults.max_message_bytes), "max_message_bytes"
         ),
         heartbeat_s=float(heartbeat),
-        binary_frames=_typed(table, "binary_frames", bool, "server", defaults.binary_frames),
-        websocket_deflate=_typed(table, "websocket_deflate", bool, "server", defaults.websocket_deflate),
+        binary_frames=typed(table, "binary_frames", bool, "server", defaults.binary_frames),
+        websocket_deflate=typed(table, "websocket_deflate", bool, "server", defaults.websocket_deflate),
         log_retention_s=retention_s,
         log_retention_bytes=_positive(
-            _typed(table, "log_retention_bytes", int, "server", defaults.log_retention_bytes),
+            typed(table, "log_retention_bytes", int, "server", defaults.log_retention_bytes),
             "log_retention_bytes",
         ),
-        recover_damaged_log=_typed(
-            table, "recover_damaged_log", bool, "server", defaults.recover_damaged_log
-        ),
+        recover_damaged_log=typed(table, "recover_damaged_log", bool, "server", defaults.recover_damaged_log),
         allowed_origins=tuple(origin.rstrip("/") for origin in origins),
         server_names=server_names_setting(table.get("server_names", [])),
         max_subscriptions=_positive(
-            _typed(table, "max_subscriptions", int, "server", defaults.max_subscriptions), "max_subscriptions"
+            typed(table, "max_subscriptions", int, "server", defaults.max_subscriptions), "max_subscriptions"
         ),
         hidden_interval_s=hidden_interval_s,
-        resume_history_s=_duration(table, "resume_history", defaults.resume_history_s),
+        resume_history_s=duration(table, "resume_history", defaults.resume_history_s),
         resume_history_changes=_positive(
-            _typed(table, "resume_history_changes", int, "server", defaults.resume_history_changes),
+            typed(table, "resume_history_changes", int, "server", defaults.resume_history_changes),
             "resume_history_changes",
         ),
         resume_history_bytes=_positive(
-            _typed(table, "resume_history_bytes", int, "server", defaults.resume_history_bytes),
+            typed(table, "resume_history_bytes", int, "server", defaults.resume_history_bytes),
             "resume_history_bytes",
         ),
-        metrics_token=_typed(table, "metrics_token", str, "server", None) or None,
-        background_conflation=_typed(
+        metrics_token=typed(table, "metrics_token", str, "server", None) or None,
+        background_conflation=typed(
             table, "background_conflation", bool, "server", defaults.background_conflation
         ),
     )
-
-
-def _duration(table: dict[str, Any], name: str, default: float, where: str = "server") -> float:
-    text = _typed(table, name, str, where, None)
-    if text is None:
-        return default
-    try:
-        return parse_duration(text)
-    except ValueError as error:
-        raise ConfigError(f"{where}.{name}: {error}") from None
-
-
-def _parse_topic(table: dict[str, Any], where: str) -> TopicConfig:
-    known = {
-        "name",
-        "key",
-        "durable",
-        "expiration",
-        "conflation",
-        "conflation_mode",
-        "conflation_merge",
-        "conflation_match",
-        "orders",
-    }
-    _no_unknown(table, known, where)
-    name = _typed(table, "name", str, where, None)
-    if not name:
-        raise ConfigError(f"{where}.name: a topic needs a name")
-    where = f"topic {name!r}"
-    if "key" not in table:
-        raise ConfigError(f'{where}.key: a topic needs key paths, for example key = ["/id"]')
-    key = table["key"]
-    if isinstance(key, str):
-        key = [key]
-    if not isinstance(key, list) or not key or not all(isinstance(k, str) for k in key):
-        raise ConfigError(f'{where}.key: expected a list of paths like ["/id"]')
-    try:
-        KeySpec.parse(key)
-    except ValueError as error:
-        raise ConfigError(f"{where}.key: {error}") from None
-    expiration = _typed(table, "expiration", str, where, None)
-    expiration_s = None
-    if expiration is not None:
-        try:
-            expiration_s = parse_duration(expiration)
-        except ValueError as error:
-            raise ConfigError(f"{where}.expiration: {error}") from None
-    conflation = _typed(table, "conflation", str, where, "conflate")
-    if conflation not in CONFLATION_POLICIES:
-        raise ConfigError(
-            f"{where}.conflation: expected one of {', '.join(CONFLATION_POLICIES)}, got {conflation!r}"
-        )
-    mode = _typed(table, "conflation_mode", str, where, "replace")
-    if mode not in CONFLATION_MODES:
-        raise ConfigError(f"{where}.conflation_mode: expected replace or append, got {mode!r}")
-    merge = _typed(table, "conflation_merge", str, where, None)
-    if merge is not None:
-        check_function(merge, f"{where}.conflation_merge")
-    matcher = _typed(table, "conflation_match", str, where, None)
-    if matcher is not None:
-        check_function(matcher, f"{where}.conflation_match")
-    return TopicConfig(
-        name=name,
-        key=tuple(key),
-        orders=_orders(table, where),
-        durable=_typed(table, "durable", bool, where, False),
-        expiration_s=expiration_s,
-        conflation=conflation,
-        conflation_mode=mode,
-        conflation_merge=merge,
-        conflation_match=matcher,
-    )
-
-
-def _orders(table: dict[str, Any], where: str) -> tuple[str, ...]:
-    """A topic's kept orders: ``orderby`` texts, each parsed now so a typo stops the start."""
-    orders = table.get("orders", [])
-    if not isinstance(orders, list) or not all(isinstance(text, str) for text in orders):
-        raise ConfigError(f'{where}.orders: expected a list of orderby texts like ["/qty DESC"]')
-    parsed = set()
-    for text in orders:
-        try:
-            order = parse_orderby(text) if text.strip() else None
-        except CommandError as error:
-            raise ConfigError(f"{where}.orders: {text!r}: {error.detail}") from None
-        if order in parsed:
-            raise ConfigError(f"{where}.orders: {text!r} names an order named before")
-        parsed.add(order)
-    if len(orders) > MAX_KEPT_ORDERS:
-        raise ConfigError(f"{where}.orders: at most {MAX_KEPT_ORDERS} (each costs the changes of its fields)")
-    return tuple(orders)
 
 
 def _string_list(table: dict[str, Any], name: str, where: str) -> tuple[str, ...]:
@@ -378,23 +248,23 @@ def _string_list(table: dict[str, Any], name: str, where: str) -> tuple[str, ...
 
 
 def _parse_auth(table: dict[str, Any]) -> dict[str, UserConfig]:
-    _no_unknown(table, {"user"}, "auth")
+    no_unknown(table, {"user"}, "auth")
     raw_users = table.get("user", [])
     if not isinstance(raw_users, list):
         raise ConfigError("auth.user: expected an array of tables ([[auth.user]])")
     users: dict[str, UserConfig] = {}
     for index, raw in enumerate(raw_users):
         where = f"auth.user[{index}]"
-        entry = _table(raw, where)
-        _no_unknown(entry, {"user_id", "password", "password_sha256", "read", "write", "filter"}, where)
-        user_id = _typed(entry, "user_id", str, where, None)
+        entry = table_of(raw, where)
+        no_unknown(entry, {"user_id", "password", "password_sha256", "read", "write", "filter"}, where)
+        user_id = typed(entry, "user_id", str, where, None)
         if not user_id:
             raise ConfigError(f"{where}.user_id: every user needs a user_id")
-        password = _typed(entry, "password", str, where, None)
-        digest = _typed(entry, "password_sha256", str, where, None)
+        password = typed(entry, "password", str, where, None)
+        digest = typed(entry, "password_sha256", str, where, None)
         if (password is None) == (digest is None):
             raise ConfigError(f"{where}: give exactly one of password and password_sha256")
-        filters = _table(entry.get("filter", {}), f"{where}.filter")
+        filters = table_of(entry.get("filter", {}), f"{where}.filter")
         for topic, text in filters.items():
             if not isinstance(text, str):
                 raise ConfigError(f"{where}.filter.{topic}: expected a filter string")
