@@ -57,6 +57,12 @@ IDLE_ORDER_RECORDS = 2_000_000
 # about 140 bytes a record.
 MAX_KEPT_ORDERS = 8
 
+# Aggregations over one grouping of the same records share one group table (aggregate/view.py):
+# every change of the source reads each of its inputs (the union of their projections'), about
+# 0.1-0.3 us each. Past this many, a new projection gets a table of its own instead of making
+# every change cost the others more.
+MAX_SHARED_GROUP_INPUTS = 128
+
 # The filter work one command may do in one pass over a topic (a snapshot, a new window's order,
 # a delete by filter): records x the filter's estimated cost (filters/cost.py, about 100-220 ns a
 # unit; a regular expression is 100 or more). It is one step that other sockets wait for (a pass is

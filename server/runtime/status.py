@@ -16,7 +16,7 @@ import time
 from collections import deque
 from typing import Any
 
-from ..core.aggregate.view import Aggregation
+from ..core.aggregate.view import Aggregation, aggregations_of
 from ..core.fanout.topic import Topic
 from ..core.queue.latency import Histogram
 from ..core.records.version import format_timestamp
@@ -48,7 +48,7 @@ def with_groups(topics: list[Topic]) -> list[Topic]:
 
 def aggregations(topic: Topic) -> list[Aggregation]:
     """The aggregations ``topic`` feeds (shared by identical aggregated views)."""
-    return [view for view in topic.derived.values() if isinstance(view, Aggregation)]
+    return aggregations_of(topic)
 
 
 def subscriptions(topics: list[Topic]) -> int:

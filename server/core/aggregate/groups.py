@@ -1,14 +1,18 @@
-"""The group table: input records in, group records out (docs/protocol.md, Aggregated views).
+"""The group table: input records in, groups out (docs/protocol.md, Aggregated views).
 
 ``apply`` takes one input record's new state (None: it is no longer an input, deleted, expired or
 no longer passing the filters) and updates the group it left and the group it joined, in
 constant time per aggregate (logarithmic for MIN and MAX). What each record contributed is kept
 with it, so a record that leaves is taken out without reading it again.
 
-Changes are collected, not sent: ``drain`` answers one change per group touched since the last
-drain, from the group's record before the first change to its record now. The aggregation drains
-once when a unit of work (a frame, a transaction) ends, so it changes each group once, however
-many of its records the group holds.
+One table serves every projection over one grouping of the same input records (projection.py
+writes each projection's group records from it): its inputs are the union of theirs, each read
+once per change however many projections use it, and a projection that needs an input the table
+lacks adds it with one pass over the input records (``adopt``).
+
+Changes are collected, not sent: ``drain`` answers the groups touched since the last drain. The
+aggregations drain once when a unit of work (a frame, a transaction) ends, so they change each
+group once, however many of its records the group holds.
 
 A group's key is derived from its grouping values alone, canonically and hashed as a SowKey is
 (records/keys.py): the same on every node and after a restart.
@@ -17,16 +21,17 @@ A group's key is derived from its grouping values alone, canonically and hashed 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import orjson
 
 from ..filters.functions import EvalContext
-from ..records.paths import MISSING, PathSteps, get_path, set_path
+from ..records.paths import MISSING, PathSteps, get_path
 from .functions import FAMILY, Accumulator, Count, Distinct, Extreme, Sum
-from .parse import Spec
+from .parse import Field, Spec
 from .readers import Reader, aggregate_reader, plain_reader
 
 MATCH = "match"
@@ -61,67 +66,64 @@ def group_key(values: tuple[Any, ...]) -> str:
 class Group:
     key: str
     accumulators: list[Accumulator]
-    # record key -> what it contributed (one item per input: _Inputs), in order of last change
+    # record key -> what it contributed (one item per input of the table), in order of last change
     members: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    seq: int = 0  # the last change that touched it: the version of its records
+    timestamp: float = 0.0
 
 
-@dataclass(slots=True)  # not frozen: one is made per group written, and frozen costs 1 us more
-class GroupChange:
+@dataclass(slots=True)
+class Touched:
+    """A group touched since the last drain: whether it existed before, how its last record left
+    (when it is gone), and the change that last touched it."""
+
     key: str
-    new: bool  # the group did not exist before the changes drained
-    after: dict[str, Any] | None  # now (None: its last record left)
-    gone: str  # why it went, when it went: match, deleted or expired
+    existed: bool
+    gone: str
     seq: int
     timestamp: float
 
 
-_COUNT_ALL = -1  # COUNT(*): the group's members, counted by the group itself
+# Where a projected field's value comes from (projection.py): its top-level name (None: a deeper
+# path), its path, its kind (plain: an input's value in the latest record; all: COUNT(*); of: an
+# accumulator's ``of`` the argument; result: the accumulator's result), the input or accumulator
+# slot, and the argument of ``of`` (SUM, AVG and the deviations by name, MIN or MAX by ``least``).
+Output = tuple[str | None, PathSteps, str, int, Any]
+
+COUNT_ALL = -1  # COUNT(*): the group's members, counted by the group itself
 _CACHED_KEYS = 1 << 16  # group keys remembered by grouping values, at most
 
 
+def _stddev_shares(spec: Spec) -> set[tuple[str, str]]:
+    """The (family, argument) of ``spec``'s deviations: their sums keep squares too."""
+    return {
+        (FAMILY[f.function], f.argument.text)
+        for f in spec.fields
+        if f.function is not None and f.function.startswith("STDDEV") and f.argument is not None
+    }
+
+
+def _plain_input(f: Field) -> tuple[Any, ...]:
+    """What a plain field's reader reads: fields with equal ones share one input."""
+    text = f.argument.text if f.argument is not None else None
+    return ("plain", f.path, text, f.group_index is not None)
+
+
 class GroupTable:
-    def __init__(self, spec: Spec, ctx: EvalContext) -> None:
-        self.spec = spec
+    def __init__(self, grouping: tuple[PathSteps, ...], ctx: EvalContext) -> None:
+        self.grouping = grouping
         self.ctx = ctx
         self.groups: dict[str, Group] = {}
         self._where: dict[str, str] = {}  # input record key -> its group's key
         # What a record contributes: one value per input (a plain field's, or an accumulator's
-        # prepared value). Inputs shared: one per family and argument.
+        # prepared value), by what it reads.
         self._readers: list[Reader] = []
-        self._accumulated: list[tuple[int, str, bool]] = []  # (input, family, any STDDEV)
-        inputs: dict[tuple[str, str], int] = {}
-        # How each field's value is found, as the group's record is written (record): a
-        # top-level field's name (None: a deeper path), its path, its kind (plain; all: COUNT(*);
-        # of: the accumulator's ``of`` the argument; result), the input or accumulator slot, and
-        # the argument of ``of`` (SUM, AVG and the deviations by name, MIN or MAX by ``least``).
-        self._outputs: list[tuple[str | None, PathSteps, str, int, Any]] = []
-        for f in spec.fields:
-            output = f.output
-            name = output[0] if len(output) == 1 and isinstance(output[0], str) else None
-            if f.function is None:
-                self._outputs.append((name, output, "plain", len(self._readers), None))
-                self._readers.append(plain_reader(f, ctx))
-            elif f.argument is None:
-                self._outputs.append((name, output, "all", _COUNT_ALL, None))
-            else:
-                family = FAMILY[f.function]
-                share = (family, f.argument.text)
-                slot = inputs.get(share)
-                if slot is None:
-                    slot = inputs[share] = len(self._accumulated)
-                    self._accumulated.append((len(self._readers), family, False))
-                    self._readers.append(aggregate_reader(family, f.argument, ctx))
-                if f.function.startswith("STDDEV"):
-                    index, _, _ = self._accumulated[slot]
-                    self._accumulated[slot] = (index, family, True)
-                if family == "sum":
-                    self._outputs.append((name, output, "of", slot, f.function))
-                elif family == "extreme":
-                    self._outputs.append((name, output, "of", slot, f.function == "MIN"))
-                else:
-                    self._outputs.append((name, output, "result", slot, None))
-        self._slots = [(index, slot) for slot, (index, _, _) in enumerate(self._accumulated)]
-        grouping = spec.grouping
+        self._input_of: dict[tuple[Any, ...], int] = {}
+        # Each group's accumulators: (input, family, whether it keeps squares for STDDEV), and
+        # the newest by (family, argument): one with squares serves SUM too.
+        self._accumulated: list[tuple[int, str, bool]] = []
+        self._accumulator_of: dict[tuple[str, str], int] = {}
+        self._slots: list[tuple[int, int]] = []  # (input, accumulator slot)
         self._group_name = grouping[0][0] if len(grouping) == 1 and len(grouping[0]) == 1 else None
         self._keys: dict[Any, str] = {}  # grouping values -> group key (no booleans: True == 1)
         # Touched since the last drain: group key -> [whether it existed, how its last record
@@ -129,12 +131,123 @@ class GroupTable:
         self._touched: dict[str, list[Any]] = {}
         self._last = (0, 0.0)  # the latest change applied
 
-    def __len__(self) -> int:
-        return len(self.groups)
+    @property
+    def inputs(self) -> int:
+        """How many values each input record contributes (the union of the projections' inputs)."""
+        return len(self._readers)
 
-    def _new_accumulators(self) -> list[Accumulator]:
+    def missing(self, spec: Spec) -> int:
+        """How many inputs and accumulators ``spec`` needs that the table does not keep yet."""
+        stddev = _stddev_shares(spec)
+        needed: set[tuple[Any, ...]] = set()
+        for f in spec.fields:
+            if f.function is None:
+                if _plain_input(f) not in self._input_of:
+                    needed.add(_plain_input(f))
+            elif f.argument is not None:
+                share = (FAMILY[f.function], f.argument.text)
+                slot = self._accumulator_of.get(share)
+                if slot is None or (share in stddev and not self._accumulated[slot][2]):
+                    needed.add(share)
+        return len(needed)
+
+    def adopt(self, spec: Spec, inputs: Iterable[tuple[str, Any]] | None = None) -> list[Output]:
+        """Where each of ``spec``'s fields comes from, the inputs it needs that the table lacks
+        added first: read from ``inputs`` (the input records now, key and data: one pass),
+        which may be None only while the table is empty."""
+        added, new_slots, outputs = self._register(spec)
+        if (added or new_slots) and self._where:
+            assert inputs is not None, "a table that holds records adds inputs by a pass over them"
+            self._extend(added, new_slots, inputs)
+        return outputs
+
+    def _register(self, spec: Spec) -> tuple[list[int], list[int], list[Output]]:
+        """Register ``spec``'s inputs and accumulators: the inputs and accumulator slots added, and
+        its outputs."""
+        added: list[int] = []
+        new_slots: list[int] = []
+        stddev = _stddev_shares(spec)
+
+        def input_of(share: tuple[Any, ...], make: Callable[[], Reader]) -> int:
+            index = self._input_of.get(share)
+            if index is None:
+                index = self._input_of[share] = len(self._readers)
+                self._readers.append(make())
+                added.append(index)
+            return index
+
+        outputs: list[Output] = []
+        for f in spec.fields:
+            output = f.output
+            name = output[0] if len(output) == 1 and isinstance(output[0], str) else None
+            if f.function is None:
+                index = input_of(_plain_input(f), partial(plain_reader, f, self.ctx))
+                outputs.append((name, output, "plain", index, None))
+                continue
+            argument = f.argument
+            if argument is None:
+                outputs.append((name, output, "all", COUNT_ALL, None))
+                continue
+            family = FAMILY[f.function]
+            share = (family, argument.text)
+            squares = share in stddev
+            slot = self._accumulator_of.get(share)
+            if slot is None or (squares and not self._accumulated[slot][2]):
+                index = input_of(share, partial(aggregate_reader, family, argument, self.ctx))
+                slot = self._accumulator_of[share] = len(self._accumulated)
+                self._accumulated.append((index, family, squares))
+                new_slots.append(slot)
+            if family == "sum":
+                outputs.append((name, output, "of", slot, f.function))
+            elif family == "extreme":
+                outputs.append((name, output, "of", slot, f.function == "MIN"))
+            else:
+                outputs.append((name, output, "result", slot, None))
+        if new_slots:
+            self._slots = [(index, slot) for slot, (index, _, _) in enumerate(self._accumulated)]
+        return added, new_slots, outputs
+
+    def _extend(self, added: list[int], new_slots: list[int], inputs: Iterable[tuple[str, Any]]) -> None:
+        """Read the ``added`` inputs of every record the table holds (in one pass over ``inputs``)
+        and fill the accumulators ``new_slots`` of every group from them."""
+        readers = [self._readers[index] for index in added]
+        first = len(self._readers) - len(added)  # inputs are added at the end, in order
+        for group in self.groups.values():
+            group.accumulators.extend(self._new_accumulators(new_slots))
+        where, groups = self._where, self.groups
+        accumulated = self._accumulated
+        plan = [(accumulated[slot][0], slot, accumulated[slot][1] == "extreme") for slot in new_slots]
+        for key, data in inputs:
+            gkey = where.get(key)
+            if gkey is None:
+                continue
+            group = groups[gkey]
+            given = group.members[key][:first] + tuple([read(data) for read in readers])
+            group.members[key] = given  # keeps its place: the order of last change
+            self._accumulate(group, given, plan)
+        for slot in new_slots:
+            if self._accumulated[slot][1] == "extreme":
+                for group in groups.values():
+                    extreme = group.accumulators[slot]
+                    assert isinstance(extreme, Extreme)
+                    extreme.settle()
+
+    @staticmethod
+    def _accumulate(group: Group, given: tuple[Any, ...], plan: list[tuple[int, int, bool]]) -> None:
+        accumulators = group.accumulators
+        for index, slot, gathered in plan:
+            value = given[index]
+            if value is not None:
+                if gathered:
+                    accumulators[slot].gather(value)  # type: ignore[attr-defined]
+                else:
+                    accumulators[slot].add(value)
+
+    def _new_accumulators(self, slots: Iterable[int] | None = None) -> list[Accumulator]:
         out: list[Accumulator] = []
-        for _, family, stddev in self._accumulated:
+        chosen = range(len(self._accumulated)) if slots is None else slots
+        for slot in chosen:
+            _, family, stddev = self._accumulated[slot]
             if family == "sum":
                 out.append(Sum("SUM", stddev))
             elif family == "extreme":
@@ -159,11 +272,7 @@ class GroupTable:
                     found = self._keys[value] = group_key((value,))
                 return found
             return group_key((value,))
-        return group_key(tuple(get_path(data, steps) for steps in self.spec.grouping))
-
-    def contribution(self, data: Any) -> tuple[Any, ...]:
-        """What record ``data`` contributes: one value per input."""
-        return tuple([read(data) for read in self._readers])
+        return group_key(tuple(get_path(data, steps) for steps in self.grouping))
 
     def apply(self, key: str, data: Any | None, seq: int, timestamp: float, gone: str = MATCH) -> None:
         """Input record ``key`` is now ``data`` (None: no longer an input, for the reason
@@ -184,10 +293,11 @@ class GroupTable:
         self._join(now, key, given)
 
     def load(self, records: Iterable[tuple[str, Any, int, float]]) -> None:
-        """The first pass: every input record at once (none is in the table yet); each group's
-        MIN and MAX values gathered unsorted and sorted once, at the end."""
-        where, groups, readers, touched = self._where, self.groups, self._readers, self._touched
-        group_of, new_accumulators = self.group_of, self._new_accumulators
+        """The first pass: every input record at once (none is in the table yet), told to nobody
+        (``drain`` answers none of them); each group's MIN and MAX values gathered unsorted and
+        sorted once, at the end."""
+        where, groups, readers = self._where, self.groups, self._readers
+        group_of, new_accumulators, accumulate = self.group_of, self._new_accumulators, self._accumulate
         assert not groups, "load fills an empty table"
         # (input, slot, whether its values wait for the one sort)
         plan = [
@@ -199,18 +309,10 @@ class GroupTable:
             given = tuple([read(data) for read in readers])
             group = groups.get(gkey)
             if group is None:
-                group = groups[gkey] = Group(gkey, new_accumulators())
-                touched[gkey] = [False, MATCH, seq, timestamp]
-            elif seq >= (mark := touched[gkey])[2]:
-                mark[2], mark[3] = seq, timestamp
-            accumulators = group.accumulators
-            for index, slot, gathered in plan:
-                value = given[index]
-                if value is not None:
-                    if gathered:
-                        accumulators[slot].gather(value)  # type: ignore[attr-defined]
-                    else:
-                        accumulators[slot].add(value)
+                group = groups[gkey] = Group(gkey, new_accumulators(), seq=seq, timestamp=timestamp)
+            elif seq >= group.seq:
+                group.seq, group.timestamp = seq, timestamp
+            accumulate(group, given, plan)
             group.members[key] = given
             where[key] = gkey
         self._last = (seq, timestamp)
@@ -235,6 +337,7 @@ class GroupTable:
         group = self.groups.get(gkey)
         if group is None:
             group = self.groups[gkey] = Group(gkey, self._new_accumulators())
+        group.seq, group.timestamp = self._last
         accumulators = group.accumulators
         for index, slot in self._slots:
             value = given[index]
@@ -247,6 +350,7 @@ class GroupTable:
         """A record that stays in its group: what changed of its contribution is replaced."""
         self._touch(gkey)
         group = self.groups[gkey]
+        group.seq, group.timestamp = self._last
         members = group.members
         before = members.pop(key)
         members[key] = given  # the latest record now
@@ -265,6 +369,7 @@ class GroupTable:
     def _leave(self, gkey: str, key: str, gone: str) -> None:
         touched = self._touch(gkey)
         group = self.groups[gkey]
+        group.seq, group.timestamp = self._last
         given = group.members.pop(key)
         del self._where[key]
         if not group.members:
@@ -277,46 +382,16 @@ class GroupTable:
             if value is not None:
                 accumulators[slot].remove(value)
 
-    def record(self, group: Group) -> dict[str, Any]:
-        """The group's record: its projected fields, in projection order."""
-        out: dict[str, Any] = {}
-        members = group.members
-        latest = next(reversed(members.values()))
-        accumulators = group.accumulators
-        for name, output, kind, slot, argument in self._outputs:
-            if kind == "of":
-                value = accumulators[slot].of(argument)  # type: ignore[attr-defined]
-            elif kind == "plain":
-                # A plain field, grouping fields too, is the latest record's (1 and 1.0 are one group).
-                value = latest[slot]
-                if value is MISSING:
-                    continue
-            elif kind == "all":
-                value = len(members)
-            else:
-                value = accumulators[slot].result()
-            if name is not None:
-                out[name] = value
-            else:
-                set_path(out, output, value)
-        return out
-
-    def drain(self) -> list[GroupChange]:
-        """One change per group touched since the last drain (a group that came and went in
-        between: none), each versioned by the last change that touched it (a transaction's
-        changes share its LSN), in the order of those versions, as a topic's history keeps them
-        (a group first touched earlier goes after one last touched earlier)."""
+    def drain(self) -> list[Touched]:
+        """The groups touched since the last drain (a group that came and went in between is
+        among them, not existing before or now), in the order of the changes that last touched
+        them, as a topic's history keeps them (a group first touched earlier goes after one last
+        touched earlier)."""
         touched, self._touched = self._touched, {}
-        changes: list[GroupChange] = []
-        groups = self.groups
-        for gkey, (existed, gone, seq, timestamp) in sorted(touched.items(), key=_by_seq):
-            group = groups.get(gkey)
-            if group is None:
-                if existed:
-                    changes.append(GroupChange(gkey, False, None, gone, seq, timestamp))
-                continue
-            changes.append(GroupChange(gkey, not existed, self.record(group), gone, seq, timestamp))
-        return changes
+        return [
+            Touched(gkey, existed, gone, seq, timestamp)
+            for gkey, (existed, gone, seq, timestamp) in sorted(touched.items(), key=_by_seq)
+        ]
 
 
 def _by_seq(item: tuple[str, list[Any]]) -> int:

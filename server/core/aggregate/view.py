@@ -8,11 +8,14 @@ so everything the fan-out does for records it does for groups, unchanged: window
 positions, deltas, OOFs, subscription and socket-queue conflation, hidden views, transactions.
 
 Identical aggregations (topic, filter, grouping, projection and the user's entitlement, with the
-user and client name a filter may name) share one: the source topic keeps them by ``share``,
-and the last subscriber's leaving releases it. A change updates the group table at once, and the
-groups it touched are written when the unit of work ends (an inbound frame, a transaction, or
-before a command that reads views: fanout/run.py), so the changes of one frame or one
-transaction change each group once.
+user and client name a filter or the projection may name) share one, and the last subscriber's
+leaving releases it. Aggregations that differ only in their projections share more: one
+``GroupIndex`` per grouping of the same input records (topic, filter, entitlement) holds the
+group table they all write from (groups.py), fed each change once; each aggregation writes its
+own fields (projection.py). A change updates the table at once, and the groups it touched are
+written when the unit of work ends (an inbound frame, a transaction, or before a command that
+reads views: fanout/run.py), so the changes of one frame or one transaction change each group
+once.
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ from ..fanout.tx_frames import TxFrames
 from ..filters import Filter
 from ..filters.entitlement import Entitlement, gate_share
 from ..filters.functions import EvalContext
+from ..limits import MAX_SHARED_GROUP_INPUTS
 from ..records.keys import KeySpec
 from ..records.paths import MISSING, PathSteps
 from ..records.version import RecordVersion
 from ..sow.history import History
 from .groups import MATCH, GroupTable
 from .parse import Spec
+from .projection import GroupChange, Projection
 
 Share = tuple[Any, ...]
 
@@ -44,8 +49,21 @@ class GroupKeys(KeySpec):
         return [(steps, value) for steps, value in super().key_values(record) if value is not MISSING]
 
 
+def _caller(spec: Spec, ctx: EvalContext) -> tuple[str | None, str | None] | None:
+    """The caller, when a projected expression's value depends on it (USER(), CLIENT_NAME())."""
+    reads = any(f.argument is not None and f.argument.reads_caller for f in spec.fields)
+    return (ctx.user, ctx.client_name) if reads else None
+
+
 def share_of(spec: Spec, filters: tuple[Filter, ...], entitlement: Entitlement, ctx: EvalContext) -> Share:
-    return (spec.text, *gate_share(filters, entitlement, ctx))
+    """What identical aggregations share one by."""
+    return (spec.text, *gate_share(filters, entitlement, ctx), _caller(spec, ctx))
+
+
+def index_share(spec: Spec, filters: tuple[Filter, ...], entitlement: Entitlement, ctx: EvalContext) -> Share:
+    """What aggregations share one group table by: the input records and their grouping."""
+    grouping = spec.text[: spec.text.index("],projection=")]
+    return ("groups", grouping, *gate_share(filters, entitlement, ctx), _caller(spec, ctx))
 
 
 class GroupTopic(Topic):
@@ -61,45 +79,34 @@ class GroupTopic(Topic):
         self.orders = WindowOrders()  # the orders the source's configuration keeps sort records
 
 
-class Aggregation:
+class GroupIndex:
+    """The group table of one grouping of a source topic's records through one set of gates,
+    shared by the aggregations over it (``views``, by their share), and fed every change of the
+    source once (a ``Derived`` of the source, fanout/ports.py)."""
+
     def __init__(
         self,
         source: Topic,
         share: Share,
-        spec: Spec,
+        grouping: Spec,
         filters: tuple[Filter, ...],
         entitlement: Entitlement,
         ctx: EvalContext,
         frames: TxFrames,
-        live: bool = True,
-        history: History | None = None,
     ) -> None:
-        """``live``: fed from now on (shared by subscriptions); otherwise a one-shot ``sow``'s
-        groups, computed once and dropped. ``history``: the topic of groups keeps its changes
-        from now on, to resume views from (docs/protocol.md, Resuming a view)."""
         self.source = source
         self.share = share
-        self.spec = spec
-        self.filters = filters
-        self.entitlement = entitlement
-        self.ctx = ctx
         self.frames = frames
-        self.table = GroupTable(spec, ctx)
+        self.table = GroupTable(grouping.grouping, ctx)
+        self.views: dict[Share, Aggregation] = {}
+        self.loaded = False
         self._owed = False  # whether the fan-out run knows it has changes to write (flush)
         # What a record passes to be an input: the user's entitlement, then the filters.
         gate = entitlement.filter
         gates = [(gate, entitlement.ctx)] if gate is not None else []
         self._gates = tuple(gates + [(f, ctx) for f in filters])
-        keys = tuple(f.output for f in spec.fields if f.group_index is not None)
-        self.topic = topic = GroupTopic(source, self, GroupKeys(keys))
-        # The groups of the records there are now, told to nobody: nobody subscribes yet.
-        self.table.load(self._inputs())
-        self._write(told=False)
-        topic.sow.history = history
-        if live:
-            source.derived[share] = self
 
-    def _inputs(self) -> Iterator[tuple[str, Any, int, float]]:
+    def inputs(self) -> Iterator[tuple[str, Any, int, float]]:
         """The source's records that are inputs now, each decoded once (a stored version keeps
         only its encoding, and ``data`` decodes it afresh on each use)."""
         admits = self.admits if self._gates else None
@@ -107,6 +114,18 @@ class Aggregation:
             data = version.data
             if admits is None or admits(data):
                 yield key, data, version.seq, version.timestamp
+
+    def adopt(self, spec: Spec) -> Projection:
+        """``spec``'s projection over the table: the first fills the table (one pass over the
+        source); a later one that needs inputs the table lacks reads them (one pass)."""
+        if self._owed:
+            self.flush()  # the views over it are told what changed before one more joins
+        if not self.loaded:
+            projection = Projection(self.table, spec)
+            self.table.load(self.inputs())
+            self.loaded = True
+            return projection
+        return Projection(self.table, spec, ((key, data) for key, data, _, _ in self.inputs()))
 
     def admits(self, data: Any) -> bool:
         """Whether a record is an input: it passes the filters and the user's entitlement."""
@@ -133,13 +152,91 @@ class Aggregation:
 
     def flush(self) -> None:
         self._owed = False
-        self._write(told=True)
+        touched = self.table.drain()
+        if touched:
+            for view in list(self.views.values()):
+                view.write(view.projection.changes(touched), told=True)
 
-    def _write(self, told: bool) -> None:
+    def release(self, view: Aggregation) -> None:
+        """``view`` no longer uses the table: the last one's leaving drops it."""
+        if self.views.get(view.share) is view:
+            del self.views[view.share]
+        if not self.views and self.source.derived.get(self.share) is self:
+            del self.source.derived[self.share]
+
+
+def _index_for(
+    source: Topic,
+    spec: Spec,
+    filters: tuple[Filter, ...],
+    entitlement: Entitlement,
+    ctx: EvalContext,
+    frames: TxFrames,
+    live: bool,
+) -> GroupIndex:
+    """The group table an aggregation of ``spec`` writes from: the shared one of its grouping and
+    gates while it holds at most MAX_SHARED_GROUP_INPUTS inputs with ``spec``'s (each costs every
+    change of the source a read), else one of its own; a one-shot ``sow`` uses the shared one
+    only when it has every input it needs (it reads, and adds nothing)."""
+    share = index_share(spec, filters, entitlement, ctx)
+    found = source.derived.get(share)
+    if isinstance(found, GroupIndex):
+        missing = found.table.missing(spec)
+        if not live and missing == 0:
+            return found
+        if live and found.table.inputs + missing <= MAX_SHARED_GROUP_INPUTS:
+            return found
+    own_share = (*share, spec.text)
+    found = source.derived.get(own_share) if live else None
+    if isinstance(found, GroupIndex):
+        return found
+    index = GroupIndex(source, share, spec, filters, entitlement, ctx, frames)
+    if live:
+        if share not in source.derived:
+            source.derived[share] = index
+        else:
+            index.share = own_share
+            source.derived[own_share] = index
+    return index
+
+
+class Aggregation:
+    def __init__(
+        self,
+        source: Topic,
+        share: Share,
+        spec: Spec,
+        filters: tuple[Filter, ...],
+        entitlement: Entitlement,
+        ctx: EvalContext,
+        frames: TxFrames,
+        live: bool = True,
+        history: History | None = None,
+    ) -> None:
+        """``live``: fed from now on (shared by subscriptions); otherwise a one-shot ``sow``'s
+        groups, computed once and dropped. ``history``: the topic of groups keeps its changes
+        from now on, to resume views from (docs/protocol.md, Resuming a view)."""
+        self.source = source
+        self.share = share
+        self.spec = spec
+        self.filters = filters
+        self.entitlement = entitlement
+        self.ctx = ctx
+        keys = tuple(f.output for f in spec.fields if f.group_index is not None)
+        self.topic = topic = GroupTopic(source, self, GroupKeys(keys))
+        self.index = index = _index_for(source, spec, filters, entitlement, ctx, frames, live)
+        self.projection = index.adopt(spec)
+        # The groups of the records there are now, told to nobody: nobody subscribes yet.
+        self.write(self.projection.everything(), told=False)
+        topic.sow.history = history
+        if live:
+            index.views[share] = self
+
+    def write(self, changes: list[GroupChange], told: bool) -> None:
         """Store each group change in the topic of groups, and tell its subscribers."""
         topic = self.topic
         sow = topic.sow
-        for change in self.table.drain():
+        for change in changes:
             key = change.key
             if change.after is None:
                 old, _ = sow.remove(key, change.seq, change.timestamp, change.gone)
@@ -156,8 +253,23 @@ class Aggregation:
 
     def release(self) -> None:
         """Its last subscriber left: no longer fed."""
-        if self.source.derived.get(self.share) is self:
-            del self.source.derived[self.share]
+        self.index.release(self)
+
+
+def aggregations_of(source: Topic) -> list[Aggregation]:
+    """The live aggregations ``source`` feeds."""
+    indexes = [index for index in source.derived.values() if isinstance(index, GroupIndex)]
+    return [view for index in indexes for view in index.views.values()]
+
+
+def shared_aggregation(source: Topic, share: Share) -> Aggregation | None:
+    """The live aggregation of ``share`` over ``source``, if there is one."""
+    for index in source.derived.values():
+        if isinstance(index, GroupIndex):
+            found = index.views.get(share)
+            if found is not None:
+                return found
+    return None
 
 
 def aggregation_for(
@@ -169,10 +281,10 @@ def aggregation_for(
     frames: TxFrames,
     history: History | None = None,
 ) -> Aggregation:
-    """The aggregation these subscribers share: the one that exists, or a new one (one pass over
-    the source's records) that keeps ``history``."""
+    """The aggregation these subscribers share: the one that exists, or a new one (reading the
+    source's records unless its group table exists and has every input) that keeps ``history``."""
     share = share_of(spec, filters, entitlement, ctx)
-    found = source.derived.get(share)
-    if isinstance(found, Aggregation):
+    found = shared_aggregation(source, share)
+    if found is not None:
         return found
     return Aggregation(source, share, spec, filters, entitlement, ctx, frames, history=history)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..aggregate.parse import parse_aggregation
-from ..aggregate.view import Aggregation, GroupTopic, share_of
+from ..aggregate.view import Aggregation, GroupTopic, share_of, shared_aggregation
 from ..errors import INVALID_OPTIONS, INVALID_TOPIC, CommandError
 from ..filters import Filter
 from ..filters.entitlement import Entitlement
@@ -68,8 +68,8 @@ def groups_for(
         list(body.projection) if body.projection is not None else None,
     )
     share = share_of(spec, filters, entitlement, ctx)
-    shared = source.derived.get(share)
-    if isinstance(shared, Aggregation):
+    shared = shared_aggregation(source, share)
+    if shared is not None:
         return shared.topic, None
     admit_aggregation_pass(body.filter, spec, len(source.records))  # the groups are made by one pass
     live = body.subscribe

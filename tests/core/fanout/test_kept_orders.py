@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from server.core.aggregate.view import aggregations_of
 from server.core.broker.applying import load
 from server.core.errors import ConfigError
 from server.core.filters import parse_orderby
@@ -181,5 +182,5 @@ def test_a_topic_of_groups_keeps_none_of_its_sources_orders() -> None:
         }
     )
     assert len([m for m in got if m["c"] == "sow"]) == 3
-    (aggregation,) = h.broker.topics["t"].derived.values()
+    (aggregation,) = aggregations_of(h.broker.topics["t"])
     assert len(aggregation.topic.orders) == 0

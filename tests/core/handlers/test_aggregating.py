@@ -6,6 +6,8 @@ from typing import Any
 
 import jsonpatch
 
+from server.core.aggregate.view import aggregations_of
+
 from ..harness import Harness, Peer, acks, of_type
 
 GROUPS = "grouping=[/desk],projection=[/desk,SUM(/qty) AS /qty,COUNT(*) AS /n]"
@@ -63,9 +65,29 @@ def test_identical_subscriptions_share_one_state_released_with_the_last() -> Non
     one.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "o": GROUPS})
     two.send({"c": "sow_and_subscribe", "t": "orders", "cid": "g", "o": GROUPS})
     topic = h.broker.topics["orders"]
-    assert len(topic.derived) == 1
+    assert len(aggregations_of(topic)) == 1
     one.send({"c": "unsubscribe", "sub_id": "g"})
-    assert len(topic.derived) == 1
+    assert len(aggregations_of(topic)) == 1
+    two.send({"c": "unsubscribe", "sub_id": "g"})
+    assert topic.derived == {}
+
+
+def test_projections_of_one_grouping_share_one_table_and_each_keeps_its_fields() -> None:
+    h = Harness()
+    publisher, one, two = h.peer(), h.peer(), h.peer()
+    _feed(publisher)
+    one.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "g", "o": GROUPS})
+    totals = "grouping=[/desk],projection=[/desk,MAX(/qty) AS /top,SUM(/qty) AS /qty]"
+    two.send({"c": "sow_and_subscribe", "t": "orders", "sub_id": "g", "o": totals})
+    topic = h.broker.topics["orders"]
+    assert len(aggregations_of(topic)) == 2 and len(topic.derived) == 1  # one table
+    publisher.send(_pub(1, desk="a", qty=50))
+    assert _data(one.take()) == {"a": {"desk": "a", "qty": 52, "n": 2}}
+    assert _data(two.take()) == {"a": {"desk": "a", "top": 50, "qty": 52}}
+    one.send({"c": "unsubscribe", "sub_id": "g"})
+    assert len(aggregations_of(topic)) == 1 and len(topic.derived) == 1
+    publisher.send(_pub(2, desk="a", qty=1))
+    assert _data(two.take()) == {"a": {"desk": "a", "top": 50, "qty": 51}}
     two.send({"c": "unsubscribe", "sub_id": "g"})
     assert topic.derived == {}
 
@@ -98,7 +120,7 @@ def test_a_replace_moves_a_window_over_groups_and_a_new_filter_moves_to_another_
         ("oof", "a"),
         ("sow", "b"),
     ]
-    assert len(h.broker.topics["orders"].derived) == 1
+    assert len(aggregations_of(h.broker.topics["orders"])) == 1
     # Filtered: another state; the one left behind is dropped.
     filtered = viewer.send({**base, "cid": 3, "o": "oof,replace", "filter": "/qty > 1"})
     assert [(m["c"], m["data"]) for m in filtered if m["c"] in ("oof", "sow")] == [
@@ -106,7 +128,7 @@ def test_a_replace_moves_a_window_over_groups_and_a_new_filter_moves_to_another_
         ("sow", {"desk": "a", "count": 1}),
         ("sow", {"desk": "b", "count": 1}),
     ]
-    (state,) = h.broker.topics["orders"].derived.values()
+    (state,) = aggregations_of(h.broker.topics["orders"])
     publisher.send(_pub(1, desk="a", qty=7))
     assert of_type(viewer.take(), "p")[0]["data"] == {"desk": "a", "count": 2}
     assert state.topic.subscribers
@@ -215,7 +237,7 @@ def test_a_window_over_groups_moves_as_a_viewport() -> None:
         if m["c"] in ("oof", "sow")
     ]
     assert brief == [("oof", 4, None), ("sow", 3, 1), ("sow", "key", 2), ("sow", 6, 3)]
-    assert len(h.broker.topics["orders"].derived) == 1  # the old aggregation went with its last view
+    assert len(aggregations_of(h.broker.topics["orders"])) == 1  # the old one went with its last view
 
 
 def test_a_transaction_counts_its_groups_once_inside_its_block() -> None:
@@ -243,7 +265,7 @@ def test_changes_of_one_frame_write_each_group_once_with_its_final_state() -> No
     assert [m["data"]["desk"] for m in messages] == ["b", "a"]
     assert _data(messages) == {"a": {"desk": "a", "qty": 30, "n": 2}, "b": {"desk": "b", "qty": 6, "n": 1}}
     source = h.broker.topics["orders"]
-    (view,) = source.derived.values()
+    (view,) = aggregations_of(source)
     groups = {g.data["desk"]: g.seq for g in view.topic.records.values()}  # type: ignore[attr-defined]
     seqs = {v.data["order"]: v.seq for v in source.records.values()}
     assert groups == {"a": seqs[2], "b": seqs[3]}
@@ -273,7 +295,7 @@ def test_a_group_made_and_emptied_in_one_frame_is_not_sent_and_one_emptied_is_an
     assert [m["c"] for m in messages] == ["oof", "p"]
     assert messages[0]["reason"] == "match" and messages[0]["data"] == {"desk": "b", "qty": 5, "n": 1}
     assert _data(messages) == {"a": {"desk": "a", "qty": 8, "n": 3}}
-    (view,) = h.broker.topics["orders"].derived.values()
+    (view,) = aggregations_of(h.broker.topics["orders"])
     assert {g.data["desk"] for g in view.topic.records.values()} == {"a"}  # type: ignore[attr-defined]
 
 
