@@ -62,8 +62,7 @@ def share_of(spec: Spec, filters: tuple[Filter, ...], entitlement: Entitlement, 
 
 def index_share(spec: Spec, filters: tuple[Filter, ...], entitlement: Entitlement, ctx: EvalContext) -> Share:
     """What aggregations share one group table by: the input records and their grouping."""
-    grouping = spec.text[: spec.text.index("],projection=")]
-    return ("groups", grouping, *gate_share(filters, entitlement, ctx), _caller(spec, ctx))
+    return ("groups", spec.grouping, *gate_share(filters, entitlement, ctx), _caller(spec, ctx))
 
 
 class GroupTopic(Topic):
@@ -88,7 +87,7 @@ class GroupIndex:
         self,
         source: Topic,
         share: Share,
-        grouping: Spec,
+        grouping: tuple[PathSteps, ...],
         filters: tuple[Filter, ...],
         entitlement: Entitlement,
         ctx: EvalContext,
@@ -97,7 +96,7 @@ class GroupIndex:
         self.source = source
         self.share = share
         self.frames = frames
-        self.table = GroupTable(grouping.grouping, ctx)
+        self.table = GroupTable(grouping, ctx)
         self.views: dict[Share, Aggregation] = {}
         self.loaded = False
         self._owed = False  # whether the fan-out run knows it has changes to write (flush)
@@ -157,9 +156,10 @@ class GroupIndex:
             for view in list(self.views.values()):
                 view.write(view.projection.changes(touched), told=True)
 
-    def release(self, view: Aggregation) -> None:
-        """``view`` no longer uses the table: the last one's leaving drops it."""
-        if self.views.get(view.share) is view:
+    def release(self, view: Aggregation | None) -> None:
+        """``view`` no longer uses the table (None: one that failed to join): the last one's
+        leaving drops it."""
+        if view is not None and self.views.get(view.share) is view:
             del self.views[view.share]
         if not self.views and self.source.derived.get(self.share) is self:
             del self.source.derived[self.share]
@@ -190,7 +190,7 @@ def _index_for(
     found = source.derived.get(own_share) if live else None
     if isinstance(found, GroupIndex):
         return found
-    index = GroupIndex(source, share, spec, filters, entitlement, ctx, frames)
+    index = GroupIndex(source, share, spec.grouping, filters, entitlement, ctx, frames)
     if live:
         if share not in source.derived:
             source.derived[share] = index
@@ -225,7 +225,11 @@ class Aggregation:
         keys = tuple(f.output for f in spec.fields if f.group_index is not None)
         self.topic = topic = GroupTopic(source, self, GroupKeys(keys))
         self.index = index = _index_for(source, spec, filters, entitlement, ctx, frames, live)
-        self.projection = index.adopt(spec)
+        try:
+            self.projection = index.adopt(spec)
+        except BaseException:
+            index.release(None)  # made for this one alone: not left fed
+            raise
         # The groups of the records there are now, told to nobody: nobody subscribes yet.
         self.write(self.projection.everything(), told=False)
         topic.sow.history = history
