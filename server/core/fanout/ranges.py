@@ -64,22 +64,25 @@ class KeptOrder(WindowOrder):
     match any of them, so no range of the order holds them all."""
 
     def __init__(self, order: OrderBy, records: Iterable[RecordVersion]) -> None:
-        self.steps = order.terms[0].steps
+        self.steps = steps = order.terms[0].steps
         self.descending = order.terms[0].descending
+        # A top-level field is read inline: this runs for every change of the topic.
+        self._name = steps[0] if len(steps) == 1 and type(steps[0]) is str else None
         self.spread: set[str] = set()
         super().__init__(order.sort_key, match_all, records)
 
     def apply(self, key: str, new: RecordVersion | None) -> list[Window]:
-        if new is None:
+        if new is None and self.spread:
             self.spread.discard(key)
         return super().apply(key, new)
 
     def _entry(self, version: RecordVersion) -> SortKey | None:
         data = version.data  # decoded once, for the sort key and the first field
-        value = read_field(data, self.steps)
+        name = self._name
+        value = data.get(name) if name is not None and type(data) is dict else read_field(data, self.steps)
         if type(value) is list and len(value) > 1:
             self.spread.add(version.key)
-        else:
+        elif self.spread:
             self.spread.discard(version.key)
         return self.sort_key(Decoded(version.key, data))
 
