@@ -25,9 +25,10 @@ browser process), the server and the feed thread, so every wall time includes wa
 core and is a floor for what a workstation sees. The topic is configured as a desk configures
 its blotter, ``orders = ["/order", "/rank"]`` (docs/protocol.md, Kept orders): the link's order
 and the sort's are kept from the start, so the first screen and the sort are moves in every
-round, and the quick filter's order is built by walking the kept ``/order`` (a pass of the filter
-over the topic, in round 1; later rounds reuse it, since the server keeps recent orders after
-their last window closes). ``--no-kept-orders`` measures the same topic without them: then the
+round, and the quick filter's order (``/order >= N-5``, sorted by ``/rank``) is built from the
+records in that range of the kept ``/order``, found by bisection (no pass over the topic, in
+round 1; later rounds reuse it, since the server keeps recent orders after their last window
+closes). ``--no-kept-orders`` measures the same topic without them: then the
 first open of each order builds it over the whole topic (seconds at 1,000,000 records), and the
 sort builds ``/rank`` again in every round, since the orders a topic keeps idle hold 2,000,000
 records at most (IDLE_ORDER_RECORDS, server/core/limits.py) and the least recently used goes.

@@ -9,7 +9,9 @@ windows it touched are asked what it means for them (fanout/topic.py).
 
 A topic's configured ``orders`` (docs/protocol.md, Kept orders) are kept from the start, with no
 gates, whether any window uses them or not: a window by one of those sorts opens as a move, and
-one with a filter or an entitlement is built by walking the kept order (nothing to sort).
+one with a filter or an entitlement is built by walking the kept order (nothing to sort), or,
+when its filter bounds the field a kept order sorts by first, from the few records in that range
+of it (ranges.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from ..filters.entitlement import gate_share
 from ..filters.orderby import OrderBy, parse_orderby, sowkey_order
 from ..limits import IDLE_ORDER_RECORDS, IDLE_ORDERS
-from .windows import Window, WindowOrder, match_all
+from .ranges import KeptOrder, indexed_order
+from .windows import Window, WindowOrder, WindowSpec, match_all
 
 if TYPE_CHECKING:
     from ..records.version import RecordVersion
@@ -62,9 +65,12 @@ class WindowOrders:
             self._keep(order, {})
 
     def _keep(self, order: OrderBy | None, records: Mapping[str, RecordVersion]) -> None:
-        sort_key = order.sort_key if order is not None else sowkey_order
         share = (order, *UNGATED)
-        kept = self._kept[order] = self._orders[share] = WindowOrder(sort_key, match_all, records.values())
+        kept = self._kept[order] = self._orders[share] = (
+            KeptOrder(order, records.values())
+            if order is not None
+            else WindowOrder(sowkey_order, match_all, records.values())
+        )
         kept.share = share
 
     def rebuild(self, records: Mapping[str, RecordVersion]) -> None:
@@ -98,16 +104,30 @@ class WindowOrders:
             return
         order = self._orders.get(share)
         if order is None:
-            base = self._kept.get(spec.order)
-            if base is not None:
-                order = WindowOrder.within(base, subscription.matches, records)
-            else:
-                order = WindowOrder(spec.sort_key, subscription.matches, records.values())
+            order = self._build(subscription, spec, records)
             self._orders[share] = order
             order.share = share
         self._idle.pop(share, None)
         subscription.window = window = Window(order, spec.skip, spec.top, subscription)
         order.windows.add(window)
+
+    def _build(
+        self, subscription: Subscription, spec: WindowSpec, records: Mapping[str, RecordVersion]
+    ) -> WindowOrder:
+        """A new order for window ``subscription``: from the candidates a kept order finds for
+        its filter when they are few (ranges.py), else by a pass of its gates over ``records``
+        and a walk of the kept order of its sort, or a sort when there is none."""
+        matches = subscription.matches
+        if not subscription.unfiltered and self._kept:
+            gate = subscription.entitlement.filter
+            filters = (*subscription.filters, gate) if gate is not None else subscription.filters
+            order = indexed_order(self._kept, spec, filters, matches, records)
+            if order is not None:
+                return order
+        base = self._kept.get(spec.order)
+        if base is not None:
+            return WindowOrder.within(base, matches, records)
+        return WindowOrder(spec.sort_key, matches, records.values())
 
     def close(self, subscription: Subscription) -> None:
         window = subscription.window

@@ -90,15 +90,19 @@ def _key(terms: tuple[OrderTerm, ...], data: Any, key: str) -> tuple[Any, ...]:
     parts: list[Any] = []
     for term in terms:
         value = read_field(data, term.steps)
-        group, plain = _sort_value(None if value is MISSING else value)
-        if not term.descending or group == 2:
-            parts += (group, plain)
-        elif group == 0:
-            parts += (1, -plain)
-        else:
-            parts += (0, _Descending(plain))
+        parts += term_part(None if value is MISSING else value, term.descending)
     parts.append(key)
     return tuple(parts)
+
+
+def term_part(value: Any, descending: bool) -> tuple[int, Any]:
+    """What one term's ``value`` puts in a sort key (see ``_key``): its group and its value."""
+    group, plain = _sort_value(value)
+    if not descending or group == 2:
+        return (group, plain)
+    if group == 0:
+        return (1, -plain)
+    return (0, _Descending(plain))
 
 
 def _key_function(terms: tuple[OrderTerm, ...]) -> Callable[[Keyed], tuple[Any, ...]]:
