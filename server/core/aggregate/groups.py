@@ -151,14 +151,14 @@ class GroupTable:
                     needed.add(share)
         return len(needed)
 
-    def adopt(self, spec: Spec, inputs: Iterable[tuple[str, Any]] | None = None) -> list[Output]:
+    def adopt(self, spec: Spec, read: Callable[[str], Any] | None = None) -> list[Output]:
         """Where each of ``spec``'s fields comes from, the inputs it needs that the table lacks
-        added first: read from ``inputs`` (the input records now, key and data: one pass),
-        which may be None only while the table is empty."""
+        added first: read from every record the table holds (``read``: a record's data now, by
+        its key; one pass), which may be None only while the table is empty."""
         added, new_slots, outputs = self._register(spec)
         if (added or new_slots) and self._where:
-            assert inputs is not None, "a table that holds records adds inputs by a pass over them"
-            self._extend(added, new_slots, inputs)
+            assert read is not None, "a table that holds records adds inputs by a pass over them"
+            self._extend(added, new_slots, read)
         return outputs
 
     def _register(self, spec: Spec) -> tuple[list[int], list[int], list[Output]]:
@@ -207,27 +207,25 @@ class GroupTable:
             self._slots = [(index, slot) for slot, (index, _, _) in enumerate(self._accumulated)]
         return added, new_slots, outputs
 
-    def _extend(self, added: list[int], new_slots: list[int], inputs: Iterable[tuple[str, Any]]) -> None:
-        """Read the ``added`` inputs of every record the table holds (in one pass over ``inputs``)
-        and fill the accumulators ``new_slots`` of every group from them."""
+    def _extend(self, added: list[int], new_slots: list[int], read: Callable[[str], Any]) -> None:
+        """Read the ``added`` inputs of every record the table holds (its data now, by ``read``)
+        and fill the accumulators ``new_slots`` of every group from them. Its members are read,
+        not the records that pass the gates now: a gate that reads the clock may have changed its
+        mind about a record since it joined."""
         readers = [self._readers[index] for index in added]
         first = len(self._readers) - len(added)  # inputs are added at the end, in order
-        for group in self.groups.values():
-            group.accumulators.extend(self._new_accumulators(new_slots))
-        where, groups = self._where, self.groups
         accumulated = self._accumulated
         plan = [(accumulated[slot][0], slot, accumulated[slot][1] == "extreme") for slot in new_slots]
-        for key, data in inputs:
-            gkey = where.get(key)
-            if gkey is None:
-                continue
-            group = groups[gkey]
-            given = group.members[key][:first] + tuple([read(data) for read in readers])
-            group.members[key] = given  # keeps its place: the order of last change
-            self._accumulate(group, given, plan)
-        for slot in new_slots:
-            if self._accumulated[slot][1] == "extreme":
-                for group in groups.values():
+        for group in self.groups.values():
+            group.accumulators.extend(self._new_accumulators(new_slots))
+            members = group.members
+            for key, before in list(members.items()):
+                data = read(key)
+                given = before[:first] + tuple([read_input(data) for read_input in readers])
+                members[key] = given  # keeps its place: the order of last change
+                self._accumulate(group, given, plan)
+            for slot in new_slots:
+                if accumulated[slot][1] == "extreme":
                     extreme = group.accumulators[slot]
                     assert isinstance(extreme, Extreme)
                     extreme.settle()

@@ -7,7 +7,7 @@ updates the table once, and each projection writes the groups it touched in its 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,16 +27,15 @@ class GroupChange:
 
 
 class Projection:
-    """``spec``'s fields over ``table`` (the inputs it lacks added by one pass over ``inputs``)."""
+    """``spec``'s fields over ``table`` (the inputs it lacks read from each record the table holds:
+    ``read``, a record's data now by its key)."""
 
     __slots__ = ("_outputs", "spec", "table")
 
-    def __init__(
-        self, table: GroupTable, spec: Spec, inputs: Iterable[tuple[str, Any]] | None = None
-    ) -> None:
+    def __init__(self, table: GroupTable, spec: Spec, read: Callable[[str], Any] | None = None) -> None:
         self.table = table
         self.spec = spec
-        self._outputs: list[Output] = table.adopt(spec, inputs)
+        self._outputs: list[Output] = table.adopt(spec, read)
 
     def record(self, group: Group) -> dict[str, Any]:
         """The group's record: its projected fields, in projection order."""

@@ -124,7 +124,13 @@ class GroupIndex:
             self.table.load(self.inputs())
             self.loaded = True
             return projection
-        return Projection(self.table, spec, ((key, data) for key, data, _, _ in self.inputs()))
+        return Projection(self.table, spec, self._data_of)
+
+    def _data_of(self, key: str) -> Any:
+        """The data of source record ``key`` now (every record the table holds is there: its
+        delete is fed to the table as it is applied)."""
+        version = self.source.records.get(key)
+        return version.data if version is not None else None
 
     def admits(self, data: Any) -> bool:
         """Whether a record is an input: it passes the filters and the user's entitlement."""

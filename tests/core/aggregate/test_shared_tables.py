@@ -61,7 +61,7 @@ def test_each_projection_of_a_shared_table_equals_its_groups_from_scratch(
     def join_due(step: int) -> None:
         for n, spec in enumerate(specs):
             if n == len(views) and joins[n] <= step:
-                view = Projection(table, spec, list(records.items()))
+                view = Projection(table, spec, records.get)
                 client = {change.key: change.after for change in view.everything()}
                 views.append((view, client))
 

@@ -312,3 +312,21 @@ def test_a_query_after_changes_in_the_same_frame_sees_them() -> None:
     assert snapshot["a"] == {"desk": "a", "qty": 103, "n": 3}
     updates = [m for m in replies if m["c"] == "p"]
     assert _data(updates) == {"a": {"desk": "a", "qty": 103, "n": 3}}
+
+
+def test_a_projection_joins_a_table_whose_clock_gate_changed_its_mind_about_a_member() -> None:
+    # The table holds the records that passed the gate when they changed; a later projection
+    # reads its new inputs from those records, not from the ones that pass the gate now.
+    h = Harness()
+    publisher, one, two = h.peer(), h.peer(), h.peer()
+    deadline = h.clock.now + 60
+    publisher.send(_pub(1, desk="a", qty=1, until=deadline), _pub(2, desk="a", qty=2, until=deadline + 120))
+    view = {"c": "sow_and_subscribe", "t": "orders", "sub_id": "g", "filter": "/until > UNIX_TIMESTAMP()"}
+    one.send({**view, "grouping": ["/desk"], "projection": ["/desk", "SUM(/qty) AS /qty"]})
+    h.clock.now += 90  # the first record no longer passes the gate, though nothing changed
+    got = two.send({**view, "grouping": ["/desk"], "projection": ["/desk", "MIN(/qty) AS /low"]})
+    assert _data(got) == {"a": {"desk": "a", "low": 1}}  # the group the table holds
+    assert len(aggregations_of(h.broker.topics["orders"])) == 2
+    publisher.send(_pub(1, desk="a", qty=5, until=deadline))  # changed: now out of both
+    assert _data(one.take()) == {"a": {"desk": "a", "qty": 2}}
+    assert _data(two.take()) == {"a": {"desk": "a", "low": 2}}
