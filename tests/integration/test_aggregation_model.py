@@ -1,7 +1,9 @@
 """A model of aggregated views over a real server: random publishes, delta publishes, deletes and
 transactions by a desk; a user with an entitlement filter holds an aggregated delta view, rebuilt
 from its snapshot, patches and OOFs; the groups it holds equal the groups computed from scratch
-over the records the model knows the user may see (docs/protocol.md, Aggregated views)."""
+over the records the model knows the user may see (docs/protocol.md, Aggregated views). Midway,
+the same user opens a second view with other columns over the same grouping (it shares the first
+one's group table, which reads the inputs it lacks then): its groups are checked the same way."""
 
 from __future__ import annotations
 
@@ -35,6 +37,16 @@ PROJECTION = [
     "STDDEV_POP(/qty) AS /sd",
 ]
 SPEC = parse_aggregation(["/desk"], PROJECTION)
+# Other columns over the same grouping: a sum of /px and the largest /qty are inputs the first
+# projection's table lacks; the deviation of /qty and COUNT(*) it has already.
+SECOND = [
+    "/desk",
+    "SUM(/px) AS /px_total",
+    "MAX(/qty) AS /top",
+    "STDDEV_SAMP(/qty) AS /sds",
+    "COUNT(*) AS /n",
+]
+SECOND_SPEC = parse_aggregation(["/desk"], SECOND)
 USERS = auth_section(
     {"user_id": "desk", "password": "d", "read": ["*"], "write": ["*"]},
     {
@@ -97,25 +109,33 @@ def _apply(view: dict[str, Any], message: Message) -> None:
         del view[message["k"]]
 
 
-async def _run(url: str, steps: list[tuple[str, int, Any]]) -> None:
+async def _open(client: Client, run: int, projection: list[str]) -> dict[str, Any]:
+    """An aggregated delta view of ``run``'s records, from its snapshot."""
+    await client.send(
+        {
+            "c": "sow_and_delta_subscribe",
+            "t": "orders",
+            "cid": "v",
+            "filter": f"/run = {run}",
+            "o": "oof",
+            "grouping": ["/desk"],
+            "projection": projection,
+        }
+    )
+    view: dict[str, Any] = {}
+    for message in await client.until(lambda m: m["c"] == "group_end"):
+        _apply(view, message)
+    return view
+
+
+async def _run(url: str, steps: list[tuple[str, int, Any]], joins: int) -> None:
     run = next(RUNS)
     desk = await _logon(url, "desk", "d")
     alice = await _logon(url, "alice", "a")
+    other = await _logon(url, "alice", "a")  # the same user: the same gates, so one table
     try:
-        await alice.send(
-            {
-                "c": "sow_and_delta_subscribe",
-                "t": "orders",
-                "cid": "v",
-                "filter": f"/run = {run}",
-                "o": "oof",
-                "grouping": ["/desk"],
-                "projection": PROJECTION,
-            }
-        )
-        view: dict[str, Any] = {}
-        for message in await alice.until(lambda m: m["c"] == "group_end"):
-            _apply(view, message)
+        view = await _open(alice, run, PROJECTION)
+        second: dict[str, Any] | None = None
         records: dict[int, dict[str, Any]] = {}  # what the model knows: order -> record
         order_of_change: list[int] = []
 
@@ -136,7 +156,13 @@ async def _run(url: str, steps: list[tuple[str, int, Any]]) -> None:
             return {"c": "delta_publish" if delta else "publish", "t": "orders", "data": data}
 
         commands: list[Message] = []
-        for kind, order, detail in steps:
+        for index, (kind, order, detail) in enumerate(steps):
+            if index == joins:
+                if commands:
+                    await desk.send(*commands)
+                    commands = []
+                await desk.request({"c": "flush", "cid": "f"})
+                second = await _open(other, run, SECOND)
             if kind in ("publish", "delta_publish"):
                 commands.append(publish(order, detail, kind == "delta_publish"))
             elif kind == "delete":
@@ -149,20 +175,28 @@ async def _run(url: str, steps: list[tuple[str, int, Any]]) -> None:
         if commands:
             await desk.send(*commands)
         await desk.request({"c": "flush", "cid": "f"})
+        if second is None:
+            second = await _open(other, run, SECOND)
         # What the desk's changes sent Alice is queued before the ack of her own flush.
         for message in await alice.request({"c": "flush", "cid": "f2"}):
             _apply(view, message)
+        for message in await other.request({"c": "flush", "cid": "f3"}):
+            _apply(second, message)
         visible = {str(k): r for k, r in records.items() if r.get("customer") == "Alice"}
-        expected = groups_from_scratch(SPEC, visible, [str(k) for k in order_of_change])
+        changes = [str(k) for k in order_of_change]
+        expected = groups_from_scratch(SPEC, visible, changes)
         assert _same(view, expected), (view, expected)
+        expected_second = groups_from_scratch(SECOND_SPEC, visible, changes)
+        assert _same(second, expected_second), (second, expected_second)
     finally:
         await desk.close()
         await alice.close()
+        await other.close()
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=st.lists(STEP, max_size=30))
+@given(steps=st.lists(STEP, max_size=30), joins=st.integers(0, 30))
 def test_the_groups_a_client_rebuilds_equal_the_groups_from_scratch(
-    server: ServerProcess, steps: list[tuple[str, int, Any]]
+    server: ServerProcess, steps: list[tuple[str, int, Any]], joins: int
 ) -> None:
-    asyncio.run(_run(server.url, steps))
+    asyncio.run(_run(server.url, steps, joins))

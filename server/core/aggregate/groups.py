@@ -208,24 +208,28 @@ class GroupTable:
         return added, new_slots, outputs
 
     def _extend(self, added: list[int], new_slots: list[int], read: Callable[[str], Any]) -> None:
-        """Read the ``added`` inputs of every record the table holds (its data now, by ``read``)
-        and fill the accumulators ``new_slots`` of every group from them. Its members are read,
-        not the records that pass the gates now: a gate that reads the clock may have changed its
-        mind about a record since it joined."""
+        """Read the ``added`` inputs of every record the table holds (its data now: ``read``) and
+        fill every group's accumulators ``new_slots`` from them. The members are read, not what
+        passes the gates now: a gate that reads the clock may have changed its mind since."""
         readers = [self._readers[index] for index in added]
         first = len(self._readers) - len(added)  # inputs are added at the end, in order
         accumulated = self._accumulated
         plan = [(accumulated[slot][0], slot, accumulated[slot][1] == "extreme") for slot in new_slots]
-        for group in self.groups.values():
+        groups, accumulate = self.groups, self._accumulate
+        for group in groups.values():
             group.accumulators.extend(self._new_accumulators(new_slots))
+        # In the order the table took its records in, much the order they are stored in: read
+        # from all over memory instead (group by group), the pass took twice as long.
+        for key, gkey in self._where.items():
+            group = groups[gkey]
             members = group.members
-            for key, before in list(members.items()):
-                data = read(key)
-                given = before[:first] + tuple([read_input(data) for read_input in readers])
-                members[key] = given  # keeps its place: the order of last change
-                self._accumulate(group, given, plan)
-            for slot in new_slots:
-                if accumulated[slot][1] == "extreme":
+            data = read(key)
+            given = members[key][:first] + tuple([read_input(data) for read_input in readers])
+            members[key] = given  # keeps its place: the order of last change
+            accumulate(group, given, plan)
+        for slot in new_slots:
+            if accumulated[slot][1] == "extreme":
+                for group in groups.values():
                     extreme = group.accumulators[slot]
                     assert isinstance(extreme, Extreme)
                     extreme.settle()
