@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from server.core.aggregate.parse import parse_aggregation
 
-from ..core.aggregate.reference import groups_from_scratch
+from ..core.aggregate.reference import groups_from_scratch, remember
 from .client import Client, Message
 from .server_process import ServerProcess, auth_section, write_config
 
@@ -140,13 +140,7 @@ async def _run(url: str, steps: list[tuple[str, int, Any]], joins: int) -> None:
         order_of_change: list[int] = []
 
         def changed(order: int, data: dict[str, Any] | None) -> None:
-            if order in order_of_change:
-                order_of_change.remove(order)
-            if data is None:
-                records.pop(order, None)
-            else:
-                records[order] = data
-                order_of_change.append(order)
+            remember(records, order_of_change, order, data)
 
         def publish(order: int, fields: dict[str, Any], delta: bool) -> Message:
             key = run * 100 + order

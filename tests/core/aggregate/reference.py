@@ -82,3 +82,15 @@ def groups_from_scratch(spec: Spec, records: dict[str, Any], order: list[str]) -
                 set_path(record, f.output, value)
         out[gkey] = record
     return out
+
+
+def remember(records: dict[Any, Any], order: list[Any], key: Any, data: Any) -> None:
+    """A change as the reference sees it: ``records`` (key -> data) and ``order`` (keys from least
+    to most recently changed) after record ``key`` became ``data`` (None: it went)."""
+    if key in order:
+        order.remove(key)
+    if data is None:
+        records.pop(key, None)
+    else:
+        records[key] = data
+        order.append(key)

@@ -16,26 +16,23 @@ from server.core.aggregate.parse import Spec, parse_aggregation
 from server.core.aggregate.projection import GroupChange, Projection
 from server.core.filters.functions import EvalContext
 
-from .reference import groups_from_scratch
+from .reference import groups_from_scratch, remember
 
-SPEC = parse_aggregation(
-    ["/desk"],
-    [
-        "/desk",
-        "SUM(/qty) AS /qty",
-        "SUM(/qty * /px) AS /notional",
-        "COUNT(/px) AS /priced",
-        "COUNT(*) AS /n",
-        "COUNT_DISTINCT(/sym) AS /syms",
-        "AVG(/px) AS /avg",
-        "MIN(/px) AS /low",
-        "MAX(/px) AS /high",
-        "STDDEV_POP(/qty) AS /sd",
-        "STDDEV_SAMP(/qty) AS /sds",
-        "/sym",
-        "/qty + 1 AS /next",
-    ],
-)
+ITEMS = [  # every aggregate, and plain fields: a bare one and an expression
+    "SUM(/qty) AS /qty",
+    "SUM(/qty * /px) AS /notional",
+    "COUNT(/px) AS /priced",
+    "COUNT(*) AS /n",
+    "COUNT_DISTINCT(/sym) AS /syms",
+    "AVG(/px) AS /avg",
+    "MIN(/px) AS /low",
+    "MAX(/px) AS /high",
+    "STDDEV_POP(/qty) AS /sd",
+    "STDDEV_SAMP(/qty) AS /sds",
+    "/sym",
+    "/qty + 1 AS /next",
+]
+SPEC = parse_aggregation(["/desk"], ["/desk", *ITEMS])
 
 RECORDS = st.fixed_dictionaries(
     {},
@@ -83,13 +80,7 @@ def test_table_equals_from_scratch(changes: list[tuple[str, Any, bool]]) -> None
     client: dict[str, Any] = {}  # what a subscriber rebuilds from the drained changes
     for seq, (key, data, drain) in enumerate(changes, 1):
         table.apply(key, data, seq, float(seq), "deleted")
-        if key in order:
-            order.remove(key)
-        if data is None:
-            records.pop(key, None)
-        else:
-            records[key] = data
-            order.append(key)
+        remember(records, order, key, data)
         if drain:
             for change in table.drain():
                 assert change.new == (change.key not in client)
@@ -167,13 +158,7 @@ def test_the_first_pass_equals_the_records_applied_one_by_one(
         current = {key: data for key, data, _, _ in rows}
         order = list(current)
         for key, data, _ in changes:
-            if key in order:
-                order.remove(key)
-            if data is None:
-                current.pop(key, None)
-            else:
-                current[key] = data
-                order.append(key)
+            remember(current, order, key, data)
         expected = groups_from_scratch(SPEC, current, order)
         for table in (loaded, applied):
             assert _same({g.key: table.record(g) for g in table.groups.values()}, expected)
