@@ -171,6 +171,43 @@ class GroupIndex:
             del self.source.derived[self.share]
 
 
+def usable_index(
+    source: Topic,
+    spec: Spec,
+    filters: tuple[Filter, ...],
+    entitlement: Entitlement,
+    ctx: EvalContext,
+    live: bool,
+) -> GroupIndex | None:
+    """The existing group table an aggregation of ``spec`` would write from, if any: the shared
+    one of its grouping and gates while it holds at most MAX_SHARED_GROUP_INPUTS inputs with
+    ``spec``'s (each costs every change of the source a read), else one of ``spec``'s own; a
+    one-shot ``sow`` uses the shared one only when it has every input it needs (it reads, and
+    adds nothing)."""
+    share = index_share(spec, filters, entitlement, ctx)
+    found = source.derived.get(share)
+    if isinstance(found, GroupIndex):
+        missing = found.table.missing(spec)
+        if (missing == 0 or live) and found.table.inputs + missing <= MAX_SHARED_GROUP_INPUTS:
+            return found
+    found = source.derived.get((*share, spec.text)) if live else None
+    return found if isinstance(found, GroupIndex) else None
+
+
+def needs_pass(
+    source: Topic,
+    spec: Spec,
+    filters: tuple[Filter, ...],
+    entitlement: Entitlement,
+    ctx: EvalContext,
+    live: bool,
+) -> bool:
+    """Whether a new aggregation of ``spec`` reads the source's records: to fill a table of its
+    own, or to add the inputs it lacks to a shared one."""
+    found = usable_index(source, spec, filters, entitlement, ctx, live)
+    return found is None or found.table.missing(spec) > 0
+
+
 def _index_for(
     source: Topic,
     spec: Spec,
@@ -180,29 +217,19 @@ def _index_for(
     frames: TxFrames,
     live: bool,
 ) -> GroupIndex:
-    """The group table an aggregation of ``spec`` writes from: the shared one of its grouping and
-    gates while it holds at most MAX_SHARED_GROUP_INPUTS inputs with ``spec``'s (each costs every
-    change of the source a read), else one of its own; a one-shot ``sow`` uses the shared one
-    only when it has every input it needs (it reads, and adds nothing)."""
-    share = index_share(spec, filters, entitlement, ctx)
-    found = source.derived.get(share)
-    if isinstance(found, GroupIndex):
-        missing = found.table.missing(spec)
-        if not live and missing == 0:
-            return found
-        if live and found.table.inputs + missing <= MAX_SHARED_GROUP_INPUTS:
-            return found
-    own_share = (*share, spec.text)
-    found = source.derived.get(own_share) if live else None
-    if isinstance(found, GroupIndex):
+    """The group table an aggregation of ``spec`` writes from (``usable_index``), made when there
+    is none: shared while it is the first of its grouping and gates."""
+    found = usable_index(source, spec, filters, entitlement, ctx, live)
+    if found is not None:
         return found
+    share = index_share(spec, filters, entitlement, ctx)
     index = GroupIndex(source, share, spec.grouping, filters, entitlement, ctx, frames)
     if live:
         if share not in source.derived:
             source.derived[share] = index
         else:
-            index.share = own_share
-            source.derived[own_share] = index
+            index.share = share = (*share, spec.text)
+            source.derived[share] = index
     return index
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..aggregate.parse import parse_aggregation
-from ..aggregate.view import Aggregation, GroupTopic, share_of, shared_aggregation
+from ..aggregate.view import Aggregation, GroupTopic, needs_pass, share_of, shared_aggregation
 from ..errors import INVALID_OPTIONS, INVALID_TOPIC, CommandError
 from ..filters import Filter
 from ..filters.entitlement import Entitlement
@@ -59,8 +59,8 @@ def groups_for(
     ctx: EvalContext,
 ) -> tuple[GroupTopic, Aggregation | None]:
     """The topic of groups ``body`` reads, and the aggregation when it was made for this command
-    (None: a shared one): a failed command releases it. Making one is one pass of the filter over
-    ``source``, charged here."""
+    (None: a shared one): a failed command releases it. Making one that reads the records (a
+    table of its own, or inputs a shared table lacks) is one pass over ``source``, charged here."""
     if source is None or not source.is_sow:
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
     spec = parse_aggregation(
@@ -71,8 +71,9 @@ def groups_for(
     shared = shared_aggregation(source, share)
     if shared is not None:
         return shared.topic, None
-    admit_aggregation_pass(body.filter, spec, len(source.records))  # the groups are made by one pass
     live = body.subscribe
+    if needs_pass(source, spec, filters, entitlement, ctx, live):  # a table read by a pass
+        admit_aggregation_pass(body.filter, spec, len(source.records))
     history = group_history(broker, source) if live else None
     made = Aggregation(source, share, spec, filters, entitlement, ctx, broker.tx_frames, live, history)
     return made.topic, made

@@ -293,3 +293,30 @@ def test_an_aggregation_is_charged_for_its_projection_as_well_as_its_filter() ->
         peer.send({"c": "sow", "t": "orders", "cid": "f", "grouping": ["/side"], "filter": costly}), "f"
     )
     assert ack["reason"].startswith("bad filter: too costly over 20000 records"), ack
+
+
+def test_an_aggregation_that_reads_nothing_new_is_not_charged_a_pass() -> None:
+    """Columns over a shared group table that has every input they need cost no pass, so they are
+    not refused for one; columns that add an input are charged the pass that reads it."""
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 20_000)
+    argument = "/qty * /order + /qty * 3 - /order * /qty / 3 + ABS(/qty - 3)"
+    one = ["/side", f"SUM({argument}) AS /total"]
+    # The same input 63 times over (SUM, AVG and the deviations of one argument share it): what
+    # a pass of it would cost is past the budget.
+    many = ["/side"] + [f"{('SUM', 'AVG')[n % 2]}({argument}) AS /f{n}" for n in range(63)]
+    query = {"c": "sow_and_subscribe", "t": "orders", "grouping": ["/side"]}
+    assert (
+        processed(peer.send({**query, "sub_id": "a", "cid": 1, "projection": one}), 1)["status"] == "success"
+    )
+    ack = processed(peer.send({**query, "sub_id": "b", "cid": 2, "projection": many}), 2)
+    assert ack["status"] == "success", ack
+    ack = processed(
+        peer.send({**query, "sub_id": "c", "cid": 3, "projection": [*many[:-1], "MAX(/qty) AS /top"]}), 3
+    )
+    assert ack["reason"].startswith("invalid options: projection too costly over 20000 records"), ack
+    # Without the shared table, the same columns pay for their pass.
+    peer.send({"c": "unsubscribe", "sub_id": "a"}, {"c": "unsubscribe", "sub_id": "b"})
+    ack = processed(peer.send({**query, "sub_id": "d", "cid": 4, "projection": many}), 4)
+    assert ack["reason"].startswith("invalid options: projection too costly over 20000 records"), ack
