@@ -330,3 +330,20 @@ def test_a_projection_joins_a_table_whose_clock_gate_changed_its_mind_about_a_me
     publisher.send(_pub(1, desk="a", qty=5, until=deadline))  # changed: now out of both
     assert _data(one.take()) == {"a": {"desk": "a", "qty": 2}}
     assert _data(two.take()) == {"a": {"desk": "a", "low": 2}}
+
+
+def test_a_plain_field_is_the_latest_changed_records_in_a_new_view_as_in_a_live_one() -> None:
+    # docs/protocol.md: a plain field takes its value from the group's most recently changed
+    # record. A live view follows the changes; a view made later (its table filled by one pass
+    # over the SOW, which keeps records in the order they were first stored) must agree with it.
+    h = Harness()
+    publisher, live, later = h.peer(), h.peer(), h.peer()
+    view = {"c": "sow_and_subscribe", "t": "orders", "grouping": ["/desk"], "projection": ["/desk", "/sym"]}
+    publisher.send(_pub(1, desk="a", sym="x"), _pub(2, desk="a", sym="y"))
+    live.send({**view, "sub_id": "g"})
+    publisher.send(_pub(1, desk="a", sym="x", qty=2))  # order 1 is now the latest changed
+    assert _data(live.take()) == {"a": {"desk": "a", "sym": "x"}}
+    one_shot = later.send({"c": "sow", "t": "orders", "grouping": ["/desk"], "projection": ["/desk", "/sym"]})
+    assert _data(one_shot) == {"a": {"desk": "a", "sym": "x"}}
+    other = later.send({**view, "sub_id": "h", "filter": "/order > 0"})  # another table, filled by a pass
+    assert _data(other) == {"a": {"desk": "a", "sym": "x"}}
