@@ -260,11 +260,11 @@ class Aggregation:
         self.index = index = _index_for(source, spec, filters, entitlement, ctx, frames, live)
         try:
             self.projection = index.adopt(spec)
+            # The groups of the records there are now, told to nobody: nobody subscribes yet.
+            self.write(self.projection.everything(), told=False)
         except BaseException:
             index.release(None)  # made for this one alone: not left fed
             raise
-        # The groups of the records there are now, told to nobody: nobody subscribes yet.
-        self.write(self.projection.everything(), told=False)
         topic.sow.history = history
         if live:
             index.views[share] = self

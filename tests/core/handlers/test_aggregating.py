@@ -330,3 +330,54 @@ def test_a_projection_joins_a_table_whose_clock_gate_changed_its_mind_about_a_me
     publisher.send(_pub(1, desk="a", qty=5, until=deadline))  # changed: now out of both
     assert _data(one.take()) == {"a": {"desk": "a", "qty": 2}}
     assert _data(two.take()) == {"a": {"desk": "a", "low": 2}}
+
+
+def test_a_plain_field_is_the_latest_changed_records_in_a_new_view_as_in_a_live_one() -> None:
+    # docs/protocol.md: a plain field takes its value from the group's most recently changed
+    # record. A live view follows the changes; a view made later (its table filled by one pass
+    # over the SOW, which keeps records in the order they were first stored) must agree with it.
+    h = Harness()
+    publisher, live, later = h.peer(), h.peer(), h.peer()
+    view = {"c": "sow_and_subscribe", "t": "orders", "grouping": ["/desk"], "projection": ["/desk", "/sym"]}
+    publisher.send(_pub(1, desk="a", sym="x"), _pub(2, desk="a", sym="y"))
+    live.send({**view, "sub_id": "g"})
+    publisher.send(_pub(1, desk="a", sym="x", qty=2))  # order 1 is now the latest changed
+    assert _data(live.take()) == {"a": {"desk": "a", "sym": "x"}}
+    one_shot = later.send({"c": "sow", "t": "orders", "grouping": ["/desk"], "projection": ["/desk", "/sym"]})
+    assert _data(one_shot) == {"a": {"desk": "a", "sym": "x"}}
+    other = later.send({**view, "sub_id": "h", "filter": "/order > 0"})  # another table, filled by a pass
+    assert _data(other) == {"a": {"desk": "a", "sym": "x"}}
+
+
+def _deep_publish(order: int, levels: int) -> str:
+    """A publish of a record whose /deep is ``levels`` deep (within the record limit)."""
+    deep = '{"n":' * (levels - 1) + '{"n":1' + "}" * levels
+    return f'{{"c":"publish","t":"orders","data":{{"order":{order},"desk":"a","qty":1,"deep":{deep}}}}}'
+
+
+DEEP_OUTPUT = "/" + "/".join(f"x{i}" for i in range(63))  # a group record deeper than can be written
+
+
+def test_a_view_whose_groups_cannot_be_written_leaves_no_group_table_fed() -> None:
+    # Its groups are written into its topic of groups after it joined its table: a failure
+    # there must not leave the table it made registered with the source and fed every change.
+    h = Harness()
+    publisher, viewer = h.peer(), h.peer()
+    h.engine.receive(publisher.session, _deep_publish(1, 195))
+    view = {"c": "sow_and_subscribe", "t": "orders", "sub_id": "g", "cid": 1, "grouping": ["/desk"]}
+    got = viewer.send({**view, "projection": ["/desk", f"/deep AS {DEEP_OUTPUT}"]})
+    assert acks(got) == [("processed", "failure")]
+    assert h.broker.topics["orders"].derived == {}
+
+
+def test_a_group_record_too_deep_to_write_does_not_fail_the_publish_nor_starve_other_views() -> None:
+    h = Harness()
+    publisher, deep, counter = h.peer(), h.peer(), h.peer()
+    view = {"c": "sow_and_subscribe", "t": "orders", "sub_id": "g", "grouping": ["/desk"]}
+    deep.send({**view, "projection": ["/desk", f"/deep AS {DEEP_OUTPUT}"]})
+    counter.send({**view, "projection": ["/desk", "COUNT(*) AS /n"]})  # the same group table
+    h.engine.receive(publisher.session, _deep_publish(1, 195))  # raised out of the engine
+    publisher.take()
+    assert _data(counter.take()) == {"a": {"desk": "a", "n": 1}}
+    publisher.send(_pub(2, desk="a", qty=1))
+    assert _data(counter.take()) == {"a": {"desk": "a", "n": 2}}

@@ -320,3 +320,27 @@ def test_an_aggregation_that_reads_nothing_new_is_not_charged_a_pass() -> None:
     peer.send({"c": "unsubscribe", "sub_id": "a"}, {"c": "unsubscribe", "sub_id": "b"})
     ack = processed(peer.send({**query, "sub_id": "d", "cid": 4, "projection": many}), 4)
     assert ack["reason"].startswith("invalid options: projection too costly over 20000 records"), ack
+
+
+def test_a_refused_view_adds_no_inputs_to_a_shared_group_table() -> None:
+    """A view refused after it joined a shared group table (here: past its socket's window orders)
+    leaves the table as it found it: the inputs it added would be read on every change of the
+    topic until the table's last view left, count towards the table's cap, and spare the next view
+    that needs them its pass."""
+    h = Harness(topics=TOPICS)
+    keeper, peer = h.peer(), h.peer()
+    load(keeper, 10)
+    keep = {"c": "sow_and_subscribe", "t": "orders", "sub_id": "k", "cid": "k", "grouping": ["/qty"]}
+    assert (
+        processed(keeper.send({**keep, "projection": ["/qty", "SUM(/order) AS /s"]}), "k")["status"]
+        == "success"
+    )
+    (index,) = h.broker.topics["orders"].derived.values()
+    inputs = index.table.inputs  # type: ignore[attr-defined]
+    for n in range(SOCKET_ORDERS):
+        assert window(peer, n, f"/qty, /x{n}", sub_id=f"w{n}")["status"] == "success"
+    projection = ["/qty", "MAX(/order * 2) AS /m", "COUNT_DISTINCT(/order) AS /d"]
+    ack = window(peer, "groups", "/m", grouping=["/qty"], projection=projection, sub_id="g")
+    assert ack["reason"].startswith("invalid options: window orders:"), ack
+    assert list(h.broker.topics["orders"].derived.values()) == [index]
+    assert index.table.inputs == inputs  # type: ignore[attr-defined]
