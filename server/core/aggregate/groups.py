@@ -13,53 +13,22 @@ lacks adds it with one pass over the input records (``adopt``).
 Changes are collected, not sent: ``drain`` answers the groups touched since the last drain. The
 aggregations drain once when a unit of work (a frame, a transaction) ends, so they change each
 group once, however many of its records the group holds.
-
-A group's key is derived from its grouping values alone, canonically and hashed as a SowKey is
-(records/keys.py): the same on every node and after a restart.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
-
-import orjson
 
 from ..filters.functions import EvalContext
 from ..records.paths import MISSING, PathSteps, get_path
-from .functions import FAMILY, Accumulator, Count, Distinct, Extreme, Sum
-from .parse import Field, Spec
-from .readers import Reader, aggregate_reader, plain_reader
+from .functions import Accumulator
+from .group_keys import group_key
+from .inputs import Output, TableInputs, settle
+from .parse import Spec
 
 MATCH = "match"
-
-
-def _canonical(value: Any) -> str:
-    # Tagged as SowKeys are (1 and 1.0 one group, "1" and true others); NULL and missing are one
-    # group; objects and arrays by their JSON with sorted keys.
-    kind = type(value)
-    if value is MISSING or value is None:
-        return "z:"
-    if kind is str:
-        return "s:" + value  # type: ignore[no-any-return]
-    if kind is bool:
-        return "b:1" if value else "b:0"
-    if kind is int:
-        return f"n:{value}"
-    if kind is float:
-        return f"n:{int(value)}" if value.is_integer() else f"n:{value!r}"
-    return "j:" + orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def group_key(values: tuple[Any, ...]) -> str:
-    """The ``k`` of the group of these grouping values."""
-    # Marked as a group's, so that it is never the SowKey of a record of the same topic (a socket
-    # queue conflates by topic and key, and a socket may hold both views).
-    canonical = "group\x00" + "\x00".join(_canonical(value) for value in values)
-    return hashlib.blake2b(canonical.encode(), digest_size=10).hexdigest()
 
 
 @dataclass(slots=True)
@@ -84,29 +53,7 @@ class Touched:
     timestamp: float
 
 
-# Where a projected field's value comes from (projection.py): its top-level name (None: a deeper
-# path), its path, its kind (plain: an input's value in the latest record; all: COUNT(*); of: an
-# accumulator's ``of`` the argument; result: the accumulator's result), the input or accumulator
-# slot, and the argument of ``of`` (SUM, AVG and the deviations by name, MIN or MAX by ``least``).
-Output = tuple[str | None, PathSteps, str, int, Any]
-
-COUNT_ALL = -1  # COUNT(*): the group's members, counted by the group itself
 _CACHED_KEYS = 1 << 16  # group keys remembered by grouping values, at most
-
-
-def _stddev_shares(spec: Spec) -> set[tuple[str, str]]:
-    """The (family, argument) of ``spec``'s deviations: their sums keep squares too."""
-    return {
-        (FAMILY[f.function], f.argument.text)
-        for f in spec.fields
-        if f.function is not None and f.function.startswith("STDDEV") and f.argument is not None
-    }
-
-
-def _plain_input(f: Field) -> tuple[Any, ...]:
-    """What a plain field's reader reads: fields with equal ones share one input."""
-    text = f.argument.text if f.argument is not None else None
-    return ("plain", f.path, text, f.group_index is not None)
 
 
 class GroupTable:
@@ -115,15 +62,7 @@ class GroupTable:
         self.ctx = ctx
         self.groups: dict[str, Group] = {}
         self._where: dict[str, str] = {}  # input record key -> its group's key
-        # What a record contributes: one value per input (a plain field's, or an accumulator's
-        # prepared value), by what it reads.
-        self._readers: list[Reader] = []
-        self._input_of: dict[tuple[Any, ...], int] = {}
-        # Each group's accumulators: (input, family, whether it keeps squares for STDDEV), and
-        # the newest by (family, argument): one with squares serves SUM too.
-        self._accumulated: list[tuple[int, str, bool]] = []
-        self._accumulator_of: dict[tuple[str, str], int] = {}
-        self._slots: list[tuple[int, int]] = []  # (input, accumulator slot)
+        self.layout = TableInputs(ctx)  # what it reads of each record and keeps per group
         self._group_name = grouping[0][0] if len(grouping) == 1 and len(grouping[0]) == 1 else None
         self._keys: dict[Any, str] = {}  # grouping values -> group key (no booleans: True == 1)
         # Touched since the last drain: group key -> [whether it existed, how its last record
@@ -134,90 +73,34 @@ class GroupTable:
     @property
     def inputs(self) -> int:
         """How many values each input record contributes (the union of the projections' inputs)."""
-        return len(self._readers)
+        return len(self.layout.readers)
 
     def missing(self, spec: Spec) -> int:
         """How many inputs and accumulators ``spec`` needs that the table does not keep yet."""
-        stddev = _stddev_shares(spec)
-        needed: set[tuple[Any, ...]] = set()
-        for f in spec.fields:
-            if f.function is None:
-                if _plain_input(f) not in self._input_of:
-                    needed.add(_plain_input(f))
-            elif f.argument is not None:
-                share = (FAMILY[f.function], f.argument.text)
-                slot = self._accumulator_of.get(share)
-                if slot is None or (share in stddev and not self._accumulated[slot][2]):
-                    needed.add(share)
-        return len(needed)
+        return self.layout.missing(spec)
 
     def adopt(self, spec: Spec, read: Callable[[str], Any] | None = None) -> list[Output]:
         """Where each of ``spec``'s fields comes from, the inputs it needs that the table lacks
         added first: read from every record the table holds (``read``: a record's data now, by
         its key; one pass), which may be None only while the table is empty."""
-        added, new_slots, outputs = self._register(spec)
+        added, new_slots, outputs = self.layout.register(spec)
         if (added or new_slots) and self._where:
             assert read is not None, "a table that holds records adds inputs by a pass over them"
             self._extend(added, new_slots, read)
         return outputs
 
-    def _register(self, spec: Spec) -> tuple[list[int], list[int], list[Output]]:
-        """Register ``spec``'s inputs and accumulators: the inputs and accumulator slots added, and
-        its outputs."""
-        added: list[int] = []
-        new_slots: list[int] = []
-        stddev = _stddev_shares(spec)
-
-        def input_of(share: tuple[Any, ...], make: Callable[[], Reader]) -> int:
-            index = self._input_of.get(share)
-            if index is None:
-                index = self._input_of[share] = len(self._readers)
-                self._readers.append(make())
-                added.append(index)
-            return index
-
-        outputs: list[Output] = []
-        for f in spec.fields:
-            output = f.output
-            name = output[0] if len(output) == 1 and isinstance(output[0], str) else None
-            if f.function is None:
-                index = input_of(_plain_input(f), partial(plain_reader, f, self.ctx))
-                outputs.append((name, output, "plain", index, None))
-                continue
-            argument = f.argument
-            if argument is None:
-                outputs.append((name, output, "all", COUNT_ALL, None))
-                continue
-            family = FAMILY[f.function]
-            share = (family, argument.text)
-            squares = share in stddev
-            slot = self._accumulator_of.get(share)
-            if slot is None or (squares and not self._accumulated[slot][2]):
-                index = input_of(share, partial(aggregate_reader, family, argument, self.ctx))
-                slot = self._accumulator_of[share] = len(self._accumulated)
-                self._accumulated.append((index, family, squares))
-                new_slots.append(slot)
-            if family == "sum":
-                outputs.append((name, output, "of", slot, f.function))
-            elif family == "extreme":
-                outputs.append((name, output, "of", slot, f.function == "MIN"))
-            else:
-                outputs.append((name, output, "result", slot, None))
-        if new_slots:
-            self._slots = [(index, slot) for slot, (index, _, _) in enumerate(self._accumulated)]
-        return added, new_slots, outputs
-
     def _extend(self, added: list[int], new_slots: list[int], read: Callable[[str], Any]) -> None:
         """Read the ``added`` inputs of every record the table holds (its data now: ``read``) and
         fill every group's accumulators ``new_slots`` from them. The members are read, not what
         passes the gates now: a gate that reads the clock may have changed its mind since."""
-        readers = [self._readers[index] for index in added]
-        first = len(self._readers) - len(added)  # inputs are added at the end, in order
-        accumulated = self._accumulated
+        layout = self.layout
+        readers = [layout.readers[index] for index in added]
+        first = len(layout.readers) - len(added)  # inputs are added at the end, in order
+        accumulated = layout.accumulated
         plan = [(accumulated[slot][0], slot, accumulated[slot][1] == "extreme") for slot in new_slots]
         groups, accumulate = self.groups, self._accumulate
         for group in groups.values():
-            group.accumulators.extend(self._new_accumulators(new_slots))
+            group.accumulators.extend(layout.new_accumulators(new_slots))
         # In the order the table took its records in, much the order they are stored in: read
         # from all over memory instead (group by group), the pass took twice as long.
         for key, gkey in self._where.items():
@@ -227,12 +110,22 @@ class GroupTable:
             given = members[key][:first] + tuple([read_input(data) for read_input in readers])
             members[key] = given  # keeps its place: the order of last change
             accumulate(group, given, plan)
-        for slot in new_slots:
-            if accumulated[slot][1] == "extreme":
-                for group in groups.values():
-                    extreme = group.accumulators[slot]
-                    assert isinstance(extreme, Extreme)
-                    extreme.settle()
+        for group in groups.values():
+            settle(group.accumulators[slot] for slot in new_slots)
+
+    def compact(self, outputs: list[list[Output]]) -> None:
+        """Keep only the inputs and accumulators the projections left use (``outputs``: each
+        one's, renumbered in place): a projection that left, or was refused after it joined, took
+        the inputs only it read with it, so no change reads them any more."""
+        kept = self.layout.renumber(outputs)
+        if kept is None:
+            return
+        keep_inputs, keep_slots = kept
+        for group in self.groups.values():
+            members = group.members
+            for key, given in members.items():  # values replaced, none added: the order stays
+                members[key] = tuple([given[index] for index in keep_inputs])
+            group.accumulators = [group.accumulators[slot] for slot in keep_slots]
 
     @staticmethod
     def _accumulate(group: Group, given: tuple[Any, ...], plan: list[tuple[int, int, bool]]) -> None:
@@ -244,21 +137,6 @@ class GroupTable:
                     accumulators[slot].gather(value)  # type: ignore[attr-defined]
                 else:
                     accumulators[slot].add(value)
-
-    def _new_accumulators(self, slots: Iterable[int] | None = None) -> list[Accumulator]:
-        out: list[Accumulator] = []
-        chosen = range(len(self._accumulated)) if slots is None else slots
-        for slot in chosen:
-            _, family, stddev = self._accumulated[slot]
-            if family == "sum":
-                out.append(Sum("SUM", stddev))
-            elif family == "extreme":
-                out.append(Extreme(True))
-            elif family == "count":
-                out.append(Count())
-            else:
-                out.append(Distinct())
-        return out
 
     def group_of(self, data: Any) -> str:
         """The key of the group record ``data`` belongs to."""
@@ -286,7 +164,7 @@ class GroupTable:
                 self._leave(was, key, gone)
             return
         now = self.group_of(data)
-        given = tuple([read(data) for read in self._readers])
+        given = tuple([read(data) for read in self.layout.readers])
         if was == now:  # the common case: a record that stays in its group
             self._update(now, key, given)
             return
@@ -297,14 +175,19 @@ class GroupTable:
     def load(self, records: Iterable[tuple[str, Any, int, float]]) -> None:
         """The first pass: every input record at once (none is in the table yet), told to nobody
         (``drain`` answers none of them); each group's MIN and MAX values gathered unsorted and
-        sorted once, at the end."""
-        where, groups, readers = self._where, self.groups, self._readers
-        group_of, new_accumulators, accumulate = self.group_of, self._new_accumulators, self._accumulate
+        sorted once, at the end. A SOW keeps its records in the order they were first stored, so
+        a group whose records come out of the order of their last change has its members put in
+        that order at the end (a plain field is the latest changed record's)."""
+        where, groups, readers = self._where, self.groups, self.layout.readers
+        group_of, new_accumulators, accumulate = self.group_of, self.layout.new_accumulators, self._accumulate
         assert not groups, "load fills an empty table"
         # (input, slot, whether its values wait for the one sort)
         plan = [
-            (index, slot, family == "extreme") for slot, (index, family, _) in enumerate(self._accumulated)
+            (index, slot, family == "extreme")
+            for slot, (index, family, _) in enumerate(self.layout.accumulated)
         ]
+        seq_of: dict[str, int] = {}
+        unordered: set[str] = set()
         seq, timestamp = self._last
         for key, data, seq, timestamp in records:
             gkey = group_of(data)
@@ -314,16 +197,18 @@ class GroupTable:
                 group = groups[gkey] = Group(gkey, new_accumulators(), seq=seq, timestamp=timestamp)
             elif seq >= group.seq:
                 group.seq, group.timestamp = seq, timestamp
+            else:
+                unordered.add(gkey)
             accumulate(group, given, plan)
             group.members[key] = given
             where[key] = gkey
-        self._last = (seq, timestamp)
-        for slot, (_, family, _) in enumerate(self._accumulated):
-            if family == "extreme":
-                for group in groups.values():
-                    extreme = group.accumulators[slot]
-                    assert isinstance(extreme, Extreme)
-                    extreme.settle()
+            seq_of[key] = seq
+        self._last = max(((g.seq, g.timestamp) for g in groups.values()), default=(seq, timestamp))
+        for gkey in unordered:
+            group = groups[gkey]
+            group.members = dict(sorted(group.members.items(), key=lambda item: seq_of[item[0]]))
+        for group in groups.values():
+            settle(group.accumulators)
 
     def _touch(self, gkey: str) -> list[Any]:
         seq, timestamp = self._last
@@ -338,10 +223,10 @@ class GroupTable:
         self._touch(gkey)
         group = self.groups.get(gkey)
         if group is None:
-            group = self.groups[gkey] = Group(gkey, self._new_accumulators())
+            group = self.groups[gkey] = Group(gkey, self.layout.new_accumulators())
         group.seq, group.timestamp = self._last
         accumulators = group.accumulators
-        for index, slot in self._slots:
+        for index, slot in self.layout.slots:
             value = given[index]
             if value is not None:
                 accumulators[slot].add(value)
@@ -357,7 +242,7 @@ class GroupTable:
         before = members.pop(key)
         members[key] = given  # the latest record now
         accumulators = group.accumulators
-        for index, slot in self._slots:
+        for index, slot in self.layout.slots:
             old, new = before[index], given[index]
             if old is new:
                 continue
@@ -379,7 +264,7 @@ class GroupTable:
             touched[1] = gone
             return
         accumulators = group.accumulators
-        for index, slot in self._slots:
+        for index, slot in self.layout.slots:
             value = given[index]
             if value is not None:
                 accumulators[slot].remove(value)

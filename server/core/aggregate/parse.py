@@ -22,6 +22,10 @@ from ..records.paths import PathSteps, format_path, parse_path
 AGGREGATES = ("SUM", "COUNT", "COUNT_DISTINCT", "AVG", "MIN", "MAX", "STDDEV_POP", "STDDEV_SAMP")
 MAX_GROUPING_FIELDS = 16
 MAX_PROJECTED_FIELDS = 64
+# A group record holds a record's value (at most MAX_RECORD_DEPTH levels, records/version.py) where
+# its projection puts it: an ``AS`` path deeper than this could make a group record no message can
+# carry. A bare path is its own output: the value under it is that much shallower.
+MAX_OUTPUT_DEPTH = 16
 
 _CALL = re.compile(r"\s*([A-Za-z_]+)\s*\(", re.DOTALL)
 _ANY_AGGREGATE = re.compile(r"\b(" + "|".join(AGGREGATES) + r")\s*\(", re.IGNORECASE)
@@ -80,6 +84,8 @@ def _item(item: str, grouping: tuple[PathSteps, ...]) -> Field:
     if found:
         last = found[-1]
         expression, output_text = item[: last.start()].strip(), item[last.end() :].strip()
+        if len(_path(output_text, "projection")) > MAX_OUTPUT_DEPTH:
+            raise _refuse(f"projection: {item!r}: AS names a path more than {MAX_OUTPUT_DEPTH} levels deep")
     call = _CALL.match(expression)
     function = call.group(1).upper() if call is not None else None
     if (

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records.paths import MISSING, set_path
-from .groups import Group, GroupTable, Output, Touched
+from .groups import Group, GroupTable, Touched
+from .inputs import Output
 from .parse import Spec
 
 
@@ -36,6 +37,11 @@ class Projection:
         self.table = table
         self.spec = spec
         self._outputs: list[Output] = table.adopt(spec, read)
+
+    @property
+    def outputs(self) -> list[Output]:
+        """Where each field comes from: renumbered in place when the table compacts."""
+        return self._outputs
 
     def record(self, group: Group) -> dict[str, Any]:
         """The group's record: its projected fields, in projection order."""

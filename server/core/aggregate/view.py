@@ -20,6 +20,7 @@ once.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,6 +40,7 @@ from .parse import Spec
 from .projection import GroupChange, Projection
 
 Share = tuple[Any, ...]
+log = logging.getLogger("server.aggregate")
 
 
 class GroupKeys(KeySpec):
@@ -158,17 +160,26 @@ class GroupIndex:
     def flush(self) -> None:
         self._owed = False
         touched = self.table.drain()
-        if touched:
-            for view in list(self.views.values()):
+        if not touched:
+            return
+        for view in list(self.views.values()):
+            try:
                 view.write(view.projection.changes(touched), told=True)
+            except Exception:  # a defect: the views after it still get the changes drained for them
+                log.exception(
+                    "aggregation %.200s on %r failed to write its groups", view.spec.text, view.topic.name
+                )
 
     def release(self, view: Aggregation | None) -> None:
         """``view`` no longer uses the table (None: one that failed to join): the last one's
         leaving drops it."""
         if view is not None and self.views.get(view.share) is view:
             del self.views[view.share]
-        if not self.views and self.source.derived.get(self.share) is self:
-            del self.source.derived[self.share]
+        if not self.views:
+            if self.source.derived.get(self.share) is self:
+                del self.source.derived[self.share]
+        elif view is not None:  # the inputs only it read are read no more
+            self.table.compact([each.projection.outputs for each in self.views.values()])
 
 
 def usable_index(

@@ -31,7 +31,8 @@ def regroup(broker: Broker, session: Session, subscription: Subscription) -> boo
     if (was.text if was is not None else None) == (now.text if now is not None else None):
         return False
     history = group_history(broker, source)
-    moved = aggregation_for(source, view.spec, view.filters, gate, subscription.ctx, broker.tx_frames, history)
+    ctx = subscription.ctx  # the user being moved: their USER() in the gate, not the creator's
+    moved = aggregation_for(source, view.spec, view.filters, gate, ctx, broker.tx_frames, history)
     target = moved.topic
     before = groups.records
     window = subscription.window

@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import Any
 
 from server.core.aggregate.functions import prepare
-from server.core.aggregate.groups import group_key
+from server.core.aggregate.group_keys import group_key
 from server.core.aggregate.parse import Spec
 from server.core.filters.functions import EvalContext
 from server.core.limits import MAX_INTEGER, MIN_INTEGER

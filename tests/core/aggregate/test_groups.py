@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.core.aggregate import functions
-from server.core.aggregate.groups import GroupTable, group_key
+from server.core.aggregate.group_keys import group_key
+from server.core.aggregate.groups import GroupTable
 from server.core.aggregate.parse import Spec, parse_aggregation
 from server.core.aggregate.projection import GroupChange, Projection
 from server.core.filters.functions import EvalContext

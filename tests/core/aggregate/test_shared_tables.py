@@ -1,6 +1,7 @@
 """Projections that share one group table: each joins when it likes (adding the inputs it needs
-by a pass over the records the table holds), and each one's groups, and the groups its client
-rebuilds from its changes, equal its groups computed from scratch."""
+by a pass over the records the table holds) and may leave (the table then drops what only it
+read), and each one's groups, and the groups its client rebuilds from its changes, equal its
+groups computed from scratch."""
 
 from __future__ import annotations
 
@@ -32,19 +33,32 @@ PROJECTIONS = st.lists(
 @given(
     projections=PROJECTIONS,
     joins=st.lists(st.integers(0, 40), min_size=4, max_size=4),
+    leaves=st.lists(st.integers(0, 60), min_size=4, max_size=4),
     changes=CHANGES,
 )
 @example(  # a sum that a later projection needs the squares of: a second accumulator, filled by a pass
     projections=[["SUM(/qty) AS /qty"], ["STDDEV_POP(/qty) AS /sd"]],
     joins=[0, 2, 0, 0],
+    leaves=[60, 60, 60, 60],
     changes=[("p", {"desk": "a", "qty": 2}, False), ("q", {"desk": "a", "qty": 4}, True)],
 )
+@example(  # the first leaves: the second's accumulators and inputs are renumbered
+    projections=[["SUM(/qty) AS /qty", "MIN(/px) AS /low"], ["/sym", "STDDEV_POP(/px) AS /sd"]],
+    joins=[0, 1, 0, 0],
+    leaves=[2, 60, 60, 60],
+    changes=[
+        ("p", {"desk": "a", "qty": 2, "px": 1, "sym": "X"}, True),
+        ("q", {"desk": "a", "qty": 4, "px": 3}, True),
+        ("p", {"desk": "a", "qty": 5, "px": 2, "sym": "Y"}, True),
+    ],
+)
 def test_each_projection_of_a_shared_table_equals_its_groups_from_scratch(
-    projections: list[list[str]], joins: list[int], changes: list[tuple[str, Any, bool]]
+    projections: list[list[str]], joins: list[int], leaves: list[int], changes: list[tuple[str, Any, bool]]
 ) -> None:
     specs = [parse_aggregation(["/desk"], ["/desk", *items]) for items in projections]
     table = GroupTable(specs[0].grouping, EvalContext())
     views: list[tuple[Projection, dict[str, Any]]] = []  # each projection and its client's groups
+    left: set[int] = set()  # the projections that left (the last one never does)
     records: dict[str, Any] = {}
     order: list[str] = []
 
@@ -55,9 +69,17 @@ def test_each_projection_of_a_shared_table_equals_its_groups_from_scratch(
                 client = {change.key: change.after for change in view.everything()}
                 views.append((view, client))
 
+    def leave_due(step: int) -> None:
+        for n in range(len(views) - 1):
+            if n not in left and leaves[n] <= step:
+                left.add(n)
+                table.compact([view.outputs for at, (view, _) in enumerate(views) if at not in left])
+
     def drain() -> None:
         touched = table.drain()
-        for view, client in views:
+        for n, (view, client) in enumerate(views):
+            if n in left:
+                continue
             for change in view.changes(touched):
                 assert change.new == (change.key not in client)
                 if change.after is None:
@@ -72,11 +94,14 @@ def test_each_projection_of_a_shared_table_equals_its_groups_from_scratch(
             remember(records, order, key, data)
             if drained:
                 drain()
-                join_due(seq)  # a projection joins between units of work
+                join_due(seq)  # a projection joins or leaves between units of work
+                leave_due(seq)
         drain()
         join_due(1 << 30)  # the rest join at the end
     assert len(views) == len(specs)
-    for (view, client), spec in zip(views, specs, strict=True):
+    for n, ((view, client), spec) in enumerate(zip(views, specs, strict=True)):
+        if n in left:
+            continue
         expected = groups_from_scratch(spec, records, order)
         assert _same({g.key: view.record(g) for g in table.groups.values()}, expected)
         assert _same(client, expected)

@@ -367,16 +367,38 @@ def test_a_view_whose_groups_cannot_be_written_leaves_no_group_table_fed() -> No
     view = {"c": "sow_and_subscribe", "t": "orders", "sub_id": "g", "cid": 1, "grouping": ["/desk"]}
     got = viewer.send({**view, "projection": ["/desk", f"/deep AS {DEEP_OUTPUT}"]})
     assert acks(got) == [("processed", "failure")]
+    (ack,) = [m for m in got if m["c"] == "ack"]
+    assert "AS names a path more than 16 levels deep" in ack["reason"], ack
     assert h.broker.topics["orders"].derived == {}
 
 
+def test_the_deepest_group_record_a_projection_can_make_is_written() -> None:
+    # The deepest record there may be, its deepest field put as deep as a projection may put it.
+    h = Harness()
+    publisher, viewer = h.peer(), h.peer()
+    view = {"c": "sow_and_delta_subscribe", "t": "orders", "sub_id": "g", "grouping": ["/desk"]}
+    output = "/" + "/".join(f"x{i}" for i in range(16))
+    viewer.send({**view, "projection": ["/desk", f"/deep AS {output}", "COUNT(*) AS /n"]})
+    h.engine.receive(publisher.session, _deep_publish(1, 199))
+    publisher.take()
+    (message,) = [m for m in viewer.take() if m["c"] == "p"]
+    assert message["data"]["n"] == 1
+    publisher.send(_pub(2, desk="a", qty=1))
+    (patch,) = [m for m in viewer.take() if m["c"] == "p"]
+    # Order 2, the latest, has no /deep: the group's copy of it goes.
+    assert patch["patch"] == [{"op": "remove", "path": "/x0"}, {"op": "replace", "path": "/n", "value": 2}]
+
+
 def test_a_group_record_too_deep_to_write_does_not_fail_the_publish_nor_starve_other_views() -> None:
+    # A projection that could make one is refused (it used to be written, and raise out of the
+    # engine on the publish, losing the changes of the other views of its table).
     h = Harness()
     publisher, deep, counter = h.peer(), h.peer(), h.peer()
-    view = {"c": "sow_and_subscribe", "t": "orders", "sub_id": "g", "grouping": ["/desk"]}
-    deep.send({**view, "projection": ["/desk", f"/deep AS {DEEP_OUTPUT}"]})
-    counter.send({**view, "projection": ["/desk", "COUNT(*) AS /n"]})  # the same group table
-    h.engine.receive(publisher.session, _deep_publish(1, 195))  # raised out of the engine
+    view = {"c": "sow_and_subscribe", "t": "orders", "sub_id": "g", "cid": 1, "grouping": ["/desk"]}
+    refused = deep.send({**view, "projection": ["/desk", f"/deep AS {DEEP_OUTPUT}"]})
+    assert acks(refused) == [("processed", "failure")]
+    counter.send({**view, "projection": ["/desk", "COUNT(*) AS /n"]})
+    h.engine.receive(publisher.session, _deep_publish(1, 195))
     publisher.take()
     assert _data(counter.take()) == {"a": {"desk": "a", "n": 1}}
     publisher.send(_pub(2, desk="a", qty=1))
