@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from server.core.fanout.ranges import KeptOrder, indexed_order, plan
-from server.core.fanout.windows import WindowOrder, WindowSpec
+from server.core.fanout.windows import WindowOrder, WindowSpec, match_all
 from server.core.filters import compile_filter, parse_orderby
 from server.core.filters.orderby import OrderBy, sowkey_order
 from server.core.records.version import RecordVersion
@@ -80,7 +80,7 @@ def check(
     for text in kept_texts:
         order = parse_orderby(text) if text else None
         kept[order] = (
-            KeptOrder(order, versions.values()) if order else WindowOrder(sowkey_order, lambda d: True, ())
+            KeptOrder(order, versions.values()) if order else WindowOrder(sowkey_order, match_all, versions.values())
         )
     seq = len(datas)
     for n, data in updates:  # the kept orders follow changes: arrays come and go
@@ -92,8 +92,7 @@ def check(
         else:
             versions[key] = new
         for order in kept.values():
-            if isinstance(order, KeptOrder):
-                order.apply(key, new)
+            order.apply(key, new)
     gate = compile_filter(" AND ".join([conjunct, *(f"({other})" for other in others)]))
     window = parse_orderby(by) if by else None
     spec = WindowSpec(window, sort_key(window), 0, 10)
