@@ -192,3 +192,21 @@ def test_strings_are_candidates_of_a_numeric_bound_and_arrays_of_any() -> None:
     assert found is not None and found.size == 3  # 5, ' 5' and [90, 5]
     built = indexed_order(kept, WindowSpec(order, order.sort_key, 0, 5), [gate], gate.matches, versions)
     assert built is not None and sorted(built.keys) == ["a", "k5", "s"]
+
+
+def test_a_text_bound_that_parse_number_refuses_leaves_the_window_to_a_pass() -> None:
+    """parse_number raises ValueError for a text the number pattern accepts but int() and float()
+    do not ('\\x1c7': \\s matches U+001C, int() does not strip it). The filter compiles (a
+    comparison with a text is not parsed until a record is a number, and then the evaluation
+    fails and does not match), and a window over a topic without kept orders opens with no rows;
+    with a kept order by the field, ``compared`` raised out of the window's build: the
+    sow_and_subscribe was refused with 'the server could not process this command'."""
+    versions = topic(40)
+    order = parse_orderby("/f")
+    kept: dict[OrderBy | None, WindowOrder] = {order: KeptOrder(order, versions.values())}
+    spec = WindowSpec(order, order.sort_key, 0, 5)
+    for text in ["/f < '\x1c7'", "'\x1c7' > /f", "/f BETWEEN 0 AND '\x1f9'"]:
+        gate = compile_filter(text)
+        built = indexed_order(kept, spec, [gate], gate.matches, versions)
+        full = WindowOrder(spec.sort_key, gate.matches, versions.values())
+        assert built is None or list(built.sorted) == list(full.sorted), text
