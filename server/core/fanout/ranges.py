@@ -106,10 +106,7 @@ def compared(op: str, value: Any) -> Bounds | None:
         return (None, None)  # NULL: a comparison with it is never true
     if kind is not str:
         return None
-    try:
-        number = parse_number(value)
-    except ValueError:  # '\x1c7': the pattern takes it, int() and float() do not; the filter fails
-        return None
+    number = parse_number(value)
     if number is not None:
         numbers: Interval | None = _interval(op, number)
     else:

@@ -23,13 +23,18 @@ _INTEGER = re.compile(r"\s*[+-]?\d+\s*")
 
 
 def parse_number(text: str) -> int | float | None:
-    if _INTEGER.fullmatch(text):
-        try:
-            return int(text)
-        except ValueError:  # past Python's 4,300 digits for int(): still a number, as a float
+    r"""``text`` as a number, or None when it is not one. The patterns' ``\s`` takes characters
+    Python's conversions do not strip (U+001C to U+001F): a text they refuse is not a number."""
+    try:
+        if _INTEGER.fullmatch(text):
+            try:
+                return int(text)
+            except ValueError:  # past Python's 4,300 digits for int(): still a number, as a float
+                return float(text)
+        if _NUMERIC.fullmatch(text):
             return float(text)
-    if _NUMERIC.fullmatch(text):
-        return float(text)
+    except ValueError:
+        return None
     return None
 
 

@@ -80,7 +80,9 @@ def check(
     for text in kept_texts:
         order = parse_orderby(text) if text else None
         kept[order] = (
-            KeptOrder(order, versions.values()) if order else WindowOrder(sowkey_order, match_all, versions.values())
+            KeptOrder(order, versions.values())
+            if order
+            else WindowOrder(sowkey_order, match_all, versions.values())
         )
     seq = len(datas)
     for n, data in updates:  # the kept orders follow changes: arrays come and go

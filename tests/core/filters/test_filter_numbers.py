@@ -117,13 +117,13 @@ def test_right_over_the_wire_keeps_the_whole_text() -> None:
     assert [m["data"]["sym"] for m in got if m["c"] == "sow"] == ["abc"]
 
 
-def test_a_text_the_number_pattern_takes_but_int_refuses_is_no_exception() -> None:
-    """parse_number (values.py) raises ValueError for '\\x1c7' (its pattern's \\s takes U+001C
-    to U+001F, which int() and float() do not strip): ``/f = '\\x1c7'`` and ``/f IN ('\\x1d7')``
-    fail to compile with it (the command is refused as 'the server could not process this
-    command', logged as a failure), and evaluating a comparison of a number with such a text
-    raises instead of being NULL. Found in review of kept orders as range indexes, whose
-    ``compared`` raised the same (fixed there); the root is here, and it predates that change."""
+def test_a_text_the_number_pattern_takes_but_int_refuses_is_text() -> None:
+    """The number pattern's \\s takes U+001C to U+001F, which int() and float() do not strip:
+    such a text (``'\\x1c7'``) is not a number. It raised ValueError out of compile (the command
+    refused as 'the server could not process this command') and out of evaluation."""
     for text in ["/f = '\x1c7'", "/f IN ('\x1d7')"]:
         compile_filter(text)
-    assert general_filter("/f < '\x1f7'").evaluate({"f": 5}) is not True
+    # A text that is not a number sorts after every number (docs/protocol.md, Filters).
+    assert general_filter("/f < '\x1f7'").evaluate({"f": 5}) is True
+    assert general_filter("/f = '\x1c7'").evaluate({"f": 7}) is not True
+    assert general_filter("/f = '\x1c7'").evaluate({"f": "\x1c7"}) is True
