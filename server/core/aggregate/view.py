@@ -205,20 +205,6 @@ def usable_index(
     return found if isinstance(found, GroupIndex) else None
 
 
-def needs_pass(
-    source: Topic,
-    spec: Spec,
-    filters: tuple[Filter, ...],
-    entitlement: Entitlement,
-    ctx: EvalContext,
-    live: bool,
-) -> bool:
-    """Whether a new aggregation of ``spec`` reads the source's records: to fill a table of its
-    own, or to add the inputs it lacks to a shared one."""
-    found = usable_index(source, spec, filters, entitlement, ctx, live)
-    return found is None or found.table.missing(spec) > 0
-
-
 def _index_for(
     source: Topic,
     spec: Spec,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..aggregate.parse import parse_aggregation
-from ..aggregate.view import Aggregation, GroupTopic, needs_pass, share_of, shared_aggregation
+from ..aggregate.view import Aggregation, GroupTopic, share_of, shared_aggregation, usable_index
 from ..errors import INVALID_OPTIONS, INVALID_TOPIC, CommandError
 from ..filters import Filter
 from ..filters.entitlement import Entitlement
@@ -72,7 +72,8 @@ def groups_for(
     if shared is not None:
         return shared.topic, None
     live = body.subscribe
-    if needs_pass(source, spec, filters, entitlement, ctx, live):  # a table read by a pass
+    index = usable_index(source, spec, filters, entitlement, ctx, live)
+    if index is None or index.table.missing(spec):  # a new table, or inputs to add: a pass
         admit_aggregation_pass(body.filter, spec, len(source.records))
     history = group_history(broker, source) if live else None
     made = Aggregation(source, share, spec, filters, entitlement, ctx, broker.tx_frames, live, history)
