@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess, running
 from .conftest import ROW
-from .desk import open_desk
+from .desk import open_desk, shot
 from .feed import publish, publish_many
 
 
@@ -99,4 +99,5 @@ def test_a_view_opened_from_the_form_starts_in_its_topics_first_kept_order(
         header = page.locator("regular-table thead th[data-field=qty]")
         expect(header).to_have_attribute("aria-sort", "descending")
         expect(page).to_have_url(re.compile(r"orderby=/qty%20DESC"))  # the link reproduces it
+        shot(page, "kept-order-from-the-form.png")
         assert page.errors == []  # type: ignore[attr-defined]
