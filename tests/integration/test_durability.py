@@ -49,19 +49,24 @@ async def test_kill_9_mid_stream_loses_nothing_acked_and_repeats_nothing(
     publisher = Publisher(first.url, "feed")
     await publisher.connect()
 
+    killed = asyncio.Event()
+
     async def stream() -> None:
         for start in range(1, TOTAL + 1, 200):
+            if start > TOTAL // 2:
+                await killed.wait()  # the second half after the kill, however slow the machine
             await publisher.publish_many("orders", [{"id": n, "v": n} for n in range(start, start + 200)])
             await asyncio.sleep(0.01)
 
     streaming = asyncio.create_task(stream())
     # Killed once some of it is on disk (a loaded machine may take a while to get there), at a
-    # random point of the rest: the stream takes over a second, so the kill lands in its middle.
-    while publisher.persisted_seq == 0 and not streaming.done():
+    # random point of the rest of the first half.
+    while publisher.persisted_seq == 0:
         await asyncio.sleep(0.01)
     await asyncio.sleep(random.uniform(0.0, 0.3))
     first.stop(signal.SIGKILL)
     acked = publisher.persisted_seq
+    killed.set()
     assert 0 < acked < TOTAL, "the kill landed in the middle of the stream"
 
     second = ServerProcess(config, data, port=port)
