@@ -189,7 +189,9 @@ class RecordEntry:
             # A window's position after the last change is in that message's own head.
             own_head = net.last.head if kind != OOF and sub.positions else None
             group = (kind == OOF, body, own_head, 0)
-            while sub in groups.get(group, ()):  # a second message for it here (keep both)
+            # A second message for its sid here: keep both. (A subscription replaced by another
+            # of the same sid, and its successor, are one sid: never named twice in a message.)
+            while any(other.sub_id == sub.sub_id for other in groups.get(group, ())):
                 group = (*group[:3], group[3] + 1)
             groups.setdefault(group, []).append(sub)
         parts: list[bytes] = []

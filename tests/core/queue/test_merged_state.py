@@ -20,7 +20,7 @@ from server.core.filters.entitlement import Entitlement
 from server.core.filters.functions import EvalContext
 from server.core.queue.outbox import Outbox
 
-from .fakes import FakeFeed, FakeReader, client_copies, plain, policy, tx_block
+from .fakes import FakeFeed, FakeReader, client_copies, plain, policy, sent, tx_block
 from .merge_functions import by_kind
 
 Between = Callable[[Outbox, FakeFeed, FakeReader], None]
@@ -222,3 +222,17 @@ def test_each_subscription_holds_what_it_is_sent() -> None:
     queue.push_delivery(feed.update("a", {"count": 5, "x": 2, "keep": "newer"}, t))
     final = {"a": {"count": 5, "x": 2, "keep": "newer"}}
     assert client_copies(queue, {"s": {"a": start}, "t": {"a": start}}) == {"s": final, "t": final}
+
+
+def test_a_replaced_subscription_and_its_successor_are_never_named_twice_in_one_message() -> None:
+    """Found by the engine model: the old subscription's queued message and its successor's, with
+    the same body, were rendered as one message naming ``s`` twice. They are one sid: two
+    messages, each naming it once."""
+    feed = FakeFeed(policy("always"))
+    old = FakeReader("s", stateful=False)
+    queue = outbox()
+    queue.push_delivery(feed.full("a", 1, old))
+    new = old.replaced_by()
+    queue.push_delivery(feed.full("a", 1, new))
+    queue.relieve()
+    assert sent(queue) == ["p s a=1", "p s a=1"]
