@@ -19,6 +19,7 @@ import uvicorn
 from .asgi.app import Capacity, create_app
 from .asgi.uvicorn_protocol import BACKLOG, guarded_http_protocol
 from .asgi.uvicorn_websocket import LeanWebSocketProtocol
+from .core import native
 from .core.settings.config import Config
 from .runtime.hub import Hub
 from .runtime.logstore import LogStore
@@ -54,6 +55,7 @@ class PushServer(uvicorn.Server):
             # (docs/protocol.md, Reloading entitlements).
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.reload_auth)
         if self.started and self.servers:
+            log.info("%s", native.describe())  # which core runs, and if pure, why
             if self.announce:
                 host, port = self.servers[0].sockets[0].getsockname()[:2]
                 log.info("listening on http://%s:%d", host, port)

@@ -24,19 +24,22 @@ named semaphore unlinked, before the child read it, and then no replacement ever
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
+import io
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass
 from multiprocessing.connection import wait
 from multiprocessing.context import SpawnContext
 from multiprocessing.process import BaseProcess
 from types import FrameType
+from typing import Any
 
 from .core.settings.config import Config
 from .runtime.reload import with_current_auth
@@ -83,11 +86,34 @@ class Serving:
         return sum(self.flags), len(self.flags)
 
 
-def run_worker(config: Config, port: int, index: int, serving: Serving, quiet: bool) -> None:
+class _ConfigPickler(pickle.Pickler):
+    """Pickles a configuration for a worker: every dataclass in it as its class and the fields
+    its constructor takes. (A compiled frozen dataclass cannot be unpickled field by field, and an
+    order's sort key, made by its constructor, is a closure.)"""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            values = {field.name: getattr(obj, field.name) for field in dataclasses.fields(obj) if field.init}
+            return _rebuild, (type(obj), values)
+        return NotImplemented
+
+
+def _rebuild(cls: type[Any], values: dict[str, Any]) -> Any:
+    return cls(**values)
+
+
+def pickled(config: Config) -> bytes:
+    buffer = io.BytesIO()
+    _ConfigPickler(buffer).dump(config)
+    return buffer.getvalue()
+
+
+def run_worker(pickled_config: bytes, port: int, index: int, serving: Serving, quiet: bool) -> None:
     """Worker ``index``: one node listening on ``port`` beside its siblings. ``quiet``: a failed
     start of this worker was reported, its error printed; if this one fails to build its node too
     (broken code on disk, say), it exits 1 without printing the traceback again."""
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the node listens and reloads [auth] on it
+    config: Config = pickle.loads(pickled_config)
     try:
         sock = bind(config.server.host, port)
         from .node import build_server  # noqa: PLC0415 (the spawned child imports uvicorn itself)
@@ -124,7 +150,7 @@ def after(delay: float) -> str:
     return f"in {delay:g} s" if delay else "now"
 
 
-@dataclass
+@dataclasses.dataclass
 class Slot:
     """Worker ``index``'s place: its process, or when the next one is due."""
 
@@ -153,7 +179,7 @@ class Pool:
         self.slots = [Slot(index) for index in range(count)]
 
     def start(self, slot: Slot) -> None:
-        args = (self.config, self.port, slot.index, self.serving, slot.reported)
+        args = (pickled(self.config), self.port, slot.index, self.serving, slot.reported)
         slot.process = self.context.Process(target=run_worker, args=args, daemon=False)
         slot.process.start()
         slot.started, slot.seen = time.monotonic(), False

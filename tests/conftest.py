@@ -14,6 +14,8 @@ import os
 import pytest
 from hypothesis import settings
 
+from server.core import native
+
 # Property tests assert behaviour, never time: on two loaded cores one example of a fast test can
 # take longer than Hypothesis's default 200 ms deadline, which fails the test for no fault.
 settings.register_profile("suite", deadline=None)
@@ -94,7 +96,27 @@ def rank(module: str, slow: set[str]) -> int:
     return len(LONG) + (0 if module in slow else 1)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--core-only",
+        action="store_true",
+        help="run only the core's own tests (tests/core), of those selected",
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--core-only"):
+        others = [item for item in items if not item.nodeid.startswith("tests/core/")]
+        items[:] = [item for item in items if item.nodeid.startswith("tests/core/")]
+        config.hook.pytest_deselected(items=others)
+    # A test marked pure replaces a function or method of the core to watch it: the compiled core
+    # binds its calls when it is built, so such a test runs against the pure-Python core only
+    # (scripts/test runs the core's tests against both).
+    if native.COMPILED:
+        skip = pytest.mark.skip(reason="replaces the core's own functions: pure-Python core only")
+        for item in items:
+            if item.get_closest_marker("pure"):
+                item.add_marker(skip)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return  # the order only matters to xdist's scheduler
     slow = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}

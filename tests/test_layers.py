@@ -77,3 +77,38 @@ def test_only_the_adapter_reaches_into_uvicorn() -> None:
 def test_the_check_sees_relative_imports() -> None:
     # The check itself must be able to fail: runtime really does import core relatively.
     assert any("server.core" in name for name in imported_modules(SERVER / "runtime" / "hub.py"))
+
+
+def fields_typed_for_type_checking_only(path: Path) -> list[str]:
+    """The class attributes of ``path`` annotated with a name imported only under
+    ``TYPE_CHECKING``. The compiled core makes a dataclass with its field types, so such a name
+    must exist when the module runs (importing the module segfaulted when it did not)."""
+    tree = ast.parse(path.read_text())
+    checking_only: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for imported in ast.walk(node):
+                if isinstance(imported, ast.Import | ast.ImportFrom):
+                    checking_only.update(alias.asname or alias.name.split(".")[0] for alias in imported.names)
+    found = []
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        for statement in cls.body:
+            if isinstance(statement, ast.AnnAssign):
+                named = {name.id for name in ast.walk(statement.annotation) if isinstance(name, ast.Name)}
+                for text in ast.walk(statement.annotation):
+                    if isinstance(text, ast.Constant) and isinstance(text.value, str):
+                        parsed = ast.parse(text.value, mode="eval")
+                        named |= {name.id for name in ast.walk(parsed) if isinstance(name, ast.Name)}
+                found += [
+                    f"{path.relative_to(SERVER)}: {cls.name} names {name}" for name in named & checking_only
+                ]
+    return found
+
+
+def test_class_attributes_of_the_core_name_types_that_exist_at_run_time() -> None:
+    found = [
+        line
+        for path in sorted((SERVER / "core").rglob("*.py"))
+        for line in fields_typed_for_type_checking_only(path)
+    ]
+    assert found == []

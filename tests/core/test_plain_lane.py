@@ -26,12 +26,19 @@ from server.core.sow.txlog import LogEntry
 from .harness import Harness
 
 
-class GeneralLog(LocalLog):
-    """The local log, with every command taking the general path."""
+class GeneralLog:
+    """The local log, with every command taking the general path. (It wraps the log rather than
+    subclass it: the compiled core's classes take no subclasses written in Python.)"""
+
+    def __init__(self, broker: Any) -> None:
+        self._log = LocalLog(broker)
 
     @property
     def plain_lane(self) -> Callable[[LogEntry], None] | None:
         return None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._log, name)
 
 
 TOPICS = [

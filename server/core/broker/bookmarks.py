@@ -21,15 +21,16 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from ..errors import BAD_MESSAGE, CommandError
 
-if TYPE_CHECKING:
-    from ..fanout.subscription import Subscription
-    from ..records.version import RecordVersion
+# Imported when the module runs, not only for type checking: a dataclass's field types must exist
+# when the compiled core creates the class (scripts/compile_core.py).
+from ..fanout.subscription import Subscription
+from ..records.version import RecordVersion
 
 
 @dataclass(frozen=True, slots=True)

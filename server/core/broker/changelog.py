@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+# Imported when the module runs, not only for type checking: a dataclass's field types must exist
+# when the compiled core creates the class (scripts/compile_core.py).
+from ..protocol.commands import Header, Logon, Publish, SowDelete, Transaction
+from ..session.session import Session
+from ..settings.config import UserConfig
 from ..sow.txlog import LogEntry
-
-if TYPE_CHECKING:
-    from ..protocol.commands import Header, Logon, Publish, SowDelete, Transaction
-    from ..session.session import Session
-    from ..settings.config import UserConfig
 
 SEQ_BITS = 20  # entries one stream takes within one millisecond: far more than Redis can append
 PLAIN_STREAM = ""  # the one stream of every topic that is not configured (they have no SOW)

@@ -20,11 +20,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import wire
+
+# Imported when the module runs, not only for type checking: a dataclass's field types must exist
+# when the compiled core creates the class (scripts/compile_core.py).
+from ..session.session import Session
 from ..sow.txlog import frame_entries
 
 if TYPE_CHECKING:
     from ..queue.latency import Histogram
-    from ..session.session import Session
 
 
 @dataclass(slots=True)

@@ -69,7 +69,7 @@ class WindowOrders:
         kept = self._kept[order] = self._orders[share] = (
             KeptOrder(order, records.values())
             if order is not None
-            else WindowOrder(sowkey_order, match_all, records.values())
+            else WindowOrder.sorting(sowkey_order, match_all, records.values())
         )
         kept.share = share
 
@@ -127,7 +127,7 @@ class WindowOrders:
         base = self._kept.get(spec.order)
         if base is not None:
             return WindowOrder.within(base, matches, records)
-        return WindowOrder(spec.sort_key, matches, records.values())
+        return WindowOrder.sorting(spec.sort_key, matches, records.values())
 
     def close(self, subscription: Subscription) -> None:
         window = subscription.window

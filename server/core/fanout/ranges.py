@@ -30,7 +30,7 @@ from ..filters.fields import read_field
 from ..filters.orderby import Keyed, OrderBy, term_part
 from ..filters.values import parse_number
 from ..records.version import RecordVersion
-from .windows import Decoded, SortKey, Window, WindowOrder, WindowSpec, match_all
+from .windows import Decoded, SortKey, Window, WindowOrder, WindowSpec, match_all, sort_entries
 
 PAYS = 0.25  # the most of the topic the candidates may be for the index to be used
 FEW = 0.1  # below it (of the topic), the records that pass are sorted, not found by a walk
@@ -69,14 +69,17 @@ class KeptOrder(WindowOrder):
         # A top-level field is read inline: this runs for every change of the topic.
         self._name = steps[0] if len(steps) == 1 and type(steps[0]) is str else None
         self.spread: set[str] = set()
-        super().__init__(order.sort_key, match_all, records)
+        self.sort_key = order.sort_key  # read by _entry, which also notes the records spread
+        entries = [self._entry(version) for version in records]
+        sort_entries(entries, order.sort_key)
+        super().__init__(order.sort_key, match_all, entries)
 
     def apply(self, key: str, new: RecordVersion | None) -> list[Window]:
         if new is None and self.spread:
             self.spread.discard(key)
         return super().apply(key, new)
 
-    def _entry(self, version: RecordVersion) -> SortKey | None:
+    def _entry(self, version: RecordVersion) -> SortKey:
         data = version.data  # decoded once, for the sort key and the first field
         name = self._name
         value = data.get(name) if name is not None and type(data) is dict else read_field(data, self.steps)
@@ -248,7 +251,7 @@ def indexed_order(
     if same:
         if found.kept.spread:
             passing.sort()  # the spread ones come last
-        return WindowOrder.of(found.kept.sort_key, matches, passing)
+        return WindowOrder(found.kept.sort_key, matches, passing)
     return _reordered(kept.get(spec.order), spec.sort_key, matches, decoded, len(records))
 
 
@@ -264,6 +267,6 @@ def _reordered(
     if base is None or len(decoded) < FEW * size:
         entries = [sort_key(item) for item in decoded]
         entries.sort()
-        return WindowOrder.of(sort_key, matches, entries)
+        return WindowOrder(sort_key, matches, entries)
     passing = {item.key for item in decoded}
-    return WindowOrder.of(base.sort_key, matches, [entry for entry in base.sorted if entry[-1] in passing])
+    return WindowOrder(base.sort_key, matches, [entry for entry in base.sorted if entry[-1] in passing])

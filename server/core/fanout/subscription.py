@@ -60,11 +60,11 @@ def _matcher(
 class Subscription(RecordReader):
     # Slots: a socket with a subscription lives for hours, and its instance dict cost 1.6 KB.
     __slots__ = (
-        "__weakref__",  # the tests prove a closed subscription is released through weak references
         "_select_id",
         "_stateless_when_shown",
         "bookmarked",
         "closed",
+        "count_queued",
         "counted",
         "ctx",
         "delta",
@@ -125,6 +125,7 @@ class Subscription(RecordReader):
         self.replaying = False  # replaying the log: live changes wait in replay_buffer
         self.replay_buffer: list[tuple[str | None, RecordVersion | None, RecordVersion | None, str]] = []
         self.view_kind: tuple[Any, ...] = (self._select_id, options.no_sowkey, options.timestamp, False)
+        self.count_queued: Any = None  # the count message its number waits in (queue/counts.py)
         self.dropped = False  # unsubscribed for back pressure; the broker removes it after the command
         self.closed = False  # unsubscribed: timers that still name it do nothing
         # The subscription that took over this sub_id by ``replace``: messages still queued for

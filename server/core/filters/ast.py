@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -91,3 +92,12 @@ class Negate(Node):
 class Call(Node):
     name: str
     args: tuple[Node, ...]
+
+
+def children(node: Node) -> Iterator[Node]:
+    """The nodes directly under ``node``: its fields that are nodes, or tuples of nodes."""
+    for field in fields(node):
+        value = getattr(node, field.name)
+        for child in value if isinstance(value, tuple) else (value,):
+            if isinstance(child, Node):
+                yield child

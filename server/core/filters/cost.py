@@ -54,11 +54,7 @@ def _nodes(tree: ast.Node) -> Iterator[ast.Node]:
     while stack:
         node = stack.pop()
         yield node
-        for name in node.__slots__:
-            value = getattr(node, name)
-            for child in value if isinstance(value, tuple) else (value,):
-                if isinstance(child, ast.Node):
-                    stack.append(child)
+        stack.extend(ast.children(node))
 
 
 def _regexes(tree: ast.Node) -> Iterator[tuple[str, int, bool]]:

@@ -33,7 +33,9 @@ class Token:
     kind: Kind
     text: str
     column: int
-    value: object = None
+    # A number's value, a string's unescaped text or a path's steps. (A dataclass field typed
+    # ``object`` with a default does not compile with mypyc, hence the union.)
+    value: int | float | str | tuple[str | int, ...] | None = None
 
 
 _NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")

@@ -51,10 +51,7 @@ def _check_depth(root: ast.Node) -> None:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
             raise FilterError(f"nested deeper than {MAX_DEPTH} levels", node.column)
-        for name in node.__slots__:
-            value = getattr(node, name)
-            children = value if isinstance(value, tuple) else (value,)
-            stack.extend((child, depth + 1) for child in children if isinstance(child, ast.Node))
+        stack.extend((child, depth + 1) for child in ast.children(node))
 
 
 class _Parser:

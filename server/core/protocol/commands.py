@@ -40,6 +40,8 @@ QUERY_COMMANDS = {
     "sow_and_delta_subscribe": (True, True, True),
 }
 PUBLISH_COMMANDS = ("publish", "delta_publish")
+# The commands a transaction may hold (a set built once, not a tuple unpacked per command).
+TRANSACTION_COMMANDS = frozenset((*PUBLISH_COMMANDS, "sow_delete"))
 MAX_COMMAND_LENGTH = 32  # ``c``: the longest command is 23 characters
 
 
@@ -317,7 +319,7 @@ def _decode_transaction(raw: dict[str, Any]) -> Transaction:
     for index, command in enumerate(commands):
         try:
             header = decode_header(command)
-            if header.c not in (*PUBLISH_COMMANDS, "sow_delete"):
+            if header.c not in TRANSACTION_COMMANDS:
                 raise _bad(f"a transaction holds publish, delta_publish and sow_delete, not {header.c!r}")
             body = decode_body(header, {**command, "s": None})
         except CommandError as error:

@@ -16,7 +16,6 @@ share ``p`` messages.
 from __future__ import annotations
 
 from typing import Any
-from weakref import WeakKeyDictionary
 
 import orjson
 
@@ -68,26 +67,23 @@ def count_message(topic_json: bytes, sids: list[Any], matches: int) -> bytes:
     return b'{"c":"count","t":' + topic_json + b',"sids":' + orjson.dumps(sids) + b',"matches":%d}' % matches
 
 
-class CountsQueued:
-    """Per socket: the count message each subscription is queued in (weakly: a subscription that
-    ended is forgotten with it)."""
+# Each subscription notes the count message it is queued in (``Reader.count_queued``): the note
+# ends with the subscription, and no table of the socket's has to be told that it ended.
 
-    __slots__ = ("_last",)
 
-    def __init__(self) -> None:
-        self._last: WeakKeyDictionary[Any, CountMessage] = WeakKeyDictionary()
+def withdraw(sub: Reader) -> None:
+    """Take ``sub`` out of the message it is queued in: a newer number is on its way."""
+    queued: CountMessage | None = sub.count_queued
+    if queued is not None:
+        queued.numbers.pop(sub, None)
+        sub.count_queued = None
 
-    def withdraw(self, sub: Reader) -> None:
-        """Take ``sub`` out of the message it is queued in: a newer number is on its way."""
-        queued = self._last.pop(sub, None)
-        if queued is not None:
-            queued.numbers.pop(sub, None)
 
-    def message(self, topic_json: bytes, numbers: dict[Reader, int]) -> CountMessage:
-        """A new message for ``numbers``, each subscription withdrawn from its older one."""
-        for sub in numbers:
-            self.withdraw(sub)
-        queued = CountMessage(topic_json, dict(numbers))
-        for sub in numbers:
-            self._last[sub] = queued
-        return queued
+def queue_counts(topic_json: bytes, numbers: dict[Reader, int]) -> CountMessage:
+    """A new message for ``numbers``, each subscription withdrawn from its older one."""
+    for sub in numbers:
+        withdraw(sub)
+    queued = CountMessage(topic_json, dict(numbers))
+    for sub in numbers:
+        sub.count_queued = queued
+    return queued

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+# Imported when the module runs, not only for type checking: a dataclass's field types must exist
+# when the compiled core creates the class (scripts/compile_core.py).
+from ..filters.entitlement import Entitlement
+
 if TYPE_CHECKING:
-    from ..filters.entitlement import Entitlement
     from ..records.version import RecordVersion
 
 
@@ -24,6 +27,8 @@ class Reader(Protocol):
     # the one the fan-out made (conflation.py's ``Net.sends``).
     held: dict[str, Any] | None
     entitlement: Entitlement
+    # The count message (counts.py) this subscription's latest number waits in, or None.
+    count_queued: Any
 
     @property
     def positions(self) -> bool: ...

@@ -71,10 +71,9 @@ class RecordVersion:
     its dict for good, so every holder shares one object, as messages naming several
     subscriptions need (they are grouped by the identity of what each holds)."""
 
-    # Six slots: a version is one of the three objects a stored record costs, and at seven it
-    # took the next 16-byte size class (96 bytes, not 80). Whether someone holds the dict is its
-    # class instead (``HeldRecordVersion``, same layout).
-    __slots__ = ("_data", "_encoded", "expires_at", "key", "seq", "timestamp")
+    # A version is one of the three objects a stored record costs. Compiled (mypyc), its numbers
+    # and the flag are C fields inside it, with no objects of their own.
+    __slots__ = ("_data", "_encoded", "expires_at", "held", "key", "seq", "timestamp")
 
     def __init__(
         self,
@@ -91,6 +90,7 @@ class RecordVersion:
         self.seq = seq  # the server's apply order, unique and increasing
         self.timestamp = timestamp
         self.expires_at = expires_at
+        self.held = False  # someone keeps the dict (``hold``): compacting keeps it too
 
     @property
     def data(self) -> Any:
@@ -101,7 +101,7 @@ class RecordVersion:
         """The record, for keeping: the version keeps this same dict from now on."""
         if self._data is _COMPACT:
             self._data = orjson.loads(self._encoded)  # type: ignore[arg-type]
-        self.__class__ = HeldRecordVersion
+        self.held = True
         return self._data
 
     @property
@@ -116,22 +116,14 @@ class RecordVersion:
         return encoded
 
     def compact(self) -> None:
-        """Keep only the encoding from now on."""
+        """Keep only the encoding from now on, unless someone holds the dict: then the version
+        stays decoded for good, so that every holder shares the one object."""
         self.encoded  # noqa: B018 (encodes it, once)
-        self._data = _COMPACT
+        if not self.held:
+            self._data = _COMPACT
 
     def __repr__(self) -> str:
         return f"RecordVersion({self.key!r}, seq={self.seq})"
-
-
-class HeldRecordVersion(RecordVersion):
-    """A version whose dict someone keeps (``hold``): it stays decoded for good, so that every
-    holder shares the one object."""
-
-    __slots__ = ()
-
-    def compact(self) -> None:
-        self.encoded  # noqa: B018 (encoded for the messages about it; the dict stays)
 
 
 def format_timestamp(seconds: float) -> str:

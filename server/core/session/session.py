@@ -16,17 +16,20 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import NOT_ENTITLED, CommandError
 from ..fanout.run import FanOutRun
+
+# Imported when the module runs, not only for type checking: a dataclass's field types must exist
+# when the compiled core creates the class (scripts/compile_core.py).
+from ..fanout.subscription import Subscription
+from ..fanout.tx_frames import TxFrames
 from ..filters import compile_filter
 from ..filters.entitlement import Entitlement
 from ..filters.functions import EvalContext
 from ..protocol import wire
-from ..queue.counts import CountsQueued
+from ..queue.counts import queue_counts, withdraw
 from ..queue.delivery import FULL, Delivery, kept_for
 from ..queue.outbox import Outbox
 
 if TYPE_CHECKING:
-    from ..fanout.subscription import Subscription
-    from ..fanout.tx_frames import TxFrames
     from ..queue.delivery import QueuePolicy, RunBatch, TxBlock
     from ..settings.config import UserConfig
 
@@ -93,7 +96,6 @@ class Session:
         self.hidden_interval: float | None = None
         # Count messages (queue/counts.py): the one queued per subscription, and those held in
         # the transaction being applied (its ID, then one delivery per subscription).
-        self._counts = CountsQueued()
         self._tx_counts: tuple[str | None, dict[Any, Delivery]] = (None, {})
 
     def __repr__(self) -> str:
@@ -141,14 +143,14 @@ class Session:
         inside a transaction at the end of its block, once per subscription, the last number."""
         tx = self.tx_frames.tx
         if tx is None:
-            message = self._counts.message(policy.name_json, numbers)
+            message = queue_counts(policy.name_json, numbers)
             self.send_stream(message, 1, 48 + 16 * len(numbers))
             return
         if self._tx_counts[0] != tx:
             self._tx_counts = (tx, {})
         held = self._tx_counts[1]
         for sub, number in numbers.items():
-            self._counts.withdraw(sub)  # the block's number is newer than one queued before it
+            withdraw(sub)  # the block's number is newer than one queued before it
             body = b'"matches":%d}' % number
             delivery = held.get(sub)
             if delivery is None:

@@ -82,7 +82,7 @@ def check(
         kept[order] = (
             KeptOrder(order, versions.values())
             if order
-            else WindowOrder(sowkey_order, match_all, versions.values())
+            else WindowOrder.sorting(sowkey_order, match_all, versions.values())
         )
     seq = len(datas)
     for n, data in updates:  # the kept orders follow changes: arrays come and go
@@ -101,7 +101,7 @@ def check(
     assert plan(kept.values(), [gate]) is not None, "a conjunct on the first field of a kept order"
     indexed = indexed_order(kept, spec, [gate], gate.matches, versions, pays=math.inf)
     assert indexed is not None
-    full = WindowOrder(spec.sort_key, gate.matches, versions.values())
+    full = WindowOrder.sorting(spec.sort_key, gate.matches, versions.values())
     assert list(indexed.sorted) == list(full.sorted)
     assert indexed.keys == full.keys
 
@@ -210,5 +210,5 @@ def test_a_text_bound_that_parse_number_refuses_leaves_the_window_to_a_pass() ->
     for text in ["/f < '\x1c7'", "'\x1c7' > /f", "/f BETWEEN 0 AND '\x1f9'"]:
         gate = compile_filter(text)
         built = indexed_order(kept, spec, [gate], gate.matches, versions)
-        full = WindowOrder(spec.sort_key, gate.matches, versions.values())
+        full = WindowOrder.sorting(spec.sort_key, gate.matches, versions.values())
         assert built is None or list(built.sorted) == list(full.sorted), text

@@ -45,7 +45,13 @@ def test_one_field_orders_make_the_general_key(datas: list[Any], text: str) -> N
     ]
 
 
+def kind_of(sort_key: Any) -> str:
+    """Which key function an order took: its name (compiled, a closure is an object whose class
+    is named after the function)."""
+    return getattr(sort_key, "__name__", None) or type(sort_key).__name__.split("__")[0]
+
+
 def test_the_fast_path_is_taken_for_one_top_level_field_only() -> None:
-    assert parse_orderby("/f").sort_key.__name__ == "one_field"
+    assert kind_of(parse_orderby("/f").sort_key) == "one_field"
     for text in ["/f/g", "/f[0]", "/f, /g"]:
-        assert parse_orderby(text).sort_key.__name__ == "general"
+        assert kind_of(parse_orderby(text).sort_key) == "general"

@@ -162,6 +162,7 @@ def test_a_resumed_view_counts_now() -> None:
     assert of_type(again, "group_end")[0]["matches"] == 5
 
 
+@pytest.mark.pure
 @pytest.mark.parametrize("options", ["", "oof", "oof,positions"])
 def test_a_move_over_the_same_order_reads_neither_the_topic_nor_a_new_order(
     options: str, monkeypatch: pytest.MonkeyPatch

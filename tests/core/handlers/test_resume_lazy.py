@@ -10,6 +10,7 @@ from unittest import mock
 
 import jsonpatch
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -103,6 +104,7 @@ class Reference:
     top_n=st.sampled_from([None, None, None, 2]),
     newest=st.booleans(),
 )
+@pytest.mark.pure
 def test_a_lazy_resume_sends_what_the_eager_one_did(
     before: list[Op],
     seen: list[Op],
@@ -164,6 +166,7 @@ def test_a_lazy_resume_sends_what_the_eager_one_did(
         assert applied(applied({}, received), got) == server
 
 
+@pytest.mark.pure
 def test_a_resume_is_encoded_only_as_the_socket_reads_it() -> None:
     h = Harness()
     publisher, watcher = h.peer(), h.peer()

@@ -56,6 +56,7 @@ class FakeReader:
         self.entitlement = entitlement
         self.positions = positions
         self.successor: FakeReader | None = None
+        self.count_queued: Any = None
 
     def replaced_by(self) -> FakeReader:
         """A ``replace`` of this subscription (the same view): the new one takes over its
