@@ -11,6 +11,7 @@ pure-Python core (server/core/native.py picks the one that matches the sources).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import shutil
 import subprocess
@@ -36,8 +37,7 @@ WORK = ROOT / "build" / "core"
 
 def built_files() -> list[Path]:
     """Every file a build leaves in the source tree."""
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    found = [*native.CORE.rglob("*" + suffix), *native.CORE.parent.parent.glob(native.LIBRARY + ".*")]
+    found = [*native.CORE.rglob("*.so"), *native.CORE.parent.parent.glob(native.LIBRARY + ".*")]
     return found + ([native.STAMP] if native.STAMP.exists() else [])
 
 
@@ -96,7 +96,9 @@ def build(jobs: int) -> None:
     command.inplace = True
     command.build_temp = str(WORK)
     distribution.run_command("build_ext")
-    native.STAMP.write_text(digest + "\n")
+    library = native.library_path()
+    assert library is not None, "the build made no library"
+    native.STAMP.write_text(native.stamp_of(digest, library) + "\n")
 
 
 def main() -> int:
@@ -114,6 +116,15 @@ def main() -> int:
         return 0
     if not arguments.force and native.build_state()[0]:
         return 0
+    WORK.mkdir(parents=True, exist_ok=True)
+    with (WORK / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two bootstraps at once: the second waits, then finds it built
+        if not arguments.force and native.build_state()[0]:
+            return 0
+        return compile_once(arguments.jobs)
+
+
+def compile_once(jobs: int) -> int:
     compiler = sysconfig.get_config_var("CC") or "cc"
     if shutil.which(compiler.split()[0]) is None:
         print(f"compile_core: no C compiler ({compiler}): the core runs as pure Python", file=sys.stderr)
@@ -121,12 +132,11 @@ def main() -> int:
     print("compile_core: compiling server/core with mypyc (about a minute on two cores)", file=sys.stderr)
     started = time.monotonic()
     clean()
-    WORK.mkdir(parents=True, exist_ok=True)
     log = WORK / "build.log"
     # In a process of its own, its compiler lines in build.log: a failed build must leave a
     # working pure core and say why in a few lines.
     with log.open("w") as output:
-        command = [sys.executable, __file__, "--here", "--jobs", str(arguments.jobs)]
+        command = [sys.executable, __file__, "--here", "--jobs", str(jobs)]
         result = subprocess.run(command, stdout=output, stderr=subprocess.STDOUT, check=False)
     if result.returncode != 0:
         clean()

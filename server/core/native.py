@@ -1,7 +1,8 @@
 """Whether the core runs compiled, and the guard that keeps a stale build from running.
 
 ``scripts/compile_core.py`` compiles the core's modules with mypyc into extension modules beside
-their sources, and writes the digest of the sources it compiled into ``native.stamp``. Python
+their sources, and writes the digest of the sources it compiled, and the size and time of the
+library it made, into ``native.stamp``. Python
 imports an extension module before a source file of the same name, so an edit to a source after a
 build would silently not run. So this module, which is never compiled (nor the package's
 ``__init__``), loads the extension modules only when the stamp matches the sources as they are
@@ -71,9 +72,11 @@ class _SourcesOnly(importlib.abc.MetaPathFinder):
                 )
                 self._finders[entry] = finder
             spec = finder.find_spec(fullname, target)
-            if spec is not None:
+            if spec is not None and spec.loader is not None:  # no loader: a folder without __init__.py
                 return spec
-        return None
+        # Never None: the next finder would load a module whose source is gone from a build left
+        # behind, and that one the compiled versions of every other module.
+        raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
 
 
 def _choose() -> tuple[bool, str]:
@@ -82,21 +85,56 @@ def _choose() -> tuple[bool, str]:
     return build_state()
 
 
+def library_path() -> Path | None:
+    """The build's library beside this server/, if there is one."""
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = CORE.parent.parent / (LIBRARY + suffix)
+        if path.exists():
+            return path
+    return None
+
+
+def stamp_of(sources_digest: str, library: Path) -> str:
+    """What a build writes into the stamp: the sources it compiled, and the library it made
+    (another build's library beside these modules would run other code)."""
+    status = library.stat()
+    return f"{sources_digest} {status.st_size} {status.st_mtime_ns}"
+
+
 def build_state() -> tuple[bool, str]:
     """Whether a build of the sources as they are now is in place, and if not, why."""
+    library = library_path()
     if not STAMP.exists():
         return False, "not compiled: python scripts/compile_core.py compiles it"
-    if STAMP.read_text().strip() != digest():
-        return False, "the sources changed since the last build: python scripts/compile_core.py"
-    # Another tree's library (an installed checkout's, say) would run other code than these sources.
-    library = importlib.util.find_spec(LIBRARY)
-    if library is None or library.origin is None or Path(library.origin).parent != CORE.parent.parent:
-        return False, f"{LIBRARY} is not beside server/: python scripts/compile_core.py --force"
+    if library is None:
+        return False, f"the build's {LIBRARY} is not beside server/: python scripts/compile_core.py"
+    if STAMP.read_text().strip() != stamp_of(digest(), library):
+        return False, "the sources or the build changed since the last build: python scripts/compile_core.py"
+    return True, "compiled"
+
+
+def _load_library() -> tuple[bool, str]:
+    """Loads this tree's library by its path, whatever the working directory or the path: the
+    modules' extension modules then find it among the loaded modules, and never another tree's."""
+    library = library_path()
+    assert library is not None
+    loaded = sys.modules.get(LIBRARY)
+    if loaded is not None:
+        same = Path(getattr(loaded, "__file__", "") or "").resolve() == library.resolve()
+        return (True, "compiled") if same else (False, f"another tree's {LIBRARY} is loaded already")
+    spec = importlib.util.spec_from_file_location(LIBRARY, library)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[LIBRARY] = module
+    spec.loader.exec_module(module)
     return True, "compiled"
 
 
 COMPILED, HOW = _choose()
-if not COMPILED and not any(isinstance(finder, _SourcesOnly) for finder in sys.meta_path):
+if COMPILED:
+    COMPILED, HOW = _load_library()
+# A class compared by name: a reload of this module must not add a second finder.
+if not COMPILED and not any(type(finder).__name__ == _SourcesOnly.__name__ for finder in sys.meta_path):
     sys.meta_path.insert(0, _SourcesOnly())
 
 
