@@ -4,6 +4,7 @@ socket port of an engine driven in-process."""
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import subprocess
 import sys
@@ -36,13 +37,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def serve(config_text: str, work: Path, port: int, root: Path = ROOT) -> subprocess.Popen[bytes]:
+def serve(
+    config_text: str, work: Path, port: int, root: Path = ROOT, pure: bool = False
+) -> subprocess.Popen[bytes]:
     """Start this server (``python -m server``) with ``config_text`` as its configuration, in ``work``;
-    ``root``: the checkout whose server runs (another commit's, to compare two in one run)."""
+    ``root``: the checkout whose server runs (another commit's, to compare two in one run);
+    ``pure``: its pure-Python core, whatever is compiled (README, The compiled core)."""
     config = work / "bench.toml"
     config.write_text(config_text)
     command = [sys.executable, "-m", "server", "--config", str(config), "--port", str(port)]
-    return start([*command, "--data-dir", str(work / "data")], port, cwd=root)
+    env = {**os.environ, "SOWPUSH_PURE": "1" if pure else ""}
+    return start([*command, "--data-dir", str(work / "data")], port, cwd=root, env=env)
 
 
 @contextmanager

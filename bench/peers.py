@@ -36,13 +36,14 @@ class Peer:
     launcher: str = "uvicorn"  # "sowpush", "uvicorn" (an ASGI app) or "node" (a script)
     target: str = ""  # the ASGI app or the Node script
     root: Path = ROOT  # sowpush: the checkout whose server runs
+    pure: bool = False  # sowpush: its pure-Python core, whatever is compiled
 
     def start(self, work: Path) -> tuple[subprocess.Popen[bytes], str]:
         """Start the server; its process and the WebSocket URL the load client opens."""
         port = free_port()
         work.mkdir(parents=True, exist_ok=True)
         if self.launcher == "sowpush":
-            return serve(TOPIC_CONFIG, work, port, self.root), f"ws://127.0.0.1:{port}/ws"
+            return serve(TOPIC_CONFIG, work, port, self.root, self.pure), f"ws://127.0.0.1:{port}/ws"
         if self.launcher == "node":
             install_node_packages()
             # Node resolves an ES module's imports beside the script: run a copy there.
@@ -67,6 +68,7 @@ PEERS = {
     peer.name: peer
     for peer in (
         Peer("sowpush", "sowpush", launcher="sowpush"),
+        Peer("sowpush-pure", "sowpush", launcher="sowpush", pure=True),
         Peer("relay", "relay", target="bench.broadcast_baseline:app"),
         Peer("socketio", "socketio", batched=False, target="bench.peer_socketio:app"),
         Peer("socketio-batched", "socketio", target="bench.peer_socketio:app"),
