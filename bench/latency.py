@@ -3,6 +3,11 @@ publisher's send to a subscriber's receipt, at fractions of the slowest server's
 every server compared gets the same rate, one it can sustain), against the peers.
 
     .venv/bin/python bench/latency.py [--rounds 3] [--seconds 3] [--fractions 0.25,0.5,0.9]
+                                      [--records 1000000]
+
+``--records N`` first loads N more records (of about 200 bytes, keys of their own) into each
+sowpush server's topic: the garbage collector's worst case is a big SOW, whose every record a
+full collection used to walk.
 
 Peak: each server's deliveries per wall second with one publish per frame to 20 subscribers, all
 sent at once (fanout.py's round, sized to ~2 s by a warm-up round, median of 2 rounds), over 20:
@@ -33,7 +38,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import uvloop
+import websockets
 from fanout import fan_out_round
 from figures import Figure, table
 from harness import arguments, cpu_seconds
@@ -159,8 +166,28 @@ def describe(benchmark: str, rate: float, samples: dict[str, list[Sample]]) -> l
     return [*out, Figure(benchmark, f"sowpush p99 / {other} p99", "ratio", "x", ratio, note)]
 
 
+PRELOAD_FRAME = 2_000
+
+
+async def preload(url: str, records: int) -> None:
+    """``records`` records with keys the rounds never use, published in frames, then a query whose
+    answer says they are all applied."""
+    async with websockets.connect(url, max_size=None) as socket:
+        for start in range(0, records, PRELOAD_FRAME):
+            stop = min(records, start + PRELOAD_FRAME)
+            updates = [{**record(n, 1), "id": f"preload-{n}"} for n in range(start, stop)]
+            await socket.send(encode("sowpush", True, updates)[0])
+        await socket.send(orjson.dumps({"c": "sow", "t": "bench", "cid": "loaded", "top_n": 1}))
+        while b'"loaded"' not in (await socket.recv(decode=False)):
+            pass
+
+
 def figures(
-    rounds: int, seconds: float, fractions: list[float], names: tuple[str, ...] = PEER_NAMES
+    rounds: int,
+    seconds: float,
+    fractions: list[float],
+    names: tuple[str, ...] = PEER_NAMES,
+    records: int = 0,
 ) -> list[Figure]:
     peers = [PEERS[name] for name in names]
     out = []
@@ -169,6 +196,10 @@ def figures(
         try:
             for peer in peers:
                 started[peer.name] = peer.start(Path(work) / peer.name)
+                if records and peer.dialect == "sowpush":
+                    loading = time.perf_counter()
+                    uvloop.run(preload(started[peer.name][1], records))
+                    print(f"{peer.name}: {records:,} records loaded in {time.perf_counter() - loading:.0f} s")
             benchmark = f"peak, one publish per frame, {SUBSCRIBERS} subscribers, sent at once"
             peaks = {}
             for peer in peers:
@@ -208,11 +239,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--fractions", default="0.25,0.5,0.9")
     parser.add_argument("--peers", default=",".join(PEER_NAMES))
+    parser.add_argument("--records", type=int, default=0)
     args = parser.parse_args()
     fractions = [float(value) for value in args.fractions.split(",")]
     names = tuple(args.peers.split(","))
     print(f"{os.cpu_count()} cores shared by the servers and the load client, {args.rounds} rounds each")
-    print(table(figures(args.rounds, args.seconds, fractions, names)))
+    print(table(figures(args.rounds, args.seconds, fractions, names, args.records)))
 
 
 if __name__ == "__main__":
