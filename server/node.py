@@ -21,6 +21,7 @@ from .asgi.uvicorn_protocol import BACKLOG, guarded_http_protocol
 from .asgi.uvicorn_websocket import LeanWebSocketProtocol
 from .core import native
 from .core.settings.config import Config
+from .runtime.collector import Collector, freeze_loaded_state
 from .runtime.hub import Hub
 from .runtime.logstore import LogStore
 
@@ -36,6 +37,8 @@ class PushServer(uvicorn.Server):
         self.hub = hub
         self.store = store
         self.announce = True  # log the "listening on" line (not a worker's: its parent does)
+        self.collector = Collector()  # no full collection walks what the node holds (collector.py)
+        hub.on_socket_closed = self.collector.socket_closed
         self.on_listening: Callable[[], None] = lambda: None
 
     def recover(self) -> None:
@@ -49,6 +52,8 @@ class PushServer(uvicorn.Server):
         if self.store is not None:
             self.store.start()
         self.hub.start()
+        freeze_loaded_state("start-up")  # before it listens (a cluster node: also once loaded)
+        self.collector.start()
         await super().startup(sockets)
         if self.started and threading.current_thread() is threading.main_thread():
             # uvicorn takes SIGINT and SIGTERM (handle_exit); SIGHUP reloads [auth]
@@ -83,6 +88,7 @@ class PushServer(uvicorn.Server):
         if self.store is not None:
             await self.store.close()
         await super().shutdown(sockets)
+        self.collector.stop()
 
 
 def node_name(port: int) -> str:

@@ -61,6 +61,8 @@ class Hub:
         on_disk = self.cluster is None
         self.replays = Replays(self.engine.broker, self._read_log, self.pump, on_disk=on_disk)
         self._background_task: asyncio.Task[None] | None = None
+        # Told when a socket has closed: the node's collector sweeps after so many (collector.py).
+        self.on_socket_closed: Callable[[], None] = lambda: None
 
     @property
     def config(self) -> Config:
@@ -167,6 +169,7 @@ class Hub:
     def disconnect(self, connection: Connection) -> None:
         self.connections.discard(connection)
         connection.finish()
+        self.on_socket_closed()
 
     async def shutdown(self) -> None:
         """Close every socket with 1001 before the server stops accepting work."""

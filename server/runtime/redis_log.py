@@ -40,6 +40,7 @@ from ..core.log.shared import SharedLog
 from ..core.session.session import Session
 from ..core.settings.config import ClusterSettings
 from ..core.sow.txlog import LogEntry
+from .collector import freeze_loaded_state
 from .pump import Pump
 from .redis_names import RedisNames
 from .redis_seeding import LogLost, Seeding
@@ -170,6 +171,7 @@ class RedisLog:
             records,
             time.perf_counter() - started,
         )
+        freeze_loaded_state(f"loading {records} records from Redis")
 
     async def _load_rest(self) -> None:
         """The plain stream's position and the publisher sequences, after the topics."""
