@@ -21,7 +21,6 @@ from .asgi.uvicorn_protocol import BACKLOG, guarded_http_protocol
 from .asgi.uvicorn_websocket import LeanWebSocketProtocol
 from .core import native
 from .core.settings.config import Config
-from .runtime.collector import Collector, freeze_loaded_state
 from .runtime.hub import Hub
 from .runtime.logstore import LogStore
 
@@ -36,9 +35,8 @@ class PushServer(uvicorn.Server):
         super().__init__(config)
         self.hub = hub
         self.store = store
+        self._collecting: asyncio.Task[None] | None = None  # the collector's (runtime/collector.py)
         self.announce = True  # log the "listening on" line (not a worker's: its parent does)
-        self.collector = Collector()  # no full collection walks what the node holds (collector.py)
-        hub.on_socket_closed = self.collector.socket_closed
         self.on_listening: Callable[[], None] = lambda: None
 
     def recover(self) -> None:
@@ -52,8 +50,11 @@ class PushServer(uvicorn.Server):
         if self.store is not None:
             self.store.start()
         self.hub.start()
-        freeze_loaded_state("start-up")  # before it listens (a cluster node: also once loaded)
-        self.collector.start()
+        # No full collection walks what the node holds (runtime/collector.py): what it has loaded
+        # is frozen before it listens (a cluster node's is, again, once loaded from Redis).
+        self.hub.collector.start()
+        self.hub.collector.collect_all("start-up")
+        self._collecting = asyncio.create_task(self.hub.collector.run(), name="collector")
         await super().startup(sockets)
         if self.started and threading.current_thread() is threading.main_thread():
             # uvicorn takes SIGINT and SIGTERM (handle_exit); SIGHUP reloads [auth]
@@ -82,13 +83,17 @@ class PushServer(uvicorn.Server):
             captured.clear()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self._collecting is not None:
+            self._collecting.cancel()  # no collection of everything while every socket closes
         for server in self.servers:
             server.close()
         await self.hub.shutdown()
         if self.store is not None:
             await self.store.close()
         await super().shutdown(sockets)
-        self.collector.stop()
+        if self._collecting is not None:
+            self._collecting.cancel()
+        self.hub.collector.stop()
 
 
 def node_name(port: int) -> str:

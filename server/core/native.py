@@ -1,13 +1,13 @@
 """Whether the core runs compiled, and the guard that keeps a stale build from running.
 
 ``scripts/compile_core.py`` compiles the core's modules with mypyc into extension modules beside
-their sources, and writes the digest of the sources it compiled, and the size and time of the
-library it made, into ``native.stamp``. Python
-imports an extension module before a source file of the same name, so an edit to a source after a
-build would silently not run. So this module, which is never compiled (nor the package's
-``__init__``), loads the extension modules only when the stamp matches the sources as they are
-now; otherwise, or when ``SOWPUSH_PURE=1`` is set, every module of the core is imported from its
-source. The server logs which it runs (``core: compiled`` or ``core: pure Python (why)``).
+their sources, and writes into ``native.stamp`` the digest of the sources it compiled and the
+size and time of the library it made. Python imports an extension module before a source file of
+the same name, so an edit to a source after a build would silently not run. So this module, which
+is never compiled (nor the package's ``__init__``), loads the extension modules only when the
+stamp matches the sources and the library as they are now; otherwise, or when ``SOWPUSH_PURE=1``
+is set, every module of the core is imported from its source. The server logs which it runs
+(``core: compiled (mypyc)`` or ``core: pure Python (why)``).
 """
 
 from __future__ import annotations

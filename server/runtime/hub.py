@@ -18,6 +18,7 @@ from ..core.log.local import LocalLog
 from ..core.log.shared import SharedLog
 from ..core.settings.config import Config
 from ..core.sow.txlog import LogEntry
+from .collector import Collector
 from .connection import Connection, SendFrame
 from .logstore import LogStore
 from .ports import SocketPort
@@ -41,6 +42,9 @@ class Hub:
     def __init__(self, config: Config, clock: Clock = time.time, node: str = "") -> None:
         """With ``[cluster]``, ``node`` is this node's name in the cluster (unique, now and after
         a restart: server/node.py)."""
+        # The garbage collector's policy (collector.py): the node starts it; a hub of a test's
+        # own process leaves it idle.
+        self.collector = Collector()
         self.clock = clock
         self.cluster: RedisLog | None = None  # with [cluster]: the shared log in Redis
         if config.cluster is not None:
@@ -49,7 +53,7 @@ class Hub:
             shared = SharedLog(node)
             self.engine = Engine(config, clock, lambda _broker: shared)
             self.pump = Pump(self.engine.broker, shared)
-            self.cluster = RedisLog(self.engine, shared, config.cluster, self.pump)
+            self.cluster = RedisLog(self.engine, shared, config.cluster, self.pump, self.collector)
         else:
             self.engine = Engine(config, clock, LocalLog)
             self.pump = Pump(self.engine.broker)
@@ -61,8 +65,6 @@ class Hub:
         on_disk = self.cluster is None
         self.replays = Replays(self.engine.broker, self._read_log, self.pump, on_disk=on_disk)
         self._background_task: asyncio.Task[None] | None = None
-        # Told when a socket has closed: the node's collector sweeps after so many (collector.py).
-        self.on_socket_closed: Callable[[], None] = lambda: None
 
     @property
     def config(self) -> Config:
@@ -169,7 +171,7 @@ class Hub:
     def disconnect(self, connection: Connection) -> None:
         self.connections.discard(connection)
         connection.finish()
-        self.on_socket_closed()
+        self.collector.socket_closed()
 
     async def shutdown(self) -> None:
         """Close every socket with 1001 before the server stops accepting work."""

@@ -40,7 +40,7 @@ from ..core.log.shared import SharedLog
 from ..core.session.session import Session
 from ..core.settings.config import ClusterSettings
 from ..core.sow.txlog import LogEntry
-from .collector import freeze_loaded_state
+from .collector import Collector
 from .pump import Pump
 from .redis_names import RedisNames
 from .redis_seeding import LogLost, Seeding
@@ -73,10 +73,14 @@ def numbered(batch: StreamBatch) -> list[tuple[LogEntry, str]]:
 
 
 class RedisLog:
-    def __init__(self, engine: Engine, shared: SharedLog, settings: ClusterSettings, pump: Pump) -> None:
+    def __init__(
+        self, engine: Engine, shared: SharedLog, settings: ClusterSettings, pump: Pump, collector: Collector
+    ) -> None:
         """``shared``: the log ``engine`` was built with (every change goes through Redis, this
         node's own too), kept here to send what it holds and report what Redis answers; ``pump``
-        runs after every call into the core (pump.py)."""
+        runs after every call into the core (pump.py); ``collector`` freezes what the node has
+        loaded (collector.py)."""
+        self.collector = collector
         self.engine = engine
         self.settings = settings
         self.shared = shared
@@ -171,7 +175,7 @@ class RedisLog:
             records,
             time.perf_counter() - started,
         )
-        freeze_loaded_state(f"loading {records} records from Redis")
+        self.collector.collect_all(f"loading {records} records from Redis")
 
     async def _load_rest(self) -> None:
         """The plain stream's position and the publisher sequences, after the topics."""
