@@ -270,21 +270,25 @@ def test_heartbeats_and_a_silent_socket(page: Page, server: ServerProcess) -> No
         page,
         server,
         """async () => {
-        const connection = make({ heartbeatMs: 20 });
+        // Beats of 100 ms: a loaded machine's timers are late by tens of milliseconds, and a
+        // silence of two beats drops the socket.
+        const connection = make({ heartbeatMs: 100 });
         connection.start();
         await waitFor(() => fakes.length === 1);
         const transport = fakes[0];
         transport.accept();
         await waitFor(() => connection.state === "open");
-        // Answered for a while: the socket stays.
-        for (let n = 0; n < 6; n++) {
+        // Answered (a frame every 15 ms) until it has sent two heartbeats: the socket stays.
+        const beats = () => transport.sent.filter((m) => m.c === "heartbeat").length;
+        const until = Date.now() + 3000;
+        while (beats() < 2 && Date.now() < until) {
           await sleep(15);
           transport.frame();
         }
-        const sentWhileAnswered = transport.sent.filter((m) => m.c === "heartbeat").length;
+        const sentWhileAnswered = beats();
         const stillOpen = connection.state === "open";
         // Then silence: dropped after two beats with 4000, and one new attempt.
-        await waitFor(() => transport.ended, 500);
+        await waitFor(() => transport.ended, 3000);
         await waitFor(() => fakes.length === 2);
         connection.stop();
         return { sentWhileAnswered, stillOpen, closedWith: transport.closedWith, created: fakes.length };
