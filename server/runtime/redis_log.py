@@ -120,7 +120,9 @@ class RedisLog:
             self._tasks = [
                 asyncio.create_task(self._run(), name="cluster-reader"),
                 asyncio.create_task(self.writer.run(), name="cluster-writer"),
-                asyncio.create_task(self._snapshot_periodically(), name="cluster-snapshots"),
+                asyncio.create_task(
+                    self.snapshots.write_periodically(lambda: self.healthy), name="cluster-snapshots"
+                ),
                 asyncio.create_task(self.names.listen(), name="cluster-names"),
                 asyncio.create_task(self.names.keep_alive(), name="cluster-liveness"),
             ]
@@ -386,18 +388,3 @@ class RedisLog:
         event once the shared log says so)."""
         while session in self.shared.in_flight:
             await self.pump.settled.setdefault(session, asyncio.Event()).wait()
-
-    # -- snapshots ----------------------------------------------------------------------------
-
-    async def _snapshot_periodically(self) -> None:
-        interval = self.settings.snapshot_interval_s
-        while True:
-            await asyncio.sleep(interval)
-            if not self.healthy:
-                continue
-            try:
-                lock = f"{self.prefix}:snapshot-lock"
-                if await self.redis.set(lock, self.shared.node, nx=True, px=int(interval * 1000)):
-                    await self.snapshots.write_all()
-            except (RedisError, OSError) as error:
-                log.warning("could not write the cluster's snapshots (%s); next time", error)

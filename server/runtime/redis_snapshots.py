@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+from redis.exceptions import RedisError
 
 from ..core.broker.applying import load
 from ..core.broker.changelog import PLAIN_STREAM, SEQ_BITS, lsn_of, stream_id
@@ -107,6 +108,22 @@ class Snapshots:
             self.engine.broker.settle()
         self.shared.positions[topic] = lsn
         return lsn
+
+    async def write_periodically(self, healthy: Callable[[], bool]) -> None:
+        """Every ``snapshot_interval``, while ``healthy()``: this node writes the snapshots if it
+        takes the lock (a lifetime of one interval, so a node that dies holding it holds it no
+        longer than that)."""
+        interval = self.settings.snapshot_interval_s
+        while True:
+            await asyncio.sleep(interval)
+            if not healthy():
+                continue
+            try:
+                lock = f"{self.prefix}:snapshot-lock"
+                if await self.redis.set(lock, self.shared.node, nx=True, px=int(interval * 1000)):
+                    await self.write_all()
+            except (RedisError, OSError) as error:
+                log.warning("could not write the cluster's snapshots (%s); next time", error)
 
     async def write_all(self) -> None:
         """Write every topic's snapshot that is newer than Redis's, and trim behind it."""
