@@ -38,6 +38,20 @@ def window(peer: Peer, sub_id: str = "w", **fields: Any) -> list[dict[str, Any]]
     )
 
 
+def random_window(
+    rng: random.Random, peer: Peer, sub_id: str, orders: list[str], filters: list[str], filtered: float
+) -> list[dict[str, Any]]:
+    """A window of a random range, by one of ``orders``, with one of ``filters`` at the chance
+    ``filtered``."""
+    fields: dict[str, Any] = {"top_n": rng.randrange(1, 6), "skip_n": rng.randrange(4)}
+    orderby = rng.choice(orders)
+    if orderby:
+        fields["orderby"] = orderby
+    if rng.random() < filtered:
+        fields["filter"] = rng.choice(filters)
+    return window(peer, sub_id, **fields)
+
+
 def rows(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [(m["data"]["id"], m["pos"]) for m in messages if m["c"] == "sow"]
 
@@ -110,13 +124,9 @@ def scenario(h: Harness, seed: int) -> list[list[dict[str, Any]]]:
             feed.send({"c": "sow_delete", "t": "t", "filter": f"/id = {rng.randrange(30)}"})
         else:
             who = rng.randrange(len(peers))
-            fields: dict[str, Any] = {"top_n": rng.randrange(1, 6), "skip_n": rng.randrange(4)}
-            orderby = rng.choice([*KEPT, "/lvl DESC"])
-            if orderby:
-                fields["orderby"] = orderby
-            if rng.random() < 0.5:
-                fields["filter"] = rng.choice(["/lvl > 3", "/price < 5", "/id >= 10"])
-            seen[who] += window(peers[who], f"w{step}", **fields)
+            orders = [*KEPT, "/lvl DESC"]
+            filters = ["/lvl > 3", "/price < 5", "/id >= 10"]
+            seen[who] += random_window(rng, peers[who], f"w{step}", orders, filters, filtered=0.5)
         for who, peer in enumerate(peers):
             seen[who] += peer.take()
     return seen
@@ -223,12 +233,8 @@ def narrow_scenario(h: Harness, seed: int) -> list[list[dict[str, Any]]]:
             feed.send({"c": "sow_delete", "t": "t", "filter": f"/id = {rng.randrange(60)}"})
         else:
             who = rng.randrange(len(peers))
-            fields: dict[str, Any] = {"top_n": rng.randrange(1, 6), "skip_n": rng.randrange(4)}
-            orderby = rng.choice([*KEPT, "/lvl DESC", "/price", "/price DESC, /id"])
-            if orderby:
-                fields["orderby"] = orderby
-            fields["filter"] = rng.choice(NARROW)
-            seen[who] += window(peers[who], f"w{step}", **fields)
+            orders = [*KEPT, "/lvl DESC", "/price", "/price DESC, /id"]
+            seen[who] += random_window(rng, peers[who], f"w{step}", orders, NARROW, filtered=1.0)
         for who, peer in enumerate(peers):
             seen[who] += peer.take()
     return seen
