@@ -7,7 +7,8 @@ targets each figure is held to, met or not.
 Parts, in order: ``fanout`` (20 subscribers, frames of 200 and of one publish, against every peer
 of peers.py), ``filtered`` (1,000 filtered subscriptions; full records against deltas),
 ``latency`` (p50/p99/p999 at 25, 50 and 90% of sowpush's peak), ``memory`` (per idle socket,
-connects per second, per SOW record), ``filters`` (in process), ``durable`` (publishes/s with
+connects per second, per SOW record), ``storm`` (250 and 2,048 sockets opening a view of
+10,000 rows at once), ``filters`` (in process), ``durable`` (publishes/s with
 persisted acks; restart time) and ``cluster`` (needs redis-server). ``--quick`` runs one round
 of each with small sizes, to check the benchmarks themselves.
 
@@ -34,6 +35,7 @@ import fanout
 import filters
 import latency
 import memory
+import storm
 from figures import Figure, table, write_json
 from harness import ROOT, arguments
 from peers import PEERS
@@ -61,6 +63,13 @@ def memory_part(rounds: int, quick: bool) -> list[Figure]:
     return memory.figures(rounds, 2_000, 10_000, 100_000)
 
 
+def storm_part(rounds: int, quick: bool) -> list[Figure]:
+    peers = [PEERS["sowpush"]]
+    if quick:
+        return storm.figures(peers, rounds, 50, 2_000)
+    return storm.figures(peers, rounds, 250, 10_000) + storm.figures(peers, rounds, 2_048, 10_000)
+
+
 def filters_part(rounds: int, quick: bool) -> list[Figure]:
     return filters.figures()
 
@@ -85,6 +94,7 @@ PARTS: dict[str, Part] = {
     "filtered": filtered_part,
     "latency": latency_part,
     "memory": memory_part,
+    "storm": storm_part,
     "filters": filters_part,
     "durable": durable_part,
     "cluster": cluster_part,

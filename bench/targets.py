@@ -92,6 +92,14 @@ TARGETS = [
         "<= 3x",
     ),
     Target(
+        "snapshot rows per server CPU-s, 250 sockets at once, against encoding each row once",
+        "reconnect storm, 250 sockets",
+        "rows per server CPU-s / rows orjson",
+        "sowpush",
+        lambda v: v >= 0.5,
+        ">= 0.5x",
+    ),
+    Target(
         "connects per second",
         "connects",
         "connects per wall second",

@@ -1,5 +1,6 @@
 """What the import contracts in pyproject.toml (lint-imports) do not say: the core imports no I/O
-framework, the server imports no extra, and only two adapter modules reach into uvicorn."""
+framework, the server imports no extra, only two adapter modules reach into uvicorn; and two rules
+that keep the core compilable and fast compiled (scripts/compile_core.py)."""
 
 from __future__ import annotations
 
@@ -112,3 +113,35 @@ def test_class_attributes_of_the_core_name_types_that_exist_at_run_time() -> Non
         for line in fields_typed_for_type_checking_only(path)
     ]
     assert found == []
+
+
+def unions_checked_against(text: str) -> list[int]:
+    """The lines of ``isinstance`` calls in ``text`` whose classes are written ``A | B``."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("isinstance", "issubclass")
+        and len(node.args) == 2
+        and isinstance(node.args[1], ast.BinOp)
+        and isinstance(node.args[1].op, ast.BitOr)
+    ]
+
+
+def test_the_core_checks_classes_against_tuples() -> None:
+    """Compiled, ``isinstance(x, A | B)`` builds the union anew on every call (a few percent of
+    a socket writer's time, when the outbox did it per queued entry): the core writes tuples."""
+    found = [
+        f"{path.relative_to(SERVER)}:{line}"
+        for path in sorted((SERVER / "core").rglob("*.py"))
+        for line in unions_checked_against(path.read_text())
+    ]
+    assert found == []
+
+
+def test_the_union_check_sees_a_union() -> None:
+    sample = (
+        "ok = isinstance(1, (int, str))\nbad = isinstance(1, int | str)\nworse = issubclass(int, int | str)\n"
+    )
+    assert unions_checked_against(sample) == [2, 3]

@@ -117,7 +117,7 @@ class Engine:
             logons.logon(broker, session, header, body)
             return
         check_logged_on(broker, session)
-        if not isinstance(body, Publish | SowDelete):
+        if not isinstance(body, (Publish, SowDelete)):
             # What reads views sees the changes of the commands before it: the aggregations'
             # groups are written (changes wait for the end of the frame: fanout/run.py).
             broker.run.derive()

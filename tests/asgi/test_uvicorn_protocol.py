@@ -77,8 +77,14 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 class Server:
-    def __init__(self, max_pending: int = 100, grace_s: float = 0.0, max_bytes: int = 1 << 20) -> None:
-        self.protocol_class = guarded_http_protocol(TIMEOUT_S, max_pending, grace_s, max_bytes)
+    def __init__(
+        self,
+        max_pending: int = 100,
+        grace_s: float = 0.0,
+        max_bytes: int = 1 << 20,
+        timeout_s: float = TIMEOUT_S,
+    ) -> None:
+        self.protocol_class = guarded_http_protocol(timeout_s, max_pending, grace_s, max_bytes)
         self.config = uvicorn.Config(
             app, http=self.protocol_class, ws="websockets-sansio", lifespan="off", log_config=None
         )
@@ -125,11 +131,12 @@ async def test_a_partial_head_is_closed_after_the_timeout_however_it_trickles() 
 
 
 async def test_a_connection_that_sends_nothing_is_closed_after_the_timeout() -> None:
-    server = Server()
+    timeout_s = 5 * TIMEOUT_S  # room for a late wake-up on a busy machine before the deadline
+    server = Server(timeout_s=timeout_s)
     _, transport = server.connect()
-    await asyncio.sleep(TIMEOUT_S / 2)
+    await asyncio.sleep(timeout_s / 5)
     assert not transport.closed
-    await asyncio.sleep(TIMEOUT_S)
+    await asyncio.sleep(timeout_s)
     assert transport.closed
 
 
@@ -173,12 +180,14 @@ async def test_past_the_cap_the_oldest_waiting_connections_are_closed() -> None:
 async def test_past_the_cap_a_connection_that_has_just_arrived_is_not_closed() -> None:
     """A reconnect storm: every connection waits for a moment before its head is read. Only
     those that have waited the grace are stalled, and only they are closed for the cap."""
-    server = Server(max_pending=3, grace_s=TIMEOUT_S / 2)
+    # Past the grace, before the head's deadline, with room for a late wake-up on a busy machine.
+    timeout_s = 10 * TIMEOUT_S
+    server = Server(max_pending=3, grace_s=timeout_s / 4, timeout_s=timeout_s)
     storm = [server.connect(50000 + n) for n in range(6)]
     assert not any(t.closed for _, t in storm), "all arriving: none stalled yet"
     for protocol, _ in storm[3:]:
         protocol.data_received(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-    await asyncio.sleep(TIMEOUT_S * 0.6)
+    await asyncio.sleep(timeout_s * 0.3)
     assert not any(t.closed for _, t in storm[:3])
     late, _ = server.connect(50010)
     assert [t.closed for _, t in storm[:3]] == [True, False, False], "one past the cap, and stalled"

@@ -16,8 +16,7 @@ from ..fanout.subscription import Subscription
 from ..fanout.windows import WindowSpec
 from ..protocol import wire
 from ..protocol.commands import Query
-from ..queue.outbox import FRAME_BREAK
-from ..queue.snapshots import SnapshotRecords, estimated_size, record_message
+from ..queue.snapshots import FRAME_BREAK, JoinedRows, SnapshotRecords, estimated_size, record_message
 from ..records.version import RecordVersion
 from .resuming import net_change, resume_point
 
@@ -71,8 +70,13 @@ def snapshot(
         for version, view in zip(versions, views, strict=True):
             subscription.remember(version.key, view)
     head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
-    message = _record_messages(head, versions, views, reader)
-    send_snapshot(topic, session, body, head, versions, message, end_fields, subscription)
+    options = reader.options
+    if options.select is None and not (options.timestamp or reader.bookmarked or reader.positions):
+        rows = JoinedRows(head, versions, not options.no_sowkey, body.batch_size)
+        _send(topic, session, body, head, versions, rows, end_fields, subscription)
+    else:
+        message = _record_messages(head, versions, views, reader)
+        send_snapshot(topic, session, body, head, versions, message, end_fields, subscription)
     return matches, len(versions)
 
 
@@ -91,8 +95,21 @@ def send_snapshot(
     snapshot holds the versions, never their bodies), ``group_end``. The stream counts against
     the socket's queue, and later changes of its records go after it (queue/outbox.py); so do
     ``subscription``'s later changes of any record, as the snapshot is its whole view."""
-    session.send(wire.group_begin(body.query_id))
     stream = _encode_snapshot(len(versions), message, body.batch_size)
+    _send(topic, session, body, head, versions, stream, end_fields, subscription)
+
+
+def _send(
+    topic: Topic,
+    session: Session,
+    body: Query,
+    head: bytes,
+    versions: list[RecordVersion],
+    stream: Iterator[bytes],
+    end_fields: dict[str, Any] | None,
+    subscription: Subscription | None,
+) -> None:
+    session.send(wire.group_begin(body.query_id))
     records = SnapshotRecords(topic.name, versions)
     session.send_stream(stream, len(versions), estimated_size(head, versions), records, subscription)
     session.send(wire.group_end(body.query_id, len(versions), **(end_fields or {})))

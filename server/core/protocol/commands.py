@@ -166,7 +166,7 @@ def _identifier(raw: dict[str, Any], name: str) -> Any:
     value = raw.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, str | int):
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise _bad(f"{name} must be a string or an integer")
     check_identifier(name, value)
     return value
@@ -288,7 +288,7 @@ def decode_body(header: Header, raw: dict[str, Any]) -> Body:
         if isinstance(sub_id, int) and not isinstance(sub_id, bool):
             check_identifier("sub_id", sub_id)
             return Unsubscribe((sub_id,))
-        if isinstance(sub_id, list) and all(isinstance(s, str | int) for s in sub_id):
+        if isinstance(sub_id, list) and all(isinstance(s, (str, int)) for s in sub_id):
             for part in sub_id:
                 check_identifier("sub_id", part)
             return Unsubscribe(tuple(sub_id))
@@ -324,7 +324,7 @@ def _decode_transaction(raw: dict[str, Any]) -> Transaction:
             body = decode_body(header, {**command, "s": None})
         except CommandError as error:
             raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
-        assert isinstance(body, Publish | SowDelete)
+        assert isinstance(body, (Publish, SowDelete))
         decoded.append(body)
     return Transaction(decoded, seq)
 

@@ -37,10 +37,10 @@ def depth_by_topic(entries: Iterable[object]) -> dict[str, int]:
     not counted)."""
     depth: dict[str, int] = {}
     for entry in entries:
-        if isinstance(entry, TxBlock | TxMerge):
+        if isinstance(entry, (TxBlock, TxMerge)):
             for item in held(entry):
                 _count(depth, item)
-        elif isinstance(entry, Delivery | RunBatch | RecordEntry):
+        elif isinstance(entry, (Delivery, RunBatch, RecordEntry)):
             _count(depth, entry)
     return depth
 

@@ -29,15 +29,12 @@ from .conflation import RecordEntry
 from .delivery import CONFLATED_POLICIES, Delivery, RunBatch, TxBlock
 from .index import QueuedRecords
 from .keyed import fold
-from .snapshots import SnapshotStream
+from .snapshots import FRAME_BREAK, SnapshotStream
 from .tx_merge import TxMerge, records_of
 from .unsubscribing import dropped_by_relief
 
 if TYPE_CHECKING:
     from .reader import Reader
-
-# A stream may yield this to end the current frame early (the ``bs`` batch size of a query).
-FRAME_BREAK = b""
 
 QueueItem = bytes | RunBatch | Delivery | RecordEntry | SnapshotStream | TxBlock | TxMerge
 Joinable = TxBlock | TxMerge | Delivery | RunBatch | RecordEntry  # what a merged block takes in
@@ -246,7 +243,7 @@ class Outbox:
                     self._add(entry, entry.size, entry.count)
             elif isinstance(entry, bytes):
                 self._add(entry, len(entry) + 1, 1)
-            elif isinstance(entry, TxBlock | TxMerge):
+            elif isinstance(entry, (TxBlock, TxMerge)):
                 kept = entry.without(dropped) if dropped else entry
                 if kept is None:
                     continue
@@ -341,7 +338,7 @@ class Outbox:
                 self._queued.taken(entry)
                 if now is not None:
                     queue_figures.observe_written(entry, now)
-            elif isinstance(entry, TxBlock | TxMerge):
+            elif isinstance(entry, (TxBlock, TxMerge)):
                 if parts and size + entry.size > max_frame_bytes:
                     break  # a transaction is one frame, of its own when it must be
                 entries.popleft()
@@ -367,7 +364,7 @@ class Outbox:
                     break  # the rest of the run goes in the next frame
                 entries.popleft()
             else:
-                streamed = entry.peek()
+                streamed = entry.peek(max_frame_bytes - size - 1)
                 if streamed is None:
                     entries.popleft()
                     self._written(entry, entry.messages)  # fewer records than counted
@@ -382,18 +379,29 @@ class Outbox:
                 entry.head = None
                 parts.append(streamed)
                 size += len(streamed) + 1
-                self.sent += 1
+                self.sent += entry.head_count
                 if entry.messages:
-                    self._written(entry, 1)
+                    self._written(entry, min(entry.head_count, entry.messages))
         if not entries:
             self.keyed = False
             self._queued.clear()
         if not parts:
             return None
-        return b"[" + b",".join(parts) + b"]"
+        return _array(parts)
 
     def _written(self, stream: SnapshotStream, records: int) -> None:
         """``records`` of ``stream`` are written (or will never be): they count no more."""
         stream.messages -= records
         self.queued_messages -= records
         self.queued_bytes -= records * stream.unit
+
+
+def _array(parts: list[bytes]) -> bytes:
+    """``parts`` comma-joined in a JSON array, copied once (a frame may be a megabyte of snapshot:
+    ``b"[" + b",".join(parts) + b"]"`` copies it three times)."""
+    framed = [b"["]
+    for part in parts:
+        framed.append(part)
+        framed.append(b",")
+    framed[-1] = b"]"
+    return b"".join(framed)

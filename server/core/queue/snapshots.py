@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("server.core")
 
+# A stream may yield this to end the current frame early (the ``bs`` batch size of a query).
+FRAME_BREAK = b""
+
 SIZE_SAMPLE = 8  # records encoded to estimate what a whole snapshot will come to
 UNKNOWN_SIZE = 256  # the estimate of a record that cannot be encoded
 
@@ -28,7 +31,7 @@ class SnapshotStream:
     ``unit`` bytes), the first to be written; ``records`` are the (topic, key) it sends;
     ``whole`` the subscription whose whole view it is, if any (index.py, ``passed``)."""
 
-    __slots__ = ("head", "messages", "records", "source", "unit", "whole")
+    __slots__ = ("head", "head_count", "messages", "records", "source", "unit", "whole")
 
     def __init__(
         self,
@@ -40,17 +43,25 @@ class SnapshotStream:
     ) -> None:
         self.source = source
         self.head: bytes | None = None
+        self.head_count = 1  # the messages ``head`` holds (JoinedRows: several)
         self.messages = messages
         self.unit = unit
         self.records = records
         self.whole = whole
 
-    def peek(self) -> bytes | None:
+    def peek(self, room: int) -> bytes | None:
+        """The next bytes to write (taken off by setting ``head`` to None): one message, a
+        ``FRAME_BREAK``, or from ``JoinedRows`` as many messages as ``room`` bytes hold."""
+        source = self.source
         if self.head is None:
-            self.head = next(self.source, None)
-        elif isinstance(self.source, Rerendered):
+            if isinstance(source, JoinedRows):
+                self.head = source.take(room)
+                self.head_count = source.taken
+            else:
+                self.head = next(source, None)
+        elif isinstance(source, Rerendered):
             # Looked at before, left for the next frame: written as it is when it is written.
-            self.head = self.source.again()
+            self.head = source.again()
         return self.head
 
     @property
@@ -67,6 +78,93 @@ class Rerendered(Iterator[bytes]):
 
     def again(self) -> bytes | None:
         raise NotImplementedError
+
+
+class JoinedRows(Iterator[bytes]):
+    """The messages of a snapshot of whole records, a frame's worth at a time: each record's
+    stored encoding and key, joined in C between copies of the subscription's head. A snapshot
+    is the same bytes for every socket but that head, so nothing is encoded per record and no
+    object is made per message (``record_message`` makes five). For views that show each record
+    as it is stored: no select list, ``ts``, ``bm`` or position (those go through
+    ``record_message``).
+
+    ``take(room)`` gives the next messages, comma-joined, as many as fit in ``room`` bytes (at
+    least one), ``FRAME_BREAK`` where a query's batch size ends a frame, or None at the end;
+    ``taken`` is how many messages that was."""
+
+    __slots__ = ("_batch", "_between", "_break", "_close", "_next", "_open", "_show_key", "taken", "versions")
+
+    def __init__(self, head: bytes, versions: list[RecordVersion], show_key: bool, batch: int | None) -> None:
+        self.versions = versions
+        self._show_key = show_key
+        # A message: head ,"k":"KEY","data": DATA }  (the key's quotes are in the separators)
+        self._open = head + (b',"k":"' if show_key else b',"data":')
+        self._close = b'","data":' if show_key else b""
+        self._between = b"}," + self._open
+        self._batch = batch or 0
+        self._break = False
+        self._next = 0
+        self.taken = 0
+
+    def __next__(self) -> bytes:
+        taken = self.take(0)
+        if taken is None:
+            raise StopIteration
+        return taken
+
+    def take(self, room: int) -> bytes | None:
+        versions = self.versions
+        start = self._next
+        end = len(versions)
+        self.taken = 0
+        if start >= end:
+            return None
+        batch = self._batch
+        if batch:
+            if self._break:
+                self._break = False
+                return FRAME_BREAK
+            end = min(end, (start // batch + 1) * batch)
+        parts: list[bytes] = []
+        show_key, close, between = self._show_key, self._close, self._between
+        fixed = len(between) + len(close)
+        size = len(self._open) - len(between) + 1  # (+1: the last message's closing brace)
+        index = start
+        count = 0
+        while index < end:
+            version = versions[index]
+            try:
+                encoded = version.encoded
+            except orjson.JSONEncodeError as error:
+                log.warning("a snapshot record could not be encoded and was left out: %s", error)
+                index += 1
+                continue
+            size += fixed + len(encoded)
+            if show_key:
+                key = version.key
+                # A SowKey is hex; a key a publisher chose may need escaping.
+                written = key.encode() if key.isalnum() else orjson.dumps(key)[1:-1]
+                size += len(written)
+                if parts and size > room:
+                    break
+                parts.append(between)
+                parts.append(written)
+                parts.append(close)
+            else:
+                if parts and size > room:
+                    break
+                parts.append(between)
+            parts.append(encoded)
+            index += 1
+            count += 1
+        self.taken = count
+        self._next = index
+        self._break = bool(batch) and index == end and index < len(versions)
+        if not parts:
+            return self.take(room)  # every record of the batch was left out
+        parts[0] = self._open
+        parts.append(b"}")
+        return b"".join(parts)
 
 
 class SnapshotRecords:

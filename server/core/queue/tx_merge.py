@@ -95,7 +95,7 @@ class TxMerge:
         one) first asks it, as a plain publish would, and None says one found none: nothing
         changed for a delivery, but a block or entry is left part-merged (only the last try
         before a 4001 close, which drops everything, asks for those)."""
-        if isinstance(entry, TxBlock | TxMerge):
+        if isinstance(entry, (TxBlock, TxMerge)):
             self._mark(entry.begin, entry.end)
             weight, weight_size = entry.counted, entry.counted_size
         elif isinstance(entry, RecordEntry):
@@ -217,7 +217,7 @@ def held(entry: TxBlock | TxMerge) -> list[Delivery | RunBatch] | list[Delivery 
 
 def records_of(entry: Joining | TxMerge) -> Iterable[Record]:
     """The records (topic, key) that ``entry`` sends messages about."""
-    if isinstance(entry, TxBlock | TxMerge):
+    if isinstance(entry, (TxBlock, TxMerge)):
         return entry.records
     if isinstance(entry, RecordEntry):
         return (entry.record,)

@@ -23,9 +23,9 @@ def dropped_by_relief(entries: Iterable[object]) -> dict[Reader, None]:
     ``unsubscribe`` (an ordered set)."""
     dropped: dict[Reader, None] = {}
     for entry in entries:
-        in_block = isinstance(entry, TxBlock | TxMerge)
-        for item in held(entry) if isinstance(entry, TxBlock | TxMerge) else (entry,):
-            if isinstance(item, Delivery | RunBatch) and item.policy.conflation == "unsubscribe":
+        in_block = isinstance(entry, (TxBlock, TxMerge))
+        for item in held(entry) if isinstance(entry, (TxBlock, TxMerge)) else (entry,):
+            if isinstance(item, (Delivery, RunBatch)) and item.policy.conflation == "unsubscribe":
                 dropped.update(dict.fromkeys(item.subs))
                 if in_block:
                     item.policy.counters["dropped"] += 1 if isinstance(item, Delivery) else len(item.bodies)

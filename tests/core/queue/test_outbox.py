@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import orjson
 
-from server.core.queue.outbox import FRAME_BREAK, Outbox
+from server.core.queue.outbox import Outbox
+from server.core.queue.snapshots import FRAME_BREAK
 
 from ..harness import Harness
 
