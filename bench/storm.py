@@ -1,7 +1,8 @@
 """A reconnect storm: ``--sockets`` dashboards connect at once and each opens a view of the whole
-topic (``sow_and_subscribe``, ``--records`` rows of about 200 bytes), as after a restart of the
-network between a desk and the server. Materialize published the same shape (2,048 dashboards x
-10,000 rows) as their benchmark of it.
+topic (``sow_and_subscribe``, ``--records`` rows of about 200 bytes; with the option ``resume``
+as the JavaScript client's views open, so each row carries its ``bm``; ``--options ""`` for a
+plain view), as after a restart of the network between a desk and the server. Materialize
+published the same shape (2,048 dashboards x 10,000 rows) as their benchmark of it.
 
 Prints, min / median / max over rounds: the server's CPU time for the whole storm, rows per server
 CPU-s, and that rate against the rows per second ``orjson.dumps`` encodes one record at a time in
@@ -9,7 +10,7 @@ this process (the cost of encoding the rows once, the floor a snapshot is held t
 until every socket has its ``group_end``, and until every handshake is answered.
 
     .venv/bin/python bench/storm.py [--sockets 250] [--records 10000] [--rounds 3]
-                                    [--peers sowpush,sowpush-pure]
+                                    [--peers sowpush,sowpush-pure] [--options resume]
 
 The load client speaks just enough WebSocket to be cheap at this size: a handshake, one masked
 command frame, then it counts the bytes it reads until ``group_end`` and hangs up. Before the
@@ -37,7 +38,17 @@ from peers import PEERS, Peer
 
 CONFIG = '[[topic]]\nname = "orders"\nkey = ["/order"]\n'
 PAD = "x" * 100  # a row of about 200 bytes, as a blotter's
-COMMAND = orjson.dumps({"c": "sow_and_subscribe", "t": "orders", "cid": "view"})
+
+
+def view_command(options: str) -> bytes:
+    """The command each dashboard sends: the JavaScript client's views add ``resume`` (each row
+    then carries its ``bm``; without a bookmark the whole snapshot comes)."""
+    command = {"c": "sow_and_subscribe", "t": "orders", "cid": "view"}
+    if options:
+        command["o"] = options
+    return orjson.dumps(command)
+
+
 END = b'"c":"group_end"'
 
 
@@ -68,8 +79,11 @@ def masked_text_frame(payload: bytes) -> bytes:
 class Dashboard(asyncio.Protocol):
     """One socket of the storm: handshake, the view's command, bytes counted until group_end."""
 
-    def __init__(self, port: int, handshaken: asyncio.Future[float], done: asyncio.Future[int]) -> None:
+    def __init__(
+        self, port: int, command: bytes, handshaken: asyncio.Future[float], done: asyncio.Future[int]
+    ) -> None:
         self.port = port
+        self.command = command
         self.handshaken = handshaken
         self.done = done
         self.buffer = b""
@@ -95,7 +109,7 @@ class Dashboard(asyncio.Protocol):
                 self.done.set_exception(RuntimeError(head.decode(errors="replace")))
                 return
             self.handshaken.set_result(time.perf_counter())
-            self.transport.write(masked_text_frame(COMMAND))
+            self.transport.write(masked_text_frame(self.command))
             self.buffer, data = b"", rest
         self.received += len(data)
         # The end may be split between two reads: look at the end of the last one too.
@@ -118,7 +132,7 @@ class Storm:
     failed: int
 
 
-async def storm(url: str, pid: int, sockets: int) -> Storm:
+async def storm(url: str, pid: int, sockets: int, command: bytes) -> Storm:
     loop = asyncio.get_running_loop()
     port = urlsplit(url).port
     assert port is not None
@@ -127,7 +141,7 @@ async def storm(url: str, pid: int, sockets: int) -> Storm:
     cpu_before = cpu_seconds(pid)
     started = time.perf_counter()
     connects = [
-        loop.create_connection(lambda h=h, e=e: Dashboard(port, h, e), "127.0.0.1", port)  # type: ignore[misc]
+        loop.create_connection(lambda h=h, e=e: Dashboard(port, command, h, e), "127.0.0.1", port)  # type: ignore[misc]
         for h, e in zip(handshakes, ends, strict=True)
     ]
     opened = await asyncio.gather(*connects, return_exceptions=True)
@@ -158,10 +172,10 @@ async def fill(url: str, records: int) -> None:
             pass
 
 
-async def check_one(url: str, records: int) -> None:
+async def check_one(url: str, records: int, command: bytes) -> None:
     """One socket reads its whole snapshot with a real client: every row, once."""
     async with websockets.connect(url, max_size=None) as ws:
-        await ws.send(COMMAND.decode())
+        await ws.send(command.decode())
         keys: set[str] = set()
         while True:
             messages = orjson.loads(await ws.recv(decode=False))
@@ -186,9 +200,13 @@ def encode_rate(records: int) -> float:
     return records / best
 
 
-def figures(peers: list[Peer], rounds: int, sockets: int, records: int) -> list[Figure]:
+def figures(
+    peers: list[Peer], rounds: int, sockets: int, records: int, options: str = "resume"
+) -> list[Figure]:
     raise_open_files_limit()
-    benchmark = f"reconnect storm, {sockets:,} sockets x {records:,} rows"
+    command = view_command(options)
+    shown = f", o={options}" if options else ""
+    benchmark = f"reconnect storm, {sockets:,} sockets x {records:,} rows{shown}"
     results: dict[str, list[Storm]] = {peer.name: [] for peer in peers}
     encoded: list[float] = []
     with tempfile.TemporaryDirectory() as work:
@@ -203,11 +221,11 @@ def figures(peers: list[Peer], rounds: int, sockets: int, records: int) -> list[
         try:
             for _, _, url in started:
                 asyncio.run(fill(url, records))
-                asyncio.run(check_one(url, records))
+                asyncio.run(check_one(url, records, command))
             for _ in range(rounds):
                 encoded.append(encode_rate(records))
                 for peer, process, url in started:
-                    results[peer.name].append(uvloop.run(storm(url, process.pid, sockets)))
+                    results[peer.name].append(uvloop.run(storm(url, process.pid, sockets, command)))
         finally:
             for _, process, _ in started:
                 stop(process)
@@ -247,9 +265,10 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--peers", default="sowpush")
+    parser.add_argument("--options", default="resume", help="the view's options (o)")
     args = parser.parse_args()
     peers = [PEERS[name] for name in args.peers.split(",")]
-    print(table(figures(peers, args.rounds, args.sockets, args.records)))
+    print(table(figures(peers, args.rounds, args.sockets, args.records, args.options)))
 
 
 if __name__ == "__main__":

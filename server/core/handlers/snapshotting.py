@@ -71,8 +71,9 @@ def snapshot(
             subscription.remember(version.key, view)
     head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
     options = reader.options
-    if options.select is None and not (options.timestamp or reader.bookmarked or reader.positions):
-        rows = JoinedRows(head, versions, not options.no_sowkey, body.batch_size)
+    if options.select is None and not reader.positions:
+        show_key = not options.no_sowkey
+        rows = JoinedRows(head, versions, show_key, body.batch_size, options.timestamp, reader.bookmarked)
         _send(topic, session, body, head, versions, rows, end_fields, subscription)
     else:
         message = _record_messages(head, versions, views, reader)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from ..protocol import wire
-from ..records.version import RecordVersion
+from ..records.version import RecordVersion, format_timestamp
 
 if TYPE_CHECKING:
     from .reader import Reader
@@ -21,6 +21,7 @@ log = logging.getLogger("server.core")
 
 # A stream may yield this to end the current frame early (the ``bs`` batch size of a query).
 FRAME_BREAK = b""
+BOOKMARK = b',"bm":"'  # (its closing quote ends the message: JoinedRows)
 
 SIZE_SAMPLE = 8  # records encoded to estimate what a whole snapshot will come to
 UNKNOWN_SIZE = 256  # the estimate of a record that cannot be encoded
@@ -82,25 +83,50 @@ class Rerendered(Iterator[bytes]):
 
 class JoinedRows(Iterator[bytes]):
     """The messages of a snapshot of whole records, a frame's worth at a time: each record's
-    stored encoding and key, joined in C between copies of the subscription's head. A snapshot
-    is the same bytes for every socket but that head, so nothing is encoded per record and no
-    object is made per message (``record_message`` makes five). For views that show each record
-    as it is stored: no select list, ``ts``, ``bm`` or position (those go through
-    ``record_message``).
+    stored encoding and key (and its ``ts`` and ``bm`` when the view carries them), joined in C
+    between copies of the subscription's head. A snapshot is the same bytes for every socket
+    but that head, so nothing is encoded per record and no object is made per message
+    (``record_message`` makes five). For views that show each record as it is stored: no
+    select list, no position (those go through ``record_message``).
 
     ``take(room)`` gives the next messages, comma-joined, as many as fit in ``room`` bytes (at
     least one), ``FRAME_BREAK`` where a query's batch size ends a frame, or None at the end;
     ``taken`` is how many messages that was."""
 
-    __slots__ = ("_batch", "_between", "_break", "_close", "_next", "_open", "_show_key", "taken", "versions")
+    __slots__ = (
+        "_batch",
+        "_between",
+        "_bookmarks",
+        "_break",
+        "_close",
+        "_end",
+        "_next",
+        "_open",
+        "_show_key",
+        "_timestamps",
+        "taken",
+        "versions",
+    )
 
-    def __init__(self, head: bytes, versions: list[RecordVersion], show_key: bool, batch: int | None) -> None:
+    def __init__(
+        self,
+        head: bytes,
+        versions: list[RecordVersion],
+        show_key: bool,
+        batch: int | None,
+        timestamps: bool = False,
+        bookmarks: bool = False,
+    ) -> None:
         self.versions = versions
         self._show_key = show_key
-        # A message: head ,"k":"KEY","data": DATA }  (the key's quotes are in the separators)
+        self._timestamps = timestamps
+        self._bookmarks = bookmarks
+        # head ,"k":"KEY","data":DATA ,"ts":"TS" ,"bm":"SEQ" }: the quotes around the key and
+        # the bookmark are in the separators; the fields in record_body's order.
         self._open = head + (b',"k":"' if show_key else b',"data":')
         self._close = b'","data":' if show_key else b""
-        self._between = b"}," + self._open
+        self._end = b'"}' if bookmarks else b"}"
+        self._between = self._end + b"," + self._open
         self._batch = batch or 0
         self._break = False
         self._next = 0
@@ -126,36 +152,47 @@ class JoinedRows(Iterator[bytes]):
                 return FRAME_BREAK
             end = min(end, (start // batch + 1) * batch)
         parts: list[bytes] = []
-        show_key, close, between = self._show_key, self._close, self._between
+        show_key, timestamps, bookmarks = self._show_key, self._timestamps, self._bookmarks
+        close, between = self._close, self._between
         fixed = len(between) + len(close)
-        size = len(self._open) - len(between) + 1  # (+1: the last message's closing brace)
+        size = len(self._open) - len(between) + len(self._end)  # (the last message's end)
         index = start
         count = 0
+        written = stamp = mark = b""
         while index < end:
             version = versions[index]
+            index += 1
             try:
                 encoded = version.encoded
             except orjson.JSONEncodeError as error:
                 log.warning("a snapshot record could not be encoded and was left out: %s", error)
-                index += 1
                 continue
-            size += fixed + len(encoded)
+            length = fixed + len(encoded)
             if show_key:
                 key = version.key
                 # A SowKey is hex; a key a publisher chose may need escaping.
                 written = key.encode() if key.isalnum() else orjson.dumps(key)[1:-1]
-                size += len(written)
-                if parts and size > room:
-                    break
-                parts.append(between)
+                length += len(written)
+            if timestamps:
+                stamp = b',"ts":"%b"' % format_timestamp(version.timestamp).encode()
+                length += len(stamp)
+            if bookmarks:
+                mark = str(version.seq).encode()
+                length += len(BOOKMARK) + len(mark)
+            size += length
+            if parts and size > room:
+                index -= 1  # for the next piece
+                break
+            parts.append(between)
+            if show_key:
                 parts.append(written)
                 parts.append(close)
-            else:
-                if parts and size > room:
-                    break
-                parts.append(between)
             parts.append(encoded)
-            index += 1
+            if timestamps:
+                parts.append(stamp)
+            if bookmarks:
+                parts.append(BOOKMARK)
+                parts.append(mark)
             count += 1
         self.taken = count
         self._next = index
@@ -163,7 +200,7 @@ class JoinedRows(Iterator[bytes]):
         if not parts:
             return self.take(room)  # every record of the batch was left out
         parts[0] = self._open
-        parts.append(b"}")
+        parts.append(self._end)
         return b"".join(parts)
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from server.core.protocol import wire
 from server.core.queue.outbox import Outbox
 from server.core.queue.snapshots import FRAME_BREAK, JoinedRows
-from server.core.records.version import RecordVersion, check_encodable
+from server.core.records.version import RecordVersion, check_encodable, format_timestamp
 
 HEAD = wire.snapshot_head(b'"orders"', b'"q1"')
 
@@ -27,15 +27,27 @@ values = st.recursive(
 
 
 def stored(key: str, data: object, seq: int) -> RecordVersion:
-    version = RecordVersion(key, data, seq, 0.0, encoded=check_encodable(data))
+    version = RecordVersion(key, data, seq, 1_795_000_000 + seq * 0.0137, encoded=check_encodable(data))
     version.compact()
     return version
 
 
-def one_at_a_time(versions: list[RecordVersion], show_key: bool) -> list[bytes]:
+def one_at_a_time(
+    versions: list[RecordVersion], show_key: bool, timestamps: bool = False, bookmarks: bool = False
+) -> list[bytes]:
     """What the general path writes for each record (record_message over record_body)."""
     return [
-        wire.join(HEAD, wire.record_body(version.key if show_key else None, None, encoded=version.encoded))
+        wire.join(
+            HEAD,
+            wire.record_body(
+                version.key if show_key else None,
+                None,
+                None,
+                format_timestamp(version.timestamp) if timestamps else None,
+                str(version.seq) if bookmarks else None,
+                version.encoded,
+            ),
+        )
         for version in versions
     ]
 
@@ -46,13 +58,20 @@ def one_at_a_time(versions: list[RecordVersion], show_key: bool) -> list[bytes]:
     st.booleans(),
     st.integers(0, 2_000),
     st.none() | st.integers(1, 7),
+    st.booleans(),
+    st.booleans(),
 )
 def test_the_pieces_join_to_the_messages_one_at_a_time(
-    rows: list[tuple[str, object]], show_key: bool, room: int, batch: int | None
+    rows: list[tuple[str, object]],
+    show_key: bool,
+    room: int,
+    batch: int | None,
+    timestamps: bool,
+    bookmarks: bool,
 ) -> None:
     versions = [stored(key, data, seq) for seq, (key, data) in enumerate(rows)]
-    expected = one_at_a_time(versions, show_key)
-    joined = JoinedRows(HEAD, versions, show_key, batch)
+    expected = one_at_a_time(versions, show_key, timestamps, bookmarks)
+    joined = JoinedRows(HEAD, versions, show_key, batch, timestamps, bookmarks)
     written: list[bytes] = []
     taken = 0
     while (piece := joined.take(room)) is not None:
