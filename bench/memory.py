@@ -231,6 +231,10 @@ def figures(
     connects = f"connects (sowpush: and subscribes), {sockets:,} sockets, {BATCH} at a time"
     for name, got in runs.items():
         out += connect_figures(connects, name, got)
+    if "sowpush" in runs and "relay" in runs:  # per server CPU-s, round by round
+        cost = zip(runs["sowpush"], runs["relay"], strict=True)
+        ratio = [r.per_1000(r.server_cpu_s) / s.per_1000(s.server_cpu_s) for s, r in cost]
+        out.append(Figure(connects, "connects per server CPU-s, sowpush / relay", "ratio", "x", ratio))
     if max_sockets:
         big = socket_round(PEERS["sowpush"], max_sockets)
         most = f"sowpush with {max_sockets:,} sockets (one run)"
