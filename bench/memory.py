@@ -4,7 +4,9 @@ fast sockets connect. Each round starts its server afresh; rounds are interleave
 - Per idle socket (sowpush, relay, node-ws): one warm-up socket opens and closes, the server's RSS
   is read, ``--sockets`` sockets open (sowpush's each ``subscribe``), 200 at a time; after 1 s
   the RSS is read again. The same run gives connects per wall second and server CPU-s per 1,000
-  connects. One more run opens ``--max-sockets`` sowpush sockets and projects 100,000.
+  connects. With the relay, sowpush's sockets also open without subscribing, as the relay's
+  do: connects against the relay's per server CPU-s, the handshake alone and with a subscribe.
+  One more run opens ``--max-sockets`` sowpush sockets and projects 100,000.
 - Per SOW record: ``--records`` 10-field records, distinct keys, in frames of 500, then a
   ``flush``: the RSS growth per record, and its ratio to the record's JSON size.
 
@@ -18,6 +20,7 @@ is raised to its hard limit (the servers inherit it); failed connects are shown,
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import resource
 import subprocess
@@ -40,6 +43,7 @@ BATCH = 200  # sockets connecting at once
 SETTLE_S = 1.0  # after the last connect or publish, before the RSS is read
 FRAME = 500  # publishes per frame when filling the SOW
 PROJECTED = 100_000
+HANDSHAKE_ONLY = "sowpush, handshake only"
 T = TypeVar("T")
 
 
@@ -212,10 +216,14 @@ def figures(
     rounds: int, sockets: int, max_sockets: int, records: int, peers: str = "sowpush,relay,node-ws"
 ) -> list[Figure]:
     raise_open_files_limit()
-    runs: dict[str, list[Opened]] = {name: [] for name in peers.split(",")}
+    servers = {name: PEERS[name] for name in peers.split(",")}
+    if "sowpush" in servers and "relay" in servers:
+        # A connect alone, as the relay's are (its sockets send nothing): the handshake.
+        servers[HANDSHAKE_ONLY] = dataclasses.replace(PEERS["sowpush"], dialect="relay")
+    runs: dict[str, list[Opened]] = {name: [] for name in servers}
     for _ in range(rounds):  # interleaved: A, B, C, A, B, C, ...
         for name, got in runs.items():
-            got.append(socket_round(PEERS[name], sockets))
+            got.append(socket_round(servers[name], sockets))
     idle = f"memory per idle subscribed socket, {sockets:,} sockets"
     out = [
         Figure(
@@ -227,14 +235,16 @@ def figures(
             notes(got, failures_only=True),
         )
         for name, got in runs.items()
+        if name != HANDSHAKE_ONLY  # (not subscribed)
     ]
     connects = f"connects (sowpush: and subscribes), {sockets:,} sockets, {BATCH} at a time"
     for name, got in runs.items():
         out += connect_figures(connects, name, got)
-    if "sowpush" in runs and "relay" in runs:  # per server CPU-s, round by round
-        cost = zip(runs["sowpush"], runs["relay"], strict=True)
-        ratio = [r.per_1000(r.server_cpu_s) / s.per_1000(s.server_cpu_s) for s, r in cost]
-        out.append(Figure(connects, "connects per server CPU-s, sowpush / relay", "ratio", "x", ratio))
+    if HANDSHAKE_ONLY in runs:  # per server CPU-s, round by round
+        for mine, measure in ((HANDSHAKE_ONLY, "connects"), ("sowpush", "connects and subscribes")):
+            cost = zip(runs[mine], runs["relay"], strict=True)
+            ratio = [r.per_1000(r.server_cpu_s) / s.per_1000(s.server_cpu_s) for s, r in cost]
+            out.append(Figure(connects, f"{measure} per server CPU-s, sowpush / relay", "ratio", "x", ratio))
     if max_sockets:
         big = socket_round(PEERS["sowpush"], max_sockets)
         most = f"sowpush with {max_sockets:,} sockets (one run)"

@@ -100,7 +100,7 @@ TARGETS = [
         ">= 0.5x",
     ),
     Target(
-        "connects (and subscribes) per server CPU-s against the relay's connects",
+        "connects per server CPU-s against the relay's",
         "connects",
         "connects per server CPU-s, sowpush / relay",
         "ratio",
