@@ -156,14 +156,16 @@ def describe(benchmark: str, rate: float, samples: dict[str, list[Sample]]) -> l
         out.append(Figure(benchmark, "load client CPU / wall", name, "cores", [s.client_cpu for s in rounds]))
     # The ratio against the first other peer: the relay (the Python floor), or the baseline.
     other = next(name for name in samples if name != "sowpush")
-    pairs = zip(samples["sowpush"], samples[other], strict=True)
-    ratio = [
-        mine.percentiles_ms["p99"] / theirs.percentiles_ms["p99"]
-        for mine, theirs in pairs
-        if mine.percentiles_ms and theirs.percentiles_ms
-    ]
     note = "; ".join(f"{name}: {text}" for name in ("sowpush", other) for text in notes(samples[name], rate))
-    return [*out, Figure(benchmark, f"sowpush p99 / {other} p99", "ratio", "x", ratio, note)]
+    for label in ("p99", "p999"):
+        pairs = zip(samples["sowpush"], samples[other], strict=True)
+        ratio = [
+            mine.percentiles_ms[label] / theirs.percentiles_ms[label]
+            for mine, theirs in pairs
+            if mine.percentiles_ms and theirs.percentiles_ms
+        ]
+        out.append(Figure(benchmark, f"sowpush {label} / {other} {label}", "ratio", "x", ratio, note))
+    return out
 
 
 PRELOAD_FRAME = 2_000
@@ -221,8 +223,9 @@ def figures(
                         process, url = started[peer.name]
                         sample = uvloop.run(paced_round(peer, url, process.pid, rate, seconds))
                         samples[peer.name].append(sample)
+                sow = f" with a SOW of {records:,} records" if records else ""
                 benchmark = (
-                    f"latency at {round(fraction * 100)}% of the slowest peak, {slowest}'s "
+                    f"latency{sow} at {round(fraction * 100)}% of the slowest peak, {slowest}'s "
                     f"({rate:,} publishes/s, {SUBSCRIBERS} subscribers)"
                 )
                 out += describe(benchmark, rate, samples)

@@ -76,6 +76,22 @@ TARGETS = [
         "<= 1.5x",
     ),
     Target(
+        "p99 latency at 90% of the slowest peak, a SOW of 1,000,000 records, against the relay's",
+        "latency with a SOW",
+        "sowpush p99 / relay p99",
+        "ratio",
+        lambda v: v <= 1.5,
+        "<= 1.5x",
+    ),
+    Target(
+        "p999 latency, the same",
+        "latency with a SOW",
+        "sowpush p999 / relay p999",
+        "ratio",
+        lambda v: v <= 3,
+        "<= 3x",
+    ),
+    Target(
         "memory per idle subscribed socket",
         "memory per idle",
         "RSS growth per socket",
