@@ -36,6 +36,8 @@ from .unsubscribing import dropped_by_relief
 if TYPE_CHECKING:
     from .reader import Reader
 
+SMALL_ENDS = 4096  # _array: end parts short enough to copy once more
+
 QueueItem = bytes | RunBatch | Delivery | RecordEntry | SnapshotStream | TxBlock | TxMerge
 Joinable = TxBlock | TxMerge | Delivery | RunBatch | RecordEntry  # what a merged block takes in
 
@@ -397,8 +399,15 @@ class Outbox:
 
 
 def _array(parts: list[bytes]) -> bytes:
-    """``parts`` comma-joined in a JSON array, copied once (a frame may be a megabyte of snapshot:
-    ``b"[" + b",".join(parts) + b"]"`` copies it three times)."""
+    """``parts`` comma-joined in a JSON array, the frame copied once (a frame may be a megabyte of
+    snapshot: ``b"[" + b",".join(parts) + b"]"`` copies it three times). A frame of many small
+    messages takes its brackets on its first and last part; one whose end parts are big (a
+    snapshot's rows) is joined with separators of its own, so they are not copied twice."""
+    first, last = parts[0], parts[-1]
+    if len(parts) > 1 and len(first) + len(last) <= SMALL_ENDS:
+        parts[0] = b"[" + first
+        parts[-1] = last + b"]"
+        return b",".join(parts)
     framed = [b"["]
     for part in parts:
         framed.append(part)
