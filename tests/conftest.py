@@ -98,16 +98,22 @@ def rank(module: str, slow: set[str]) -> int:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--core-only",
+        "--pure-pass",
         action="store_true",
-        help="run only the core's own tests (tests/core), of those selected",
+        help="run only what the pure-Python core is tested with too: the core's own tests, and "
+        "the protocol over real sockets (PURE_PASS), of those selected",
     )
 
 
+# scripts/test's second pass, with SOWPUSH_PURE=1: the core's own tests, and servers with the pure
+# core (they inherit the variable) driven over real sockets through every command of the protocol.
+PURE_PASS = ("tests/core/", "tests/integration/test_protocol.py", "tests/integration/test_protocol_forms.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--core-only"):
-        others = [item for item in items if not item.nodeid.startswith("tests/core/")]
-        items[:] = [item for item in items if item.nodeid.startswith("tests/core/")]
+    if config.getoption("--pure-pass"):
+        others = [item for item in items if not item.nodeid.startswith(PURE_PASS)]
+        items[:] = [item for item in items if item.nodeid.startswith(PURE_PASS)]
         config.hook.pytest_deselected(items=others)
     # A test marked pure replaces a function or method of the core to watch it: the compiled core
     # binds its calls when it is built, so such a test runs against the pure-Python core only
