@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from . import figures as queue_figures
 from .conflation import RecordEntry
 from .delivery import CONFLATED_POLICIES, Delivery, RunBatch, TxBlock
+from .frames import array_frame
 from .index import QueuedRecords
 from .keyed import fold
 from .snapshots import FRAME_BREAK, SnapshotStream
@@ -35,8 +36,6 @@ from .unsubscribing import dropped_by_relief
 
 if TYPE_CHECKING:
     from .reader import Reader
-
-SMALL_ENDS = 4096  # _array: end parts short enough to copy once more
 
 QueueItem = bytes | RunBatch | Delivery | RecordEntry | SnapshotStream | TxBlock | TxMerge
 Joinable = TxBlock | TxMerge | Delivery | RunBatch | RecordEntry  # what a merged block takes in
@@ -389,28 +388,10 @@ class Outbox:
             self._queued.clear()
         if not parts:
             return None
-        return _array(parts)
+        return array_frame(parts)
 
     def _written(self, stream: SnapshotStream, records: int) -> None:
         """``records`` of ``stream`` are written (or will never be): they count no more."""
         stream.messages -= records
         self.queued_messages -= records
         self.queued_bytes -= records * stream.unit
-
-
-def _array(parts: list[bytes]) -> bytes:
-    """``parts`` comma-joined in a JSON array, the frame copied once (a frame may be a megabyte of
-    snapshot: ``b"[" + b",".join(parts) + b"]"`` copies it three times). A frame of many small
-    messages takes its brackets on its first and last part; one whose end parts are big (a
-    snapshot's rows) is joined with separators of its own, so they are not copied twice."""
-    first, last = parts[0], parts[-1]
-    if len(parts) > 1 and len(first) + len(last) <= SMALL_ENDS:
-        parts[0] = b"[" + first
-        parts[-1] = last + b"]"
-        return b",".join(parts)
-    framed = [b"["]
-    for part in parts:
-        framed.append(part)
-        framed.append(b",")
-    framed[-1] = b"]"
-    return b"".join(framed)

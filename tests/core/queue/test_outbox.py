@@ -6,7 +6,8 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.core.queue.outbox import Outbox, _array
+from server.core.queue.frames import array_frame
+from server.core.queue.outbox import Outbox
 from server.core.queue.snapshots import FRAME_BREAK
 
 from ..harness import Harness
@@ -102,4 +103,4 @@ def test_close_drops_everything_and_refuses_more() -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.binary(max_size=5_000), min_size=1, max_size=6))
 def test_a_frame_is_its_parts_comma_joined_in_brackets_whatever_their_sizes(parts: list[bytes]) -> None:
-    assert _array(list(parts)) == b"[" + b",".join(parts) + b"]"
+    assert array_frame(list(parts)) == b"[" + b",".join(parts) + b"]"
