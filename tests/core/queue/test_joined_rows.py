@@ -8,9 +8,10 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from server.core.handlers.snapshotting import _encode_snapshot
 from server.core.protocol import wire
 from server.core.queue.outbox import Outbox
-from server.core.queue.snapshots import FRAME_BREAK, JoinedRows
+from server.core.queue.snapshots import FRAME_BREAK, JoinedRows, SnapshotRecords
 from server.core.records.version import RecordVersion, check_encodable, format_timestamp
 
 HEAD = wire.snapshot_head(b'"orders"', b'"q1"')
@@ -115,3 +116,40 @@ def test_an_outbox_frames_a_joined_snapshot_within_its_bound() -> None:
     assert [m["data"] for m in messages[1:-1]] == [v.data for v in versions]
     assert outbox.sent == 502
     assert outbox.queued_messages == 0 and outbox.queued_bytes == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(keys, values), max_size=25),
+    st.integers(60, 2_000),
+    st.none() | st.integers(1, 6),
+    st.integers(2, 200),
+    st.booleans(),
+    st.booleans(),
+)
+def test_an_outbox_writes_the_same_frames_and_counts_as_one_message_at_a_time(
+    rows: list[tuple[str, object]],
+    max_frame: int,
+    batch: int | None,
+    max_messages: int,
+    timestamps: bool,
+    bookmarks: bool,
+) -> None:
+    """Through two outboxes, with a plain message queued behind: the same frames, and after
+    every frame the same bytes and messages counted against the bounds and the same ``sent``
+    (a queued snapshot counts at most half of each bound)."""
+    versions = [stored(key, data, seq) for seq, (key, data) in enumerate(rows)]
+    expected = one_at_a_time(versions, True, timestamps, bookmarks)
+    one_by_one = _encode_snapshot(len(versions), expected.__getitem__, batch)
+    outboxes = [Outbox(max_bytes=1_000_000, max_messages=max_messages) for _ in range(2)]
+    streams = [JoinedRows(HEAD, versions, True, batch, timestamps, bookmarks), one_by_one]
+    for outbox, stream in zip(outboxes, streams, strict=True):
+        outbox.push_stream(stream, len(versions), 50 * len(versions), SnapshotRecords("t", versions))
+        outbox.push(b'{"c":"group_end"}')
+    while True:
+        frames = [outbox.take_frame(max_frame) for outbox in outboxes]
+        assert frames[0] == frames[1]
+        joined, general = [(o.queued_messages, o.queued_bytes, o.sent) for o in outboxes]
+        assert joined == general
+        if frames[0] is None:
+            break
