@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import os
 import tempfile
 import time
@@ -33,7 +34,7 @@ import uvloop
 import websockets
 from figures import Figure, table
 from harness import arguments, cpu_seconds, free_port, serve
-from memory import raise_open_files_limit, stop
+from memory import raise_open_files_limit, rss, stop
 from peers import PEERS, Peer
 
 CONFIG = '[[topic]]\nname = "orders"\nkey = ["/order"]\n'
@@ -130,6 +131,17 @@ class Storm:
     handshakes_s: float
     megabytes: float
     failed: int
+    peak_rss_mb: float  # the server's RSS at its highest during the storm, over its RSS before
+
+
+async def peak_rss(pid: int, finished: asyncio.Event) -> int:
+    """The server's highest RSS, read every 20 ms until ``finished``."""
+    peak = rss(pid)
+    while not finished.is_set():
+        peak = max(peak, rss(pid))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(finished.wait(), 0.02)
+    return peak
 
 
 async def storm(url: str, pid: int, sockets: int, command: bytes) -> Storm:
@@ -138,6 +150,8 @@ async def storm(url: str, pid: int, sockets: int, command: bytes) -> Storm:
     assert port is not None
     handshakes = [loop.create_future() for _ in range(sockets)]
     ends = [loop.create_future() for _ in range(sockets)]
+    rss_before, finished = rss(pid), asyncio.Event()
+    sampler = asyncio.create_task(peak_rss(pid, finished))
     cpu_before = cpu_seconds(pid)
     started = time.perf_counter()
     connects = [
@@ -151,6 +165,8 @@ async def storm(url: str, pid: int, sockets: int, command: bytes) -> Storm:
     received = await asyncio.gather(*ends, return_exceptions=True)
     wall = time.perf_counter() - started
     cpu = cpu_seconds(pid) - cpu_before
+    finished.set()
+    peak = await sampler
     answered = [h.result() for h in handshakes if h.done() and not h.cancelled() and h.exception() is None]
     for h in handshakes:
         if not h.done():
@@ -158,7 +174,7 @@ async def storm(url: str, pid: int, sockets: int, command: bytes) -> Storm:
     total = sum(r for r in received if isinstance(r, int))
     failed = sum(1 for r in received if not isinstance(r, int))
     last_handshake = max(answered, default=started) - started
-    return Storm(cpu, wall, last_handshake, total / 1e6, failed)
+    return Storm(cpu, wall, last_handshake, total / 1e6, failed, (peak - rss_before) / 1e6)
 
 
 async def fill(url: str, records: int) -> None:
@@ -254,6 +270,7 @@ def figures(
             ),
             Figure(benchmark, "wall time to the last handshake", name, "s", [s.handshakes_s for s in storms]),
             Figure(benchmark, "received", name, "MB", [s.megabytes for s in storms]),
+            Figure(benchmark, "server RSS growth at its peak", name, "MB", [s.peak_rss_mb for s in storms]),
         ]
     out.append(Figure(benchmark, "rows orjson encodes per s, one at a time", "orjson", "/s", encoded))
     return out

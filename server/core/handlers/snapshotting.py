@@ -123,7 +123,7 @@ def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> tu
         records = topic.records
         return len(window.order), [records[key] for key in window.sowkeys()]
     if reader.unfiltered:  # no filter and no entitlement filter: compact records stay undecoded
-        versions = list(topic.records.values())
+        versions = topic.sow.every_version()  # shared: read, never changed
     else:
         in_view = reader.matches
         versions = [v for v in topic.records.values() if in_view(v.data)]

@@ -33,16 +33,27 @@ NO_CHANGE: VersionChange = (None, None)
 
 
 class Sow:
-    __slots__ = ("_records", "history")
+    __slots__ = ("_every", "_records", "history")
 
     def __init__(self) -> None:
         self._records: dict[str, RecordVersion] = {}
         # The recent changes, to resume views from (history.py); set for the topics that keep one.
         self.history: History | None = None
+        self._every: list[RecordVersion] | None = None  # every_version's, until the next change
 
     @property
     def records(self) -> Mapping[str, RecordVersion]:
         return self._records
+
+    def every_version(self) -> list[RecordVersion]:
+        """Every record's version, in the records' order: one list, shared by every snapshot of
+        the whole topic taken before the next change, which no one may change. (A reconnect storm
+        of 2,048 dashboards on a topic of a million records held a list of a million pointers
+        each, 16 GB, until each was written.) Kept until the next change: 8 bytes a record."""
+        every = self._every
+        if every is None:
+            every = self._every = list(self._records.values())
+        return every
 
     def __len__(self) -> int:
         return len(self._records)
@@ -52,6 +63,7 @@ class Sow:
         key = version.key
         old = self._records.get(key)
         self._records[key] = version
+        self._every = None
         history = self.history
         if history is not None:
             # A new record's version says what the change was: it costs the history no tuple.
@@ -64,6 +76,7 @@ class Sow:
         old = self._records.pop(key, None)
         if old is None:
             return NO_CHANGE
+        self._every = None
         if self.history is not None:
             self.history.note(Past(lsn, key, old, gone, timestamp))
         return old, None
@@ -97,6 +110,7 @@ class Sow:
         ``changes``, the ones the snapshot kept: a snapshot stands for every other change before
         it, and those are not known one by one, so a bookmark before ``floor`` cannot resume."""
         records = self._records
+        self._every = None
         made: list[VersionChange] = []
         # An empty store (a server starting) has nothing a snapshot could leave out: a million
         # keys need not be remembered to find none.

@@ -169,3 +169,37 @@ def test_a_store_without_a_history_loads_the_same_records() -> None:
     a = version("a", 1)
     assert sow.load([a], 1, [Past(1, "a", None, None, 1.0)]) == [(None, a)]
     assert dict(sow.records) == {"a": a} and sow.history is None
+
+
+# -- every version, shared ---------------------------------------------------------------------
+
+
+def test_every_version_is_one_list_until_a_change_and_a_change_leaves_the_old_list_as_it_was() -> None:
+    sow = store()
+    sow.put(version("a", 1))
+    sow.put(version("b", 2))
+    first = sow.every_version()
+    assert sow.every_version() is first, "snapshots before a change share the list"
+    changes = [
+        lambda: sow.put(version("c", 3)),
+        lambda: sow.put(version("a", 4)),
+        lambda: sow.remove("b", 5, 5.0),
+        lambda: sow.apply(entry(6, DELETE, "c")),
+        lambda: sow.load([version("z", 7)], 7),
+    ]
+    for change in changes:
+        before = sow.every_version()
+        kept = list(before)
+        change()
+        after = sow.every_version()
+        assert after is not before and before == kept, "the snapshot taken before is as it was"
+        assert after == list(sow.records.values())
+
+
+def test_a_change_of_nothing_keeps_the_list() -> None:
+    sow = store()
+    sow.put(version("a", 1))
+    every = sow.every_version()
+    sow.remove("missing", 2, 2.0)
+    sow.apply(entry(3, EXPIRE, "missing"))
+    assert sow.every_version() is every
