@@ -3,7 +3,8 @@ fast sockets connect. Each round starts its server afresh; rounds are interleave
 
 - Per idle socket (sowpush, relay, node-ws): one warm-up socket opens and closes, the server's RSS
   is read, ``--sockets`` sockets open (sowpush's each ``subscribe``), 200 at a time; after 1 s
-  the RSS is read again. The same run gives connects per wall second and server CPU-s per 1,000
+  (``--idle-s``; past 20 s, sowpush's idle sockets have let go of their writer tasks) the RSS is
+  read again. The same run gives connects per wall second and server CPU-s per 1,000
   connects. With the relay, sowpush's sockets also open without subscribing, as the relay's
   do: connects against the relay's per server CPU-s, the handshake alone and with a subscribe.
   One more run opens ``--max-sockets`` sowpush sockets and projects 100,000.
@@ -11,7 +12,7 @@ fast sockets connect. Each round starts its server afresh; rounds are interleave
   ``flush``: the RSS growth per record, and its ratio to the record's JSON size.
 
     .venv/bin/python bench/memory.py [--peers sowpush,relay,node-ws] [--rounds 3] [--sockets 2000]
-                                     [--max-sockets 10000] [--records 100000]
+                                     [--max-sockets 10000] [--records 100000] [--idle-s 1]
 
 RSS is from /proc/PID/smaps_rollup: the kernel's socket buffers are not in it. The open-files limit
 is raised to its hard limit (the servers inherit it); failed connects are shown, not retried.
@@ -114,9 +115,12 @@ async def open_one(url: str, dialect: str, index: int) -> Client:
         return await both()
 
 
-async def open_sockets(peer: Peer, url: str, process: subprocess.Popen[bytes], count: int) -> Opened:
-    """Warm up with one socket, read the baseline, open ``count`` sockets ``BATCH`` at a time, settle,
-    read the RSS again, close them."""
+async def open_sockets(
+    peer: Peer, url: str, process: subprocess.Popen[bytes], count: int, idle_s: float = SETTLE_S
+) -> Opened:
+    """Warm up with one socket, read the baseline, open ``count`` sockets ``BATCH`` at a time, leave
+    them idle ``idle_s``, read the RSS again, close them. (Past twice the server's WRITER_IDLE_S,
+    server/runtime/hub.py, an idle socket has let go of its writer task.)"""
     pid = process.pid
     warm = await open_one(url, peer.dialect, 0)
     warm.transport.disconnect()
@@ -137,7 +141,7 @@ async def open_sockets(peer: Peer, url: str, process: subprocess.Popen[bytes], c
     for fd in spare:
         os.close(fd)
     cpu = cpu_seconds(pid) - cpu if process.poll() is None else float("nan")
-    await asyncio.sleep(SETTLE_S)
+    await asyncio.sleep(idle_s)
     after = rss(pid) if process.poll() is None else 0
     error = f"{type(errors[0]).__name__}: {errors[0]}"[:120] if errors else ""
     if process.poll() is not None:
@@ -158,8 +162,8 @@ def fresh(peer: Peer, run: Callable[[subprocess.Popen[bytes], str], Awaitable[T]
             stop(process)
 
 
-def socket_round(peer: Peer, count: int) -> Opened:
-    return fresh(peer, lambda process, url: open_sockets(peer, url, process, count))
+def socket_round(peer: Peer, count: int, idle_s: float = SETTLE_S) -> Opened:
+    return fresh(peer, lambda process, url: open_sockets(peer, url, process, count, idle_s))
 
 
 async def fill_sow(url: str, pid: int, records: int) -> tuple[int, int]:
@@ -213,7 +217,12 @@ def connect_figures(benchmark: str, name: str, runs: list[Opened]) -> list[Figur
 
 
 def figures(
-    rounds: int, sockets: int, max_sockets: int, records: int, peers: str = "sowpush,relay,node-ws"
+    rounds: int,
+    sockets: int,
+    max_sockets: int,
+    records: int,
+    peers: str = "sowpush,relay,node-ws",
+    idle_s: float = SETTLE_S,
 ) -> list[Figure]:
     raise_open_files_limit()
     servers = {name: PEERS[name] for name in peers.split(",")}
@@ -223,8 +232,8 @@ def figures(
     runs: dict[str, list[Opened]] = {name: [] for name in servers}
     for _ in range(rounds):  # interleaved: A, B, C, A, B, C, ...
         for name, got in runs.items():
-            got.append(socket_round(servers[name], sockets))
-    idle = f"memory per idle subscribed socket, {sockets:,} sockets"
+            got.append(socket_round(servers[name], sockets, idle_s))
+    idle = f"memory per idle subscribed socket, {sockets:,} sockets, idle {idle_s:g} s"
     out = [
         Figure(
             idle,
@@ -276,10 +285,11 @@ def main() -> None:
     parser.add_argument("--sockets", type=int, default=2_000)
     parser.add_argument("--max-sockets", type=int, default=10_000)
     parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--idle-s", type=float, default=SETTLE_S, help="idle time before the RSS is read")
     args = parser.parse_args()
     limit = raise_open_files_limit()
     print(f"{os.cpu_count()} cores, open-files limit {limit:,}, {args.rounds} rounds, a fresh server each")
-    print(table(figures(args.rounds, args.sockets, args.max_sockets, args.records, args.peers)))
+    print(table(figures(args.rounds, args.sockets, args.max_sockets, args.records, args.peers, args.idle_s)))
 
 
 if __name__ == "__main__":

@@ -69,7 +69,8 @@ def big_sow_latency_part(rounds: int, quick: bool) -> list[Figure]:
 def memory_part(rounds: int, quick: bool) -> list[Figure]:
     if quick:
         return memory.figures(rounds, 200, 500, 5_000)
-    return memory.figures(rounds, 2_000, 10_000, 100_000)
+    # Idle 25 s: long enough for an idle socket to have let go of its writer task.
+    return memory.figures(rounds, 2_000, 10_000, 100_000, idle_s=25.0)
 
 
 def storm_part(rounds: int, quick: bool) -> list[Figure]:

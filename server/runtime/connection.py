@@ -68,13 +68,41 @@ class Connection:
         self.session: Session = self.broker.open_session(self, peer)
         self.writer: asyncio.Task[None] | None = None
         self.sending = False  # the writer has taken a frame and waits for the peer to take it
+        self.woken_lately = True  # woken since the last look of park_idle_writer
+        self.finished = False  # the socket is gone (finish): no writer starts again
 
     def start(self) -> None:
         self.writer = asyncio.create_task(self._write_loop(), name=f"writer-{self.session.id}")
 
     def wake(self) -> None:
-        """Something is queued: the writer runs (the session's port, called as it queues)."""
+        """Something is queued: the writer runs (the session's port, called as it queues). A
+        writer let go of while the socket was idle (``park_idle_writer``) starts again."""
         self._woken.set()
+        self.woken_lately = True
+        if self.writer is None and not self.finished:
+            self.start()
+
+    def park_idle_writer(self) -> bool:
+        """Let go of the writer task of a socket that was not woken since the last call (the
+        hub calls every WRITER_IDLE_S): an idle socket then holds no task, coroutine and future
+        of its own (1.4 KB; bench/memory.py), and ``wake`` starts a writer again. Only a writer
+        that waits to be woken is let go of: not one sending, or closing, or with work queued."""
+        if self.woken_lately:
+            self.woken_lately = False
+            return False
+        writer, session = self.writer, self.session
+        if (
+            writer is None
+            or writer.done()
+            or self.sending
+            or self._woken.is_set()
+            or session.outbox
+            or session.close_code is not None
+        ):
+            return False
+        writer.cancel()  # at its wait for a wake-up: it ends there, having nothing in hand
+        self.writer = None
+        return True
 
     def try_write(self) -> None:
         """The outbox is full: write what it holds now, as far as the transport takes it, so that a
@@ -202,6 +230,7 @@ class Connection:
 
     def finish(self) -> None:
         """The socket is gone: forget the session, free everything queued for it, stop the writer."""
+        self.finished = True
         self.broker.close_session(self.session)
         self.pump()  # its client name, in a cluster, is let go of
         self.session.outbox.close()

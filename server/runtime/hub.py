@@ -32,6 +32,9 @@ log = logging.getLogger("server.runtime")
 CLOSE_GOING_AWAY = 1001
 # Background conflation works in slices this long, each after everything else ready has run.
 BACKGROUND_SLICE_S = 0.001
+# A socket not woken for between one and two of these lets go of its writer task until its next
+# wake-up (Connection.park_idle_writer). A busy socket is woken many times a second and keeps it.
+WRITER_IDLE_S = 10.0
 
 
 def _time_up(deadline: float) -> Callable[[], bool]:
@@ -65,6 +68,8 @@ class Hub:
         on_disk = self.cluster is None
         self.replays = Replays(self.engine.broker, self._read_log, self.pump, on_disk=on_disk)
         self._background_task: asyncio.Task[None] | None = None
+        self._parking_task: asyncio.Task[None] | None = None
+        self.writer_idle_s = WRITER_IDLE_S
 
     @property
     def config(self) -> Config:
@@ -107,6 +112,15 @@ class Hub:
             self._background_task = asyncio.create_task(
                 self._run_background_conflation(), name="background-conflation"
             )
+            self._parking_task = asyncio.create_task(self._park_idle_writers(), name="idle-writers")
+
+    async def _park_idle_writers(self) -> None:
+        """Every WRITER_IDLE_S, the writers of sockets not woken since the last time are let go
+        of (Connection.park_idle_writer): an idle socket costs its reader alone."""
+        while True:
+            await asyncio.sleep(self.writer_idle_s)
+            for connection in list(self.connections):
+                connection.park_idle_writer()
 
     async def _run_background_conflation(self) -> None:
         """Conflate queues past a quarter of their limit before they reach it, in the loop's idle
@@ -176,7 +190,7 @@ class Hub:
     async def shutdown(self) -> None:
         """Close every socket with 1001 before the server stops accepting work."""
         self.shutting_down = True
-        for task in (self._timer_task, self._replay_task, self._background_task):
+        for task in (self._timer_task, self._replay_task, self._background_task, self._parking_task):
             if task is not None:
                 task.cancel()
         self.replays.cancel()
