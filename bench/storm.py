@@ -140,7 +140,8 @@ async def peak_rss(pid: int, finished: asyncio.Event) -> int:
     while not finished.is_set():
         peak = max(peak, rss(pid))
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(finished.wait(), 0.02)
+            async with asyncio.timeout(0.02):
+                await finished.wait()
     return peak
 
 
