@@ -71,7 +71,8 @@ class Subscription(RecordReader):
         "dropped",
         "entitlement",
         "filters",
-        "heads",
+        "head_oof",
+        "head_p",
         "held",
         "index_term",
         "interval",
@@ -152,11 +153,19 @@ class Subscription(RecordReader):
             and options.conflation_s is None
         )
         self._stateless_when_shown = self.stateless
-        topic_json = orjson.dumps(topic)
-        self.heads = {
-            P_COMMAND: head(P_COMMAND, topic_json, [sub_id]),
-            OOF_COMMAND: head(OOF_COMMAND, topic_json, [sub_id]),
-        }
+        # The heads of its own messages (several subscriptions named in one message share one
+        # made then): a ``p`` head now, an ``oof`` head the first time one is sent (message_head).
+        self.head_p = head(P_COMMAND, orjson.dumps(topic), [sub_id])
+        self.head_oof: bytes | None = None
+
+    def message_head(self, command: bytes) -> bytes:
+        """The head of a ``p`` (``command`` P_COMMAND) or ``oof`` message naming this subscription."""
+        if command == P_COMMAND:
+            return self.head_p
+        found = self.head_oof
+        if found is None:
+            found = self.head_oof = head(OOF_COMMAND, orjson.dumps(self.topic), [self.sub_id])
+        return found
 
     def entitle(self, entitlement: Entitlement) -> None:
         """Take the gate of the user's entitlement: what is in the view, whether anything is

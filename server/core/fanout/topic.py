@@ -328,7 +328,7 @@ class Topic:
         command = OOF_COMMAND if kind == OOF else P_COMMAND
         if len(subs) == 1:
             sub = subs[0]
-            message_head = sub.heads[command]
+            message_head = sub.message_head(command)
             if command is P_COMMAND and sub.positions and key is not None:
                 assert sub.window is not None
                 position = sub.window.position(key)
@@ -350,7 +350,7 @@ class Topic:
             return
         for session, sub in self._fast_unfiltered.items():
             if not sub.dropped:
-                head_p = sub.heads[P_COMMAND]
+                head_p = sub.head_p
                 size = body_bytes + count * (len(head_p) + 2)
                 session.deliver_run(RunBatch(self.queue, sub, head_p, bodies, keys, versions, size))
         if not len(self._fast_filtered):
@@ -363,7 +363,7 @@ class Topic:
         for sub, indexes in selected.items():
             if sub.dropped:
                 continue
-            head_p = sub.heads[P_COMMAND]
+            head_p = sub.head_p
             chosen = [bodies[i] for i in indexes]
             size = sum(len(b) for b in chosen) + len(chosen) * (len(head_p) + 2)
             batch = RunBatch(

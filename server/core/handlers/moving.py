@@ -85,7 +85,7 @@ def move(
     oofs: list[bytes] = []
     left: list[str] = [key for key in held if key not in staying and key in was]
     if old.options.oof or new.options.oof:
-        oof_head = new.heads[wire.OOF_COMMAND]
+        oof_head = new.message_head(wire.OOF_COMMAND)
         for key in left:
             version = was[key]
             kept = held[key]

@@ -70,7 +70,7 @@ class NetChange:
             return record_message(head, partial(subscription.body_of, version.key, version))
         gone, then = left
         return record_message(
-            subscription.heads[wire.OOF_COMMAND], partial(_oof_body, subscription, version, gone, then)
+            subscription.message_head(wire.OOF_COMMAND), partial(_oof_body, subscription, version, gone, then)
         )
 
 

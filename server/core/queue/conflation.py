@@ -200,7 +200,7 @@ class RecordEntry:
             if own_head is not None:
                 parts.append(own_head)
             elif len(subs) == 1:
-                parts.append(subs[0].heads[command])
+                parts.append(subs[0].message_head(command))
             else:
                 subs.sort(key=lambda sub: sub.order)
                 parts.append(head(command, self.policy.name_json, [sub.sub_id for sub in subs]))

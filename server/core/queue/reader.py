@@ -19,7 +19,7 @@ class Reader(Protocol):
 
     sub_id: Any
     order: int
-    heads: dict[bytes, bytes]
+    head_p: bytes  # the head of a ``p`` message naming it alone
     dropped: bool
     # What the subscriber holds, SowKey -> view, from which the fan-out computes its next message
     # about the record (None: it holds nothing, a stateless subscription). The queue replaces a
@@ -37,6 +37,8 @@ class Reader(Protocol):
     def successor(self) -> Reader | None:
         """The subscription that took over this one's ``sub_id`` by ``replace`` (and a copy of
         what this one held), or None."""
+
+    def message_head(self, command: bytes) -> bytes: ...
 
     def view_of(self, version: RecordVersion) -> Any: ...
 

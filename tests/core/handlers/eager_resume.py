@@ -36,7 +36,8 @@ def eager_resume(
                 change = subscription.oof_message(key, then.removed, then.gone or "deleted", previous, {})
             else:
                 change = subscription.oof_message(key, now, subscription.left_because(now), previous, {})
-            message = None if change is None else wire.join(subscription.heads[wire.OOF_COMMAND], change[1])
+            oof_head = subscription.message_head(wire.OOF_COMMAND)
+            message = None if change is None else wire.join(oof_head, change[1])
         else:
             continue
         if message is not None:

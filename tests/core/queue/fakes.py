@@ -47,16 +47,17 @@ class FakeReader:
         self.sub_id: Any = sub_id
         self.order = next(_ORDER)
         topic_json = orjson.dumps(topic)
-        self.heads = {
-            P_COMMAND: head(P_COMMAND, topic_json, [sub_id]),
-            OOF_COMMAND: head(OOF_COMMAND, topic_json, [sub_id]),
-        }
+        self.head_p = head(P_COMMAND, topic_json, [sub_id])
+        self.head_oof = head(OOF_COMMAND, topic_json, [sub_id])
         self.dropped = False
         self.held: dict[str, Any] | None = {} if stateful else None
         self.entitlement = entitlement
         self.positions = positions
         self.successor: FakeReader | None = None
         self.count_queued: Any = None
+
+    def message_head(self, command: bytes) -> bytes:
+        return self.head_p if command == P_COMMAND else self.head_oof
 
     def replaced_by(self) -> FakeReader:
         """A ``replace`` of this subscription (the same view): the new one takes over its
@@ -136,7 +137,7 @@ class FakeFeed:
                 encoded = first.full_body(key, version, data, {})
         command = OOF_COMMAND if kind == OOF else P_COMMAND
         if len(subs) == 1:
-            message_head = first.heads[command]
+            message_head = first.message_head(command)
             if pos is not None and command is P_COMMAND:
                 message_head += b',"pos":%d' % pos
         else:
@@ -161,7 +162,7 @@ class FakeFeed:
         """A run of FULL messages for one stateless subscription (the fan-out's fast lane)."""
         versions = [self.version(key, data) for key, data in records]
         bodies = [sub.full_body(v.key, v, v.data, {}) for v in versions]
-        head_p = sub.heads[P_COMMAND]
+        head_p = sub.head_p
         size = sum(len(b) for b in bodies) + len(bodies) * (len(head_p) + 2)
         return RunBatch(self.policy, sub, head_p, bodies, [v.key for v in versions], versions, size)
 
