@@ -91,8 +91,6 @@ class PushServer(uvicorn.Server):
         if self.store is not None:
             await self.store.close()
         await super().shutdown(sockets)
-        if self._collecting is not None:
-            self._collecting.cancel()
         self.hub.collector.stop()
 
 

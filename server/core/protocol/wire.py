@@ -66,7 +66,9 @@ def record_body(
     encoded: bytes | None = None,
 ) -> bytes:
     """The body of every message that carries a whole record (``sow``, ``p`` with ``data``,
-    ``oof``): the one place their fields are laid out. ``key`` None: no ``k`` (a plain topic, or
+    ``oof``): the one place their fields are laid out (queue/snapshots.py's ``JoinedRows``
+    writes snapshot rows in this same layout without calling it, and a property test holds the
+    two to the same bytes). ``key`` None: no ``k`` (a plain topic, or
     ``no_sowkey``); ``data`` is the record as this reader may see it (its select list applied).
     When the reader sees the whole record, ``encoded`` may be given instead: the record's own
     encoding, which orjson writes in as it is (``orjson.Fragment``)."""
