@@ -25,10 +25,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 
-import orjson
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
@@ -42,6 +42,7 @@ from ..core.settings.config import ClusterSettings
 from ..core.sow.txlog import LogEntry
 from .collector import Collector
 from .pump import Pump
+from .redis_chain import StreamBatch, numbered
 from .redis_names import RedisNames
 from .redis_seeding import LogLost, Seeding
 from .redis_snapshots import Snapshots
@@ -58,18 +59,6 @@ RETRY_S = 0.5  # between attempts to reach Redis again
 MAX_IN_FLIGHT = 1000  # changes of one socket on their way through the log
 SYNC_TIMEOUT_S = 5.0  # how long a bookmark subscription waits for this node to catch up
 CLOSE_WAIT_S = 2.0  # for the cluster's tasks to stop at shutdown
-
-StreamBatch = list[tuple[bytes, dict[bytes, bytes]]]  # what XRANGE and XREAD answer per stream
-
-
-def numbered(batch: StreamBatch) -> list[tuple[LogEntry, str]]:
-    """The entries of a batch read from a stream, each numbered by its ID, with its origin."""
-    out = []
-    for entry_id, fields in batch:
-        entry = LogEntry.from_payload(orjson.loads(fields[b"e"]))
-        entry.lsn = lsn_of(entry_id.decode())
-        out.append((entry, fields[b"o"].decode()))
-    return out
 
 
 class RedisLog:
@@ -217,14 +206,17 @@ class RedisLog:
 
     async def _bring_up_to_date(self, topic: str) -> None:
         """Apply ``topic``'s stream up to its end: from the snapshot when this node has applied
-        nothing yet, or when a trim may have removed entries it has not applied."""
+        nothing yet, or when a trim removed entries it has not applied (the trim record says so
+        before it reads, a break in the chain while it reads: redis_chain.py)."""
         position = self.shared.position(topic)
         if position == 0 or await self.snapshots.missed(topic, position):
             position = await self._resync(topic)
-        await self._catch_up(topic, position)
-        while await self.snapshots.missed(topic, position):  # a trim before it read cut entries
+        while not await self._catch_up(topic, position):
             position = await self._resync(topic)
-            await self._catch_up(topic, position)
+            if position == 0:
+                log.error("the stream of %r misses entries and there is no snapshot: reading on", topic)
+                await self._catch_up(topic, 0, chained=False)
+                return
 
     async def _resync(self, topic: str, reseeded: bool = False) -> int:
         """``Snapshots.resync``, which feeds the core the difference: then the pump runs."""
@@ -261,14 +253,18 @@ class RedisLog:
         self.pump()  # the acks sent, and what goes to Redis again
         return len(doubtful)
 
-    async def _catch_up(self, topic: str, after: int) -> None:
-        """Apply the stream of ``topic`` after ``after`` up to its end."""
-        async for batch in self._range(topic, "(" + stream_id(after) if after else "-", "+"):
-            self._apply(topic, batch)
+    async def _catch_up(self, topic: str, after: int, chained: bool = True) -> bool:
+        """Apply the stream of ``topic`` after ``after`` up to its end; False when it stopped at
+        a break in the chain (``chained``: it checks for one)."""
+        async with aclosing(self._range(topic, "(" + stream_id(after) if after else "-", "+")) as batches:
+            async for batch in batches:
+                if not self._apply(topic, batch, chained):
+                    return False
+        return True
 
     async def _range(
         self, stream: str, start: str, end: str, batch_bytes: int | None = None
-    ) -> AsyncIterator[StreamBatch]:
+    ) -> AsyncGenerator[StreamBatch]:
         """``XRANGE`` of ``stream`` from ``start`` to ``end``, a batch per round trip of ``READ_COUNT``
         entries; with ``batch_bytes`` (a replay), of that many bytes at the size of the last batch's
         largest entry, growing at most twofold a batch up to ``REPLAY_COUNT``."""
@@ -313,19 +309,28 @@ class RedisLog:
                     raise LogLost(loss)
             answer = await self.redis.xread(positions, count=READ_COUNT, block=READ_BLOCK_MS)
             for key, batch in answer:
-                self._apply(streams[key.decode()], batch)
+                if not self._apply(stream := streams[key.decode()], batch):
+                    await self._bring_up_to_date(stream)  # entries trimmed before this node read them
 
-    def _apply(self, stream: str, batch: StreamBatch) -> None:
-        engine, replica = self.engine, self.replica
-        for entry, origin in numbered(batch):
+    def _apply(self, stream: str, batch: StreamBatch, chained: bool = True) -> bool:
+        """Apply ``batch`` in order; False when it stopped at an entry that does not follow the
+        one applied last (a configured topic's, ``chained``: redis_chain.py)."""
+        engine, replica, shared = self.engine, self.replica, self.shared
+        chained = chained and stream != PLAIN_STREAM  # plain topics keep nothing to resynchronise
+        whole = True
+        for read in numbered(batch):
+            if chained and not read.follows(shared.position(stream)):
+                whole = False
+                break
             try:
-                replica.apply(stream, entry, origin)
+                replica.apply(stream, read.entry, read.origin)
             except Exception:
-                log.exception("applying %s of %r failed; carrying on", stream_id(entry.lsn), stream)
+                log.exception("applying %s of %r failed; carrying on", stream_id(read.entry.lsn), stream)
         engine.broker.settle()
         self.pump()
         self._applied.set()
         self._applied = asyncio.Event()
+        return whole
 
     async def caught_up(self, stream: str, lsn: int) -> None:
         """Wait until this node has applied ``stream`` up to ``lsn``."""
@@ -350,7 +355,7 @@ class RedisLog:
             start = "(" + stream_id(after_lsn) if after_lsn else "-"
         if until_lsn:
             async for batch in self._range(stream, start, stream_id(until_lsn), REPLAY_BYTES):
-                yield [entry for entry, _ in numbered(batch)]
+                yield [read.entry for read in numbered(batch)]
 
     async def before(self, commands: list[Any]) -> None:
         """Before a frame runs: a subscription with a bookmark, which may come from another node,

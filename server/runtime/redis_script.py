@@ -10,7 +10,9 @@ already gone appends nothing (``gone``), and a command's entries are appended al
 ``PROPOSE`` takes a node's whole batch of proposals in one call (one command for Redis to parse
 and one for redis-py to build, however many publishes), deciding them one after the other.
 KEYS: the sequences hash, then per topic of the batch its stream and its versions hash (record
-key -> the ID of the entry that wrote the record), then the cluster's marker key.
+key -> the ID of the entry that wrote the record), then the cluster's marker key. Each entry
+appended holds its payload (``e``), its origin (``o``) and the ID of the entry before it (``p``:
+redis_chain.py).
 ARGV: the marker the node loaded under (``core/log/loss.py``: when Redis holds another, or none,
 it lost the log or is being re-seeded, and every proposal is answered ``{"lost", marker}`` with
 nothing appended), then per proposal: its topic's place among the KEYS pairs (1-based), client
@@ -34,14 +36,30 @@ local function not_above(seq, highest)
   if #seq ~= #highest then return #seq < #highest end
   return seq <= highest
 end
+-- The ID of a stream's last entry ('' when it has none). Each entry names the one before it
+-- (field p), so a reader knows it missed none: a trim removes entries a node that was away had
+-- not read yet (redis_chain.py).
+local tails = {}
+local function tail(stream)
+  if tails[stream] == nil then
+    local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+    tails[stream] = (last[1] and last[1][1]) or ''
+  end
+  return tails[stream]
+end
 -- An ID whose second part passed 2^20 - 1 (Redis's clock stepped back for a million entries)
 -- has no LSN of its own: that entry takes the next millisecond instead.
 local function append(stream, payload, origin)
-  local id = redis.call('XADD', stream, '*', 'e', payload, 'o', origin)
+  local prev = tail(stream)
+  local id = redis.call('XADD', stream, '*', 'e', payload, 'o', origin, 'p', prev)
   local ms, n = string.match(id, '^(%d+)-(%d+)$')
-  if tonumber(n) < 1048576 then return id end
-  redis.call('XDEL', stream, id)
-  return redis.call('XADD', stream, string.format('%d-0', tonumber(ms) + 1), 'e', payload, 'o', origin)
+  if tonumber(n) >= 1048576 then
+    redis.call('XDEL', stream, id)
+    local next_ms = string.format('%d-0', tonumber(ms) + 1)
+    id = redis.call('XADD', stream, next_ms, 'e', payload, 'o', origin, 'p', prev)
+  end
+  tails[stream] = id
+  return id
 end
 -- Whether a record's version is not the one a change was decided against.
 local function replaced(versions, key, expect)
@@ -81,8 +99,9 @@ while i <= #ARGV do
       if stale then
         local outcome = 'conflict'
         if ARGV[e] == 'x' then outcome = 'gone' end
-        local tail = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
-        answer = {outcome, (tail[1] and tail[1][1]) or '0-0'}
+        local last = tail(stream)
+        if last == '' then last = '0-0' end
+        answer = {outcome, last}
         break
       end
     end

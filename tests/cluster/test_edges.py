@@ -119,3 +119,24 @@ async def test_a_node_cut_off_longer_than_the_retention_resynchronises(start_nod
     counts = [m["data"]["n"] for m in told if m.get("c") == "p" and m["sids"] == ["n"]]
     assert counts and counts[-1] == 501, "its aggregation was fed what it missed"
     assert "resynchronising from the snapshot" in behind.output()
+
+
+async def test_a_node_reading_on_past_trimmed_entries_notices_the_gap_itself(start_node: StartNode) -> None:
+    # The lagging node looks for trims once a minute: what it reads must tell it that entries
+    # before it were trimmed away, or it would apply the stream's tail over a SOW missing the rest.
+    ahead = start_node(cluster={"retention": "1ms", "snapshot_interval": "200ms"})
+    behind = start_node(cluster={"retention": "1ms", "snapshot_interval": "60s"})
+    watcher = await Client.connect(behind.url)
+    await watcher.request({"c": "sow_and_subscribe", "t": "orders", "sub_id": "w", "cid": "q"})
+    await watcher.until(lambda m: m.get("c") == "group_end")
+    behind.process.send_signal(signal.SIGSTOP)
+    publisher = await Client.connect(ahead.url)
+    await publisher.send(*[{"c": "publish", "t": "orders", "data": {"id": i}} for i in range(300)])
+    await publisher.request({"c": "publish", "t": "orders", "data": {"id": 300}, "cid": "p"})
+    await asyncio.sleep(1.0)  # snapshots written and the stream trimmed to its last entry
+    behind.process.send_signal(signal.SIGCONT)
+    await publisher.request({"c": "publish", "t": "orders", "data": {"id": 301}, "cid": "p2"})
+    sows = await quiet_sows([ahead, behind], "orders", 302)
+    assert sows[0] == sows[1]
+    told = await watcher.silence(1.0)
+    assert {m["data"]["id"] for m in told if m.get("c") == "p"} == set(range(302))
