@@ -13,6 +13,8 @@ import os
 
 import pytest
 from hypothesis import settings
+from xdist.remote import Producer
+from xdist.scheduler import LoadScopeScheduling
 
 from server.core import native
 
@@ -26,11 +28,11 @@ settings.load_profile("suite")
 # order. A module added to the suite that takes more than ten seconds or so belongs here.
 LONG = (
     "tests/core/test_engine_model.py",  # its four parts
+    "tests/browser/test_demo_dashboard.py",
     "tests/browser/test_dashboard_viewport.py",
     "tests/spark/test_feeds.py",
     "tests/spark/test_demo_transforms.py",
     "tests/spark/test_python310.py",
-    "tests/spark/test_main_command.py",
     "tests/browser/test_adapters.py",
     "tests/spark/test_demo_console.py",
     "tests/cluster/test_lost_redis.py",
@@ -44,7 +46,6 @@ LONG = (
     "tests/client/test_declarations.py",
     "tests/browser/test_reconnect.py",
     "tests/browser/test_aggrid_viewport.py",
-    "tests/browser/test_demo_dashboard.py",
     "tests/cluster/test_failures.py",
     "tests/integration/test_aggregation.py",
     "tests/browser/test_viewport_recovery.py",
@@ -127,3 +128,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return  # the order only matters to xdist's scheduler
     slow = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: rank(item.nodeid.split("::", 1)[0], slow))
+
+
+# The modules that use the tests' SparkSession (tests/spark/conftest.py, one per worker) are one
+# unit of work: its JVM starts once, not once per module on as many workers (15 to 20 s each on
+# two loaded cores).
+SPARK_SESSION = (
+    "tests/spark/test_feeds.py",
+    "tests/spark/test_demo_transforms.py",
+    "tests/spark/test_feed_restart.py",
+    "tests/spark/test_feed_transactions.py",
+)
+
+
+class SharedSparkScheduling(LoadScopeScheduling):
+    def _split_scope(self, nodeid: str) -> str:
+        if nodeid.split("::", 1)[0] in SPARK_SESSION:
+            return "the tests' SparkSession"
+        return super()._split_scope(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> LoadScopeScheduling | None:
+    return SharedSparkScheduling(config, log) if config.getvalue("dist") == "loadscope" else None

@@ -1,52 +1,86 @@
-"""What ./scripts/run shows a new user: the demo Spark feed into the dashboard link it prints.
-Open orders and the traders' positions fill in, numbers read as a desk expects, and the open
-orders' count follows the feed as orders arrive and fill."""
+"""What ./scripts/run shows a new user, run as one runs it: the server and the demo Spark feed
+start, and the dashboard link it prints shows open orders and the traders' positions filling in,
+numbers read as a desk expects, the open orders' count following the feed. Ctrl-C (a SIGINT to
+the terminal's whole process group) then stops everything: no stack trace and nothing of Spark's
+on the console, no process left behind."""
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterator
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from ..integration.server_process import ServerProcess, running
-from ..spark.jobs import ROOT, kill
-from ..spark.test_demo_console import start_demo, stop
+from ..integration.server_process import sow_records
+from ..spark.jobs import ROOT, group_alive
 from .conftest import ROW
 from .desk import shot
 
+# What the console of a quiet run never shows: a stack trace, Spark's progress bars and chatter.
+NOISE = ("Traceback", "Exception", "[Stage", " ERROR ", " WARN ", "log4j", "setLogLevel")
 SCROLL_TO_THE_RIGHT = """async (table) => {
   for (let step = 0; step < 20; step++) {
     table.scrollLeft = table.scrollWidth;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }"""
-DEMO_TOPICS = [{"name": "orders", "key": ["/order"]}, {"name": "positions", "key": ["/trader"]}]
 
 
-def run_link() -> str:
-    """The dashboard link ./scripts/run prints (its query)."""
-    match = re.search(r'^view="(\?[^"]+)"$', (ROOT / "scripts" / "run").read_text(), re.MULTILINE)
-    assert match, "scripts/run prints no dashboard link"
-    return match.group(1)
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def demo_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    with running(tmp_path, DEMO_TOPICS) as process:
-        yield process
+def filled(url: str) -> bool:
+    """Both demo topics have records (False while the server is not listening yet)."""
+    try:
+        return bool(sow_records(url, "orders") and sow_records(url, "positions"))
+    except OSError:
+        return False
+
+
+def wait_for(
+    run: subprocess.Popen[str], console: Path, done: Callable[[], bool], what: str, timeout: float
+) -> None:
+    """Wait for ``done()``; fail with the console's text when ``run`` stops or ``timeout`` passes first."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert run.poll() is None, f"./scripts/run stopped:\n{console.read_text()}"
+        assert time.monotonic() < deadline, f"{what}:\n{console.read_text()}"
+        time.sleep(1)
 
 
 @pytest.mark.slow
-def test_the_demo_feed_in_the_dashboard_link_scripts_run_prints(
-    page: Page, demo_server: ServerProcess, tmp_path: Path
+def test_scripts_run_serves_the_dashboard_it_prints_and_ctrl_c_stops_it_quietly(
+    page: Page, tmp_path: Path
 ) -> None:
-    feed = start_demo(demo_server, tmp_path / "checkpoints")
+    port = free_port()
+    console = tmp_path / "console.txt"
+    with console.open("w") as out:
+        run = subprocess.Popen(
+            ["./scripts/run", "--data-dir", str(tmp_path / "data")],
+            cwd=ROOT,
+            env={**os.environ, "PORT": str(port), "DEMO_CHECKPOINT": str(tmp_path / "checkpoints")},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # a terminal's foreground job: Ctrl-C reaches the whole group
+        )
     try:
+        url = f"ws://127.0.0.1:{port}/ws"
+        wait_for(run, console, lambda: filled(url), "the demo feed fills the topics", 180)
+        link = re.search(r"^dashboard: (\S+)$", console.read_text(), re.MULTILINE)
+        assert link and link.group(1).startswith(f"http://127.0.0.1:{port}/?topic=orders"), "no link"
         page.set_viewport_size({"width": 1600, "height": 1000})
-        page.goto(f"{demo_server.http}/{run_link()}")
+        page.goto(link.group(1))
         orders, positions = page.locator(".view").nth(0), page.locator(".view").nth(1)
         expect(orders.locator(".topic")).to_have_text("orders")
         expect(positions.locator(".topic")).to_have_text("positions")
@@ -63,7 +97,18 @@ def test_the_demo_feed_in_the_dashboard_link_scripts_run_prints(
         expect(orders.locator(".rows")).not_to_have_text(first_count, timeout=30_000)
         shot(page, "demo-dashboard.png")
         assert page.errors == []  # type: ignore[attr-defined]
+        wait_for(run, console, lambda: " rows/s" in console.read_text(), "the demo logs no summary line", 30)
+        os.killpg(run.pid, signal.SIGINT)
+        run.wait(timeout=90)
+        deadline = time.monotonic() + 30
+        while group_alive(run.pid):
+            assert time.monotonic() < deadline, "a process (Spark's JVM?) outlived Ctrl-C"
+            time.sleep(0.5)
     finally:
-        if feed.poll() is None:
-            stop(feed)
-        kill(feed)
+        if group_alive(run.pid):
+            os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    text = console.read_text()
+    assert "demo feed started: demo-positions, demo-orders" in text
+    for noise in NOISE:
+        assert noise not in text, f"{noise!r} on the console:\n{text}"
