@@ -52,11 +52,17 @@ def check_encodable(data: Any) -> bytes:
 _COMPACT: Any = object()  # stands for the record while only its encoding is kept
 
 
+_NOTHING = b""
+
+
 def trimmed(encoded: bytes) -> bytes:
     """``encoded`` in a bytes object of its own size. orjson (3.12 and later) returns its result
     in a buffer it never shrinks, 4 KB for a record of 140 bytes: whatever is kept beyond the
     moment (a stored record, a queued message) is trimmed first."""
-    return bytes(memoryview(encoded))
+    # A join of two parts is a copy of exactly their size, in half the time of a copy through a
+    # memoryview (75 against 170 ns: a publish trims its record once, and its messages): a join
+    # of one part, like bytes(encoded), would hand back the same oversized object.
+    return _NOTHING.join((encoded, _NOTHING))
 
 
 class RecordVersion:
