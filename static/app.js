@@ -5,6 +5,7 @@
 import { PushClient } from "/web/index.js";
 import { Panel } from "/static/panel.js";
 import { fromQuery, newSettings, toQuery } from "/static/settings.js";
+import { Workspace } from "/static/workspace.js";
 
 const scheme = location.protocol === "https:" ? "wss" : "ws";
 const url = `${scheme}://${location.host}/ws`;
@@ -12,6 +13,11 @@ const url = `${scheme}://${location.host}/ws`;
 const client = new PushClient(url, { heartbeatMs: 5000, maxBackoffMs: 5000 });
 /** @type {Set<Panel>} */
 const panels = new Set();
+/** @type {Map<string, Panel>} each open view by its pane */
+const panes = new Map();
+/** @type {WeakMap<Panel, string>} */
+const paneOf = new WeakMap();
+let panesOpened = 0;
 /** @type {Map<string, Set<string>>} each configured topic's key fields (shown without separators) */
 const keyFieldsByTopic = new Map();
 /** @type {Map<string, string[]>} each configured topic's kept orders (its `orders` setting) */
@@ -27,8 +33,26 @@ const host = {
   connection: () => connection,
   showError,
   changed: () => { urlDirty = true; },
-  closed: (/** @type {Panel} */ panel) => { panels.delete(panel); writeUrl(); },
+  place: (/** @type {Panel} */ panel) => {
+    const id = `view-${++panesOpened}`;
+    paneOf.set(panel, id);
+    panes.set(id, panel);
+    const { topic, filter } = panel.settings;
+    workspace.add(id, filter ? `${topic} · ${filter}` : topic, panel.element);
+  },
+  closed: (/** @type {Panel} */ panel) => {
+    panels.delete(panel);
+    const id = paneOf.get(panel) ?? "";
+    panes.delete(id);
+    workspace.remove(id);
+    writeUrl();
+  },
 };
+// A pane closed from its tab closes its view (which then closes nothing more: it is gone).
+const workspace = new Workspace(/** @type {HTMLElement} */ (document.getElementById("views")), {
+  closed: (id) => panes.get(id)?.close(),
+  changed: () => {},
+});
 let urlDirty = false;
 
 function showError(message) {
@@ -151,6 +175,6 @@ async function start() {
 }
 
 // For the curious and for the tests: the client and the open views.
-window.dashboard = { client, panels };
+window.dashboard = { client, panels, workspace };
 
 start();

@@ -16,6 +16,7 @@ import { RowTree, path } from "/static/tree.js";
  * @typedef {{
  *   client: any, keyFields: (topic: string) => Set<string>, connection: () => { state: string, attempt: number },
  *   showError: (message: string) => void, changed: () => void, closed: (panel: Panel) => void,
+ *   place: (panel: Panel) => void,
  * }} PanelHost
  */
 
@@ -50,7 +51,7 @@ export class Panel {
     this.$(".options").textContent = options || "";
     this.$(".close").addEventListener("click", () => this.close());
     this.empty = this.$(".empty-state");
-    document.getElementById("views")?.appendChild(this.element);
+    host.place(this); // a pane of the workspace (static/workspace.js), before the table measures it
     this.columns = new Columns(settings, () => host.keyFields(topic));
     this.grid = new Grid(this.$(".table"), {
       columns: this.columns,
