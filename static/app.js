@@ -3,6 +3,7 @@
 // however large the view, only the rows on screen cross the wire.
 
 import { PushClient } from "/web/index.js";
+import { FORMAT, layoutMenu } from "/static/layouts.js";
 import { Panel } from "/static/panel.js";
 import { fromQuery, newSettings, toQuery } from "/static/settings.js";
 import { Workspace } from "/static/workspace.js";
@@ -18,6 +19,8 @@ const panes = new Map();
 /** @type {WeakMap<Panel, string>} */
 const paneOf = new WeakMap();
 let panesOpened = 0;
+/** @type {string[] | null} while a layout opens: the panes its views go in, in order */
+let restoring = null;
 /** @type {Map<string, Set<string>>} each configured topic's key fields (shown without separators) */
 const keyFieldsByTopic = new Map();
 /** @type {Map<string, string[]>} each configured topic's kept orders (its `orders` setting) */
@@ -34,11 +37,17 @@ const host = {
   showError,
   changed: () => { urlDirty = true; },
   place: (/** @type {Panel} */ panel) => {
-    const id = `view-${++panesOpened}`;
+    const { topic, filter } = panel.settings;
+    const title = filter ? `${topic} · ${filter}` : topic;
+    const id = restoring?.shift() ?? `view-${++panesOpened}`;
     paneOf.set(panel, id);
     panes.set(id, panel);
-    const { topic, filter } = panel.settings;
-    workspace.add(id, filter ? `${topic} · ${filter}` : topic, panel.element);
+    if (restoring) {
+      workspace.fill(id, panel.element);
+      workspace.setTitle(id, title);
+    } else {
+      workspace.add(id, title, panel.element);
+    }
   },
   closed: (/** @type {Panel} */ panel) => {
     panels.delete(panel);
@@ -76,6 +85,35 @@ function writeUrl() {
   // A link that already says this stays as it was written.
   if (query === toQuery(fromQuery(location.search)) && location.pathname === "/") return;
   history.replaceState(null, "", query ? `/?${query}` : "/");
+}
+
+/** The views open and how their panes stand (static/layouts.js). */
+function captureLayout() {
+  const views = [...panels];
+  return {
+    format: FORMAT,
+    version: 1,
+    query: toQuery(views.map((panel) => panel.current())),
+    panes: views.map((panel) => paneOf.get(panel) ?? ""),
+    arrangement: workspace.arrangement(),
+  };
+}
+
+/** A layout in place of the views open now. @param {import("/static/layouts.js").Layout} layout */
+function openLayout(layout) {
+  const views = fromQuery(`?${layout.query}`);
+  if (views.length !== layout.panes.length) throw new Error("this layout has not one pane per view");
+  for (const panel of [...panels]) panel.close();
+  workspace.arrange(layout.arrangement);
+  restoring = [...layout.panes];
+  try {
+    for (const settings of views) panels.add(new Panel(host, settings));
+  } finally {
+    restoring = null;
+  }
+  // New panes are numbered past the layout's.
+  for (const id of workspace.ids()) panesOpened = Math.max(panesOpened, Number(id.replace(/^view-/, "")) || 0);
+  writeUrl();
 }
 
 function readUrl() {
@@ -165,6 +203,7 @@ async function start() {
   // The topics' keys first (one request, answered at once): a key column is shown as a name.
   await refreshTopics(true);
   readUrl();
+  layoutMenu(/** @type {HTMLElement} */ (document.getElementById("layouts")), { capture: captureLayout, open: openLayout });
   setInterval(() => {
     panels.forEach((panel) => panel.tick());
     if (urlDirty) writeUrl();

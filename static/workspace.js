@@ -18,17 +18,14 @@ export class Workspace {
   /** @param {HTMLElement} element @param {WorkspaceHost} host */
   constructor(element, host) {
     this.element = element;
-    /** @type {Map<string, HTMLElement>} the contents of panes being added (dockview asks for each) */
+    /** @type {Map<string, HTMLElement>} each pane's content: a box its view is put in */
     this.contents = new Map();
     this.api = createDockview(element, {
       // The layout's own rules (sizes, tabs, drop targets); its colours are the page's (styles.css).
       theme: themeLight,
       // A view behind another tab stays in the page, hidden: its table keeps its place and columns.
       defaultRenderer: "always",
-      createComponent: (/** @type {{ id: string }} */ { id }) => ({
-        element: this.contents.get(id) ?? document.createElement("div"),
-        init() {},
-      }),
+      createComponent: (/** @type {{ id: string }} */ { id }) => ({ element: this.content(id), init() {} }),
       createRightHeaderActionComponent: () => maximiseButton(),
     });
     this.api.onDidRemovePanel((/** @type {{ id: string }} */ pane) => {
@@ -46,7 +43,7 @@ export class Workspace {
    * and the panes in each share the workspace evenly, as many columns as keep each pane about
    * PANE_ASPECT wide; once a user has arranged them otherwise, the new one splits the largest. */
   add(/** @type {string} */ id, /** @type {string} */ title, /** @type {HTMLElement} */ element) {
-    this.contents.set(id, element);
+    this.content(id).append(element);
     if (this.api.hasMaximizedGroup()) this.api.exitMaximizedGroup(); // a new view is seen at once
     const columns = columnsOf(this.api.groups);
     /** @type {any} */
@@ -73,6 +70,38 @@ export class Workspace {
     for (const column of columns) {
       for (const group of column.slice(0, -1)) group.api.setSize({ height: height / column.length });
     }
+  }
+
+  /** The box pane ``id`` shows (a view goes in it, before or after the pane is laid out). */
+  content(/** @type {string} */ id) {
+    let box = this.contents.get(id);
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "pane-content";
+      this.contents.set(id, box);
+    }
+    return box;
+  }
+
+  /** How the panes stand: which where, at what size (dockview's own form of it). */
+  arrangement() {
+    return this.api.toJSON();
+  }
+
+  /** The panes of ``arrangement`` in place of every pane there is: empty, for views to be put in
+   * (``fill``). Throws when dockview cannot read it. */
+  arrange(/** @type {any} */ arrangement) {
+    this.api.fromJSON(arrangement);
+  }
+
+  /** Put ``element`` in pane ``id`` of an arrangement. */
+  fill(/** @type {string} */ id, /** @type {HTMLElement} */ element) {
+    this.content(id).append(element);
+  }
+
+  /** The ids of the panes there are. @returns {string[]} */
+  ids() {
+    return this.api.panels.map((/** @type {{ id: string }} */ pane) => pane.id);
   }
 
   /** Close ``id``'s pane (its view closed itself); nothing when it is gone already. */

@@ -1,13 +1,15 @@
 """The dashboard's workspace (static/workspace.js) as a desk uses it: views open as panes that share
 the screen and never overlap, however many; a pane is closed from its tab, maximised and restored,
-and resized by the edge between two panes."""
+and resized by the edge between two panes; a layout is kept under a name in the browser and
+travels as a file (static/layouts.js)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from ..integration.server_process import ServerProcess
 from .desk import eventually, open_desk, shot
@@ -124,4 +126,80 @@ def test_the_edge_between_two_panes_resizes_them(page: Page, server: ServerProce
     assert second[size] - first[size] > 250, (first, second)
     assert not overlap(first, second)
     expect(page.locator(".view").nth(0).locator("regular-table tbody tr").first).to_be_visible()
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def drag_first_edge(page: Page, by: float) -> None:
+    box = page.locator(".dv-sash.dv-enabled").first.bounding_box()
+    assert box is not None
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(
+        x - by if box["height"] > box["width"] else x, y - by if box["width"] > box["height"] else y, steps=8
+    )
+    page.mouse.up()
+
+
+def near(boxes: list[dict[str, Any]], others: list[dict[str, Any]]) -> bool:
+    return len(boxes) == len(others) and all(
+        abs(a[side] - b[side]) <= 3
+        for a, b in zip(boxes, others, strict=True)
+        for side in ("x", "y", "width", "height")
+    )
+
+
+def test_a_layout_is_kept_under_a_name_and_travels_as_a_file(
+    page: Page, server: ServerProcess, browser: Browser, tmp_path: Path
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 900})
+    open_desk(page, server, query(3), size=100)
+    expect(page.locator(".view")).to_have_count(3)
+    drag_first_edge(page, 120)  # arranged by hand: the layout keeps the sizes too
+    arranged = shown(page)
+
+    page.locator("#layouts > summary").click()
+    page.locator(".save-layout input").fill("morning")
+    page.locator(".save-layout button").click()
+    expect(page.locator(".layout-message")).to_have_text('saved "morning" in this browser')
+    with page.expect_download() as download:
+        page.locator(".export-layout").click()
+    exported = tmp_path / "morning.json"
+    download.value.save_as(exported)
+    shot(page, "workspace-layouts.png")
+
+    # Another day: the dashboard opens empty, and the layout comes back with its sizes.
+    page.goto(server.http)
+    expect(page.locator(".view")).to_have_count(0)
+    page.locator("#layouts > summary").click()
+    page.locator(".open-layout", has_text="morning").click()
+    expect(page.locator(".view")).to_have_count(3)
+    eventually(lambda: shown(page), lambda boxes: near(boxes, arranged))  # type: ignore[arg-type]
+    page.wait_for_function("() => location.search.split('topic=orders').length - 1 === 3")  # the link too
+    expect(page.locator(".view").nth(2).locator("regular-table tbody tr").first).to_be_visible()
+
+    # Another browser: the file opens the same screen.
+    other = browser.new_context().new_page()
+    other.set_viewport_size({"width": 1400, "height": 900})
+    other.goto(server.http)
+    other.locator("#layouts > summary").click()
+    expect(other.locator(".no-layouts")).to_be_visible()
+    other.locator(".import-layout input").set_input_files(exported)
+    expect(other.locator(".view")).to_have_count(3)
+    eventually(lambda: shown(other), lambda boxes: near(boxes, arranged))  # type: ignore[arg-type]
+    # A file that is not a layout says so, and leaves the screen as it was.
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text('{"views": []}')
+    other.locator("#layouts > summary").click()
+    other.locator(".import-layout input").set_input_files(wrong)
+    expect(other.locator(".layout-message")).to_contain_text(
+        'not a sowpush layout (no "format": "sowpush layout")'
+    )
+    expect(other.locator(".view")).to_have_count(3)
+    other.context.close()
+
+    # Deleted, it is gone from this browser.
+    page.locator("#layouts > summary").click()
+    page.locator(".delete-layout").click()
+    expect(page.locator(".open-layout")).to_have_count(0)
     assert page.errors == []  # type: ignore[attr-defined]
