@@ -70,6 +70,12 @@ function showError(message) {
 
 function openView(topic, filter = "", options = "") {
   showError("");
+  // Said before a pane opens: the server refuses a view of a topic it keeps no records of.
+  if (keyFieldsByTopic.size > 0 && !keyFieldsByTopic.has(topic)) {
+    const known = [...keyFieldsByTopic.keys()].sort().join(", ");
+    showError(`${topic} is not a topic of this server: it keeps ${known}.`);
+    return;
+  }
   const settings = newSettings(topic, filter, options);
   // A topic that keeps orders (docs/protocol.md, Kept orders) opens in its first one: a first
   // screen at once at any size. Written into the URL, so the link opens it the same way.

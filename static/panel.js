@@ -38,6 +38,52 @@ function withTimestamp(/** @type {string} */ options) {
   return list.join(",");
 }
 
+/** Records of a topic read to learn its fields, when a filtered view is empty. */
+const FIELD_SAMPLE = 200;
+
+/**
+ * The top-level fields ``filter`` names that none of ``records`` has, and the fields they have;
+ * null when the records are none (an empty topic says nothing of its fields).
+ * @param {string} filter @param {any[]} records
+ * @returns {{ missing: string[], fields: string[] } | null}
+ */
+export function unknownFields(filter, records) {
+  if (!records.length) return null;
+  const fields = new Set();
+  for (const record of records) {
+    if (record && typeof record === "object") for (const field of Object.keys(record)) fields.add(field);
+  }
+  const missing = [...pathsOf(filter)].filter((field) => !fields.has(field));
+  return { missing, fields: [...fields].sort() };
+}
+
+/**
+ * The first step of each path ``filter`` names, read as the server's lexer reads it
+ * (server/core/filters/lexer.py): outside strings, a `/` right after an operand divides, any other
+ * starts a path (`/a/b` is one path, of `a`); `[/odd name/x]` is a path of `odd name`.
+ * @param {string} filter @returns {Set<string>}
+ */
+export function pathsOf(filter) {
+  const found = new Set();
+  const tokens = filter.matchAll(/'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|\[\/([^\]\/]*)[^\]]*\]|\/([\w$@]+)(?:\[\d+\])*(?:\/[\w$@]+(?:\[\d+\])*)*|([^\W\d]\w*)|(\d[\w.]*)|(\S)/gu);
+  let afterOperand = false;
+  for (const [token, bracketed, path, word] of tokens) {
+    if (bracketed !== undefined) {
+      found.add(bracketed);
+      afterOperand = true;
+    } else if (path !== undefined && !afterOperand) {
+      found.add(path);
+      afterOperand = true;
+    } else if (word !== undefined) {
+      afterOperand = ["NULL", "TRUE", "FALSE"].includes(word.toUpperCase());
+    } else {
+      // A string, a number or a closing parenthesis ends an operand; any other sign does not.
+      afterOperand = path !== undefined || /^['"\d)]/.test(token);
+    }
+  }
+  return found;
+}
+
 export class Panel {
   /** @param {PanelHost} host @param {import("/static/settings.js").ViewSettings} settings */
   constructor(host, settings) {
@@ -138,10 +184,14 @@ export class Panel {
       this.lastMessageAt = Date.now();
       this.changed();
       if (tree.count === 0) {
-        // An empty view: an empty topic, or a name the server keeps no records for. Its answer
-        // to a `sow` tells which, in its own words.
-        client.sow(topic, { topN: 1 }).then(
-          () => { this.notConfigured = ""; },
+        // An empty view: an empty topic, or a name the server keeps no records for (its answer
+        // to a `sow` tells which, in its own words), or a filter on a field no record has (a
+        // sample of the topic's records tells which fields they have).
+        client.sow(topic, { topN: FIELD_SAMPLE }).then(
+          (/** @type {any[]} */ records) => {
+            this.notConfigured = "";
+            this.unknownFields = unknownFields(this.settings.filter, records);
+          },
           (/** @type {any} */ error) => { this.notConfigured = String(error?.reason ?? error?.message ?? error); },
         ).finally(() => this.showEmpty());
       }
@@ -363,7 +413,12 @@ export class Panel {
     else if (count > 0) [kind, text] = ["", ""];
     else if (Object.keys(this.settings.quick).length) [kind, text] = ["quick", "No rows match the quick filters."];
     else if (this.notConfigured) [kind, text] = ["unknown", `${topic} is not a topic the server keeps records of (it says: ${this.notConfigured}). Live publishes to it appear here.`];
-    else if (filter) [kind, text] = ["no-match", `No record of ${topic} matches ${filter} yet.`];
+    else if (filter && this.unknownFields?.missing.length) {
+      const { missing, fields } = this.unknownFields;
+      kind = "unknown-field";
+      text = `No record of ${topic} has ${missing.map((f) => `/${f}`).join(" or ")}: its records have `
+        + `${fields.map((f) => `/${f}`).join(", ")}.`;
+    } else if (filter) [kind, text] = ["no-match", `No record of ${topic} matches ${filter} yet.`];
     else [kind, text] = ["no-records", `${topic} has no records yet.`];
     if (this.empty.textContent !== text) this.empty.textContent = text;
     this.empty.dataset.kind = kind;

@@ -51,6 +51,23 @@ def test_an_empty_table_says_why(page: Page, server: ServerProcess) -> None:
     expect(empty).to_contain_text("No record of orders matches /qty > 1000000")
     shot(page, "desk-empty-no-match.png")
 
+    # A filter on a field no record has (a typo: /symbol for /sym) says so, with the fields there are.
+    typo = quote("/symbol = 'MSFT'")
+    page.goto(f"{server.http}/?topic=orders&filter={typo}")
+    expect(empty).to_have_attribute("data-kind", "unknown-field")
+    expect(empty).to_have_text(
+        "No record of orders has /symbol: its records have /at, /order, /pnl, /px, /qty, /sym."
+    )
+    shot(page, "desk-empty-unknown-field.png")
+
+    # A topic the server does not keep, typed in the form, is refused before a pane opens.
+    page.locator("[name=topic]").fill("ordrs")
+    page.locator("#open-view button[type=submit]").click()
+    expect(page.locator("#form-error")).to_have_text(
+        "ordrs is not a topic of this server: it keeps ledger, orders."
+    )
+    expect(page.locator(".view")).to_have_count(1)
+
     page.goto(f"{server.http}/?topic=orders&quick=sym:NOPE")
     expect(empty).to_have_attribute("data-kind", "quick")
     expect(empty).to_contain_text("No rows match the quick filters")
@@ -103,3 +120,26 @@ def test_light_and_dark_follow_the_system_and_the_button(browser: Browser, serve
         context.close()
     assert backgrounds["light"] != backgrounds["dark"]
     assert backgrounds["light"] == "rgb(244, 246, 250)"
+
+
+PATHS = [
+    ("/symbol = 'MSFT'", ["symbol"]),
+    ("/a/b > 1 AND /c = 'x/y'", ["a", "c"]),
+    ("/qty / 2 > /px", ["qty", "px"]),
+    ("[/odd name/x] = 1 OR /z IS NULL", ["odd name", "z"]),
+    ("UPPER(/sym) = 'A' AND /n IN (1, 2)", ["sym", "n"]),
+    ("(/a + 1) / /b = 3", ["a", "b"]),
+    ("/list[0] = 2 AND 'it''s /x' = /y", ["list", "y"]),
+    ('NULL / /q AND "say \\"/w\\"" = /v', ["q", "v"]),
+]
+
+
+def test_the_fields_a_filter_names_are_read_as_the_server_reads_them(
+    page: Page, server: ServerProcess
+) -> None:
+    page.goto(server.http)
+    for filter_text, fields in PATHS:
+        found = page.evaluate(
+            "async (text) => [...(await import('/static/panel.js')).pathsOf(text)]", filter_text
+        )
+        assert found == fields, filter_text
