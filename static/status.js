@@ -6,15 +6,13 @@ const TOKEN_KEY = "sowpush.metricsToken";
 
 const $ = (id) => document.getElementById(id);
 
-function cell(row, value, numeric = false) {
-  const td = row.insertCell();
-  td.textContent = value === null || value === undefined ? "–" : String(value);
-  if (numeric) td.dataset.num = "";
-  return td;
+/** A whole number with thousands separators (the page is in English, whatever the browser's). */
+function count(n) {
+  return n === null || n === undefined ? null : n.toLocaleString("en-US");
 }
 
 function millis(value) {
-  return value === null || value === undefined ? "–" : `${value.toFixed(value < 10 ? 2 : 0)} ms`;
+  return value === null || value === undefined ? null : `${value.toFixed(value < 10 ? 2 : 0)} ms`;
 }
 
 function bytes(n) {
@@ -23,17 +21,69 @@ function bytes(n) {
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-function fill(table, rows, draw, empty) {
+// Each table's columns, once: its header and every row's cells are made from the same list, so a
+// header can never name a cell that is not there. [title, value of a row, numeric (right-aligned)]
+const NUMBER = true;
+const TOPICS = [
+  ["topic", (t) => t.topic],
+  ["kind", (t) => (t.sow ? (t.durable ? "sow, durable" : "sow") : "plain")],
+  ["records", (t) => (t.sow ? count(t.records) : null), NUMBER],
+  ["subscriptions", (t) => count(t.subscriptions), NUMBER],
+  ["aggregations", (t) => (t.sow ? count(t.aggregations) : null), NUMBER],
+  ["groups", (t) => (t.sow ? count(t.groups) : null), NUMBER],
+  ["queued", (t) => count(t.queued), NUMBER],
+  ["conflated", (t) => count(t.conflated), NUMBER],
+  ["dropped", (t) => count(t.dropped), NUMBER],
+  ["unsubscribed", (t) => count(t.unsubscribed), NUMBER],
+  ["closed slow", (t) => count(t.closed_slow), NUMBER],
+  ["to socket p50", (t) => millis(t.written.p50_ms), NUMBER],
+  ["to socket p99", (t) => millis(t.written.p99_ms), NUMBER],
+  ["to disk p50", (t) => millis(t.persisted.p50_ms), NUMBER],
+  ["to disk p99", (t) => millis(t.persisted.p99_ms), NUMBER],
+];
+const SOCKETS = [
+  ["client name", (s) => s.client_name],
+  ["user", (s) => s.user],
+  ["address", (s) => s.peer],
+  ["session", (s) => s.session, NUMBER],
+  ["subscriptions", (s) => count(s.subscriptions), NUMBER],
+  ["queued", (s) => count(s.queued_messages), NUMBER],
+  ["queued bytes", (s) => bytes(s.queued_bytes), NUMBER],
+  ["sent", (s) => count(s.sent), NUMBER],
+  ["conflated", (s) => count(s.conflated), NUMBER],
+  ["conflation", (s) => `${(s.conflation_ratio * 100).toFixed(1)} %`, NUMBER],
+  ["page", (s) => (s.hidden ? "hidden" : "visible")],
+];
+
+function fill(table, columns, rows, empty) {
+  const head = $(table).tHead;
+  if (!head.rows.length) {
+    const row = head.insertRow();
+    for (const [title, , numeric] of columns) {
+      const th = document.createElement("th");
+      th.textContent = title;
+      if (numeric) th.dataset.num = "";
+      row.append(th);
+    }
+  }
   const body = $(table).tBodies[0];
   body.replaceChildren();
   if (!rows.length) {
     const td = body.insertRow().insertCell();
-    td.colSpan = $(table).tHead.rows[0].cells.length;
+    td.colSpan = columns.length;
     td.className = "none";
     td.textContent = empty;
     return;
   }
-  for (const item of rows) draw(body.insertRow(), item);
+  for (const item of rows) {
+    const row = body.insertRow();
+    for (const [, value, numeric] of columns) {
+      const td = row.insertCell();
+      const text = value(item);
+      td.textContent = text === null || text === undefined ? "–" : String(text);
+      if (numeric) td.dataset.num = "";
+    }
+  }
 }
 
 function card(label, value, className = "") {
@@ -47,50 +97,34 @@ function card(label, value, className = "") {
   return div;
 }
 
+/** A time as the page shows every time: UTC, to the second. @param {Date} date */
+function utc(date) {
+  return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
 function draw(status) {
   const queued = status.topics.reduce((sum, t) => sum + t.queued, 0);
   $("cards").replaceChildren(
-    card("connections", status.connections),
-    card("topics", status.topics.length),
-    card("records", status.topics.reduce((sum, t) => sum + t.records, 0)),
-    card("subscriptions", status.topics.reduce((sum, t) => sum + t.subscriptions, 0)),
-    card("queued messages", queued),
+    card("connections", count(status.connections)),
+    card("topics", count(status.topics.length)),
+    card("records", count(status.topics.reduce((sum, t) => sum + t.records, 0))),
+    card("subscriptions", count(status.topics.reduce((sum, t) => sum + t.subscriptions, 0))),
+    card("queued messages", count(queued)),
     card("queued", bytes(status.queued_bytes)),
-    card("commands", status.commands),
-    card("running since (UTC)", status.started.replace("T", " ").slice(0, 19), "small"),
+    card("commands", count(status.commands)),
+    card("running since", utc(new Date(status.started)), "small"),
   );
   $("window").textContent = `latency over the last ${status.latency_window_s} s`;
-  fill("topics", status.topics, (row, t) => {
-    cell(row, t.topic);
-    cell(row, t.sow ? (t.durable ? "sow, durable" : "sow") : "plain");
-    for (const key of ["records", "subscriptions", "aggregations", "groups", "queued", "conflated", "dropped", "unsubscribed", "closed_slow"]) {
-      cell(row, t.sow || !["records", "aggregations", "groups"].includes(key) ? t[key] : null, true);
-    }
-    cell(row, millis(t.written.p50_ms), true);
-    cell(row, millis(t.written.p99_ms), true);
-    cell(row, millis(t.persisted.p50_ms), true);
-    cell(row, millis(t.persisted.p99_ms), true);
-  }, "no topics");
-  fill("sockets", status.slowest, (row, s) => {
-    cell(row, s.session, true);
-    cell(row, s.client_name);
-    cell(row, s.user);
-    cell(row, s.peer);
-    cell(row, s.subscriptions, true);
-    cell(row, s.queued_messages, true);
-    cell(row, bytes(s.queued_bytes), true);
-    cell(row, s.sent, true);
-    cell(row, s.conflated, true);
-    cell(row, `${(s.conflation_ratio * 100).toFixed(1)} %`, true);
-    cell(row, s.hidden ? "hidden" : "visible");
-  }, "no sockets");
+  fill("topics", TOPICS, status.topics, "no topics");
+  fill("sockets", SOCKETS, status.slowest, "no sockets");
   const cluster = status.cluster;
   $("cluster").hidden = !cluster;
   if (cluster) {
-    fill("nodes", cluster.nodes, (row, node) => {
-      cell(row, node);
-      cell(row, node === cluster.node ? (cluster.healthy ? "yes, serving" : "yes, unavailable") : "");
-    }, "no live node found in Redis");
+    const nodes = [
+      ["node", (node) => node],
+      ["this node", (node) => (node === cluster.node ? (cluster.healthy ? "yes, serving" : "yes, unavailable") : "")],
+    ];
+    fill("nodes", nodes, cluster.nodes, "no live node found in Redis");
   }
 }
 
@@ -114,7 +148,7 @@ async function poll() {
     if (!response.ok) throw new Error(`${response.status} ${await response.text()}`);
     draw(await response.json());
     $("problem").hidden = true;
-    show("open", `updated ${new Date().toLocaleTimeString()}`);
+    show("open", `updated ${utc(new Date()).slice(11)}`);
   } catch (error) {
     $("problem").hidden = false;
     $("problem").textContent = `cannot read /status.json: ${error.message}`;

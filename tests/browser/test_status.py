@@ -40,6 +40,17 @@ def test_views_show_their_latency_and_the_status_page_its_figures(page: Page, se
     expect(cells.nth(11)).to_have_text(re.compile(r"\d+(\.\d+)? ms"))  # to socket, p50
     expect(status.locator("#sockets tbody tr")).to_have_count(1)
     expect(status.locator("#sockets tbody tr")).to_contain_text("visible")
+    # Readable: every header over its own column, the client's name first, numbers to the right,
+    # one time zone.
+    for table in ("topics", "sockets"):
+        headers = status.locator(f"#{table} thead th").all_inner_texts()
+        assert len(headers) == status.locator(f"#{table} tbody tr").first.locator("td").count(), headers
+    assert status.locator("#sockets thead th").first.inner_text() == "client name"
+    assert status.locator("#topics thead th").nth(12).inner_text() == "to socket p99"
+    align = "(cell) => getComputedStyle(cell).textAlign"
+    assert cells.nth(2).evaluate(align) == "right" and cells.nth(0).evaluate(align) == "left"
+    expect(status.locator("#state")).to_have_text(re.compile(r"^updated \d\d:\d\d:\d\d UTC$"))
+    expect(status.locator("#cards")).to_contain_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"))
     expect(status.locator("#cluster")).to_be_hidden()
     expect(status.locator("#token-form")).to_be_hidden()  # no metrics_token: none is asked for
     status.screenshot(path=str(SCREENSHOTS / "status.png"), full_page=True)
