@@ -5,6 +5,7 @@
 
 import { openColumnMenu } from "/static/column_menu.js";
 import { Columns } from "/static/columns.js";
+import { CSV_LIMIT, download, toCsv } from "/static/csv.js";
 import { formatNumber } from "/static/format.js";
 import { Grid } from "/static/grid.js";
 import { withQuickFilters } from "/static/quick.js";
@@ -143,6 +144,29 @@ export class Panel {
   /** The filter the server applies: the view's own and the quick filters. */
   filter() {
     return withQuickFilters(this.settings.filter, this.settings.quick, (field) => this.columns.kind(field));
+  }
+
+  /** The whole view as a CSV file, from the server: its filter and quick filters, its order, the
+   * columns shown. The button says what it is doing, and why when it cannot. */
+  async exportCsv() {
+    const button = /** @type {HTMLButtonElement} */ (this.$(".export-csv"));
+    const { topic, orderby } = this.settings;
+    button.disabled = true;
+    button.textContent = "CSV…";
+    try {
+      const filter = this.filter();
+      const query = { filter: filter || undefined, orderby: orderby || undefined, topN: CSV_LIMIT, timeoutMs: 120_000 };
+      // A million records take seconds to send: the export waits up to two minutes for them.
+      const records = await this.host.client.sow(topic, query);
+      download(toCsv(this.columns.visible(), records), `${topic}.csv`);
+      button.title = `Downloaded ${records.length.toLocaleString("en-US")} records`
+        + (records.length >= CSV_LIMIT ? ` (the first ${CSV_LIMIT.toLocaleString("en-US")})` : "");
+    } catch (error) {
+      this.showViewError(`CSV export failed: ${/** @type {any} */ (error)?.reason ?? /** @type {any} */ (error)?.message ?? error}`);
+    } finally {
+      button.disabled = false;
+      button.textContent = "CSV";
+    }
   }
 
   /** Open the view's tree of server views (again, after the grouping or the totals changed). */
@@ -324,6 +348,7 @@ export class Panel {
       this.refine();
     });
     this.$(".clear-quick").hidden = Object.keys(this.settings.quick).length === 0;
+    this.$(".export-csv").addEventListener("click", () => this.exportCsv());
     addEventListener("click", (event) => {
       const popup = this.$(".column-popup");
       if (!popup.hidden && !popup.contains(/** @type {Node} */ (event.target))) popup.hidden = true;
