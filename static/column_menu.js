@@ -1,5 +1,5 @@
 // A column's menu on the dashboard, under the ⋮ button of its header: sort by the column, group
-// by it, its total and decimals when it holds numbers, move it or hide it. Each item acts on the
+// by it, its total and decimals when it holds numbers, whether its changes flash, move it or hide it. Each item acts on the
 // panel it belongs to (static/panel.js).
 
 import { sortOf } from "/static/settings.js";
@@ -37,6 +37,11 @@ export function openColumnMenu(panel, field, anchor) {
       }]);
     }
   }
+  const flashing = !panel.settings.noflash.includes(field);
+  items.push([`${flashing ? "✓ " : ""}Flash changes`, () => {
+    panel.settings.noflash = flashing ? [...panel.settings.noflash, field] : panel.settings.noflash.filter((f) => f !== field);
+    panel.host.changed();
+  }]);
   items.push(
     ["Move left", () => { panel.columns.move(field, -1); panel.grid.relayout(); panel.host.changed(); }],
     ["Move right", () => { panel.columns.move(field, 1); panel.grid.relayout(); panel.host.changed(); }],

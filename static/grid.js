@@ -26,6 +26,7 @@ const FLASHES = ["flash-up", "flash-down", "flash-changed", "flash-up-b", "flash
  *   menu: (field: string, anchor: HTMLElement) => void,
  *   toggle: (row: import("/static/tree.js").Row) => void,
  *   resized: (field: string, width: number) => void,
+ *   flashes: (field: string) => boolean,
  * }} GridHost
  */
 
@@ -199,7 +200,7 @@ export class Grid {
     this.grouped = grouped;
     this.shown = rows;
     this.y0 = y0;
-    this.noteChanges(rows, fields);
+    this.noteChanges(rows, fields.filter((field) => this.host.flashes(field)));
     const columns = fields.slice(x0, x1);
     /** @type {any} */
     const response = {

@@ -112,6 +112,7 @@ export class Panel {
       quickText: (field) => this.settings.quick[field] ?? "",
       menu: (field, anchor) => this.menu(field, anchor),
       toggle: (row) => this.tree?.toggle(row),
+      flashes: (field) => !this.settings.noflash.includes(field),
       resized: (field, width) => {
         this.columns.widths.set(field, width);
         this.columns.touched = true;

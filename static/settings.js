@@ -7,6 +7,7 @@
 //   group=/desk,/sym              grouping levels, outermost first
 //   columns=order,qty:90,-venue   column order, widths in px, hidden columns marked with `-`
 //   totals=px:avg,qty:sum         decimals=px:2           quick=side:B,qty:%3E10
+//   noflash=turnover,updated      columns whose changes do not flash
 //
 // Links written before viewports (`sort=qty:desc`, `group=sym`) still open as they meant.
 
@@ -15,16 +16,16 @@
  * @typedef {{
  *   topic: string, filter: string, options: string, orderby: string, group: string[],
  *   columns: ColumnSetting[], totals: Record<string, string>, decimals: Record<string, number>,
- *   quick: Record<string, string>,
+ *   quick: Record<string, string>, noflash: string[],
  * }} ViewSettings
  */
 
-export const PARAMETERS = ["topic", "filter", "options", "orderby", "group", "columns", "totals", "decimals", "quick"];
+export const PARAMETERS = ["topic", "filter", "options", "orderby", "group", "columns", "totals", "decimals", "quick", "noflash"];
 export const TOTALS = ["sum", "avg", "count", "none"];
 
 /** @param {string} topic @param {string} [filter] @param {string} [options] @returns {ViewSettings} */
 export function newSettings(topic, filter = "", options = "") {
-  return { topic, filter, options, orderby: "", group: [], columns: [], totals: {}, decimals: {}, quick: {} };
+  return { topic, filter, options, orderby: "", group: [], columns: [], totals: {}, decimals: {}, quick: {}, noflash: [] };
 }
 
 /** @param {[string, string][]} pairs */
@@ -66,6 +67,7 @@ function encode(settings) {
     totals: pack(Object.entries(settings.totals)),
     decimals: pack(Object.entries(settings.decimals).map(([field, n]) => [field, String(n)])),
     quick: pack(Object.entries(settings.quick).filter(([, text]) => text !== "")),
+    noflash: pack(settings.noflash.map((field) => [field, ""])),
   };
 }
 
@@ -90,6 +92,7 @@ function decode(values) {
     if (Number.isInteger(decimals) && decimals >= 0 && decimals <= 10) settings.decimals[field] = decimals;
   }
   for (const [field, text] of unpack(values.quick ?? "")) settings.quick[field] = text;
+  settings.noflash = unpack(values.noflash ?? "").map(([field]) => field);
   return settings;
 }
 

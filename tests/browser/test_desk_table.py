@@ -43,6 +43,31 @@ def test_numbers_timestamps_and_hostile_text_read_as_a_desk_expects(
     assert page.errors == []  # type: ignore[attr-defined]
 
 
+def test_a_column_whose_changes_should_not_flash_stays_still_and_the_link_keeps_it(
+    page: Page, server: ServerProcess
+) -> None:
+    open_desk(page, server, "topic=orders&orderby=/order", BOOK)
+    first = rows(page).first
+    expect(cell(first, "qty")).to_have_text("12,500")
+    menu(page, "qty", "Flash changes")  # on by default: this turns it off
+    link = url_with(page, "noflash=qty")
+    publish(server, {**BOOK[0], "qty": 12600, "px": 100.25})
+    expect(cell(first, "px")).to_have_class(re.compile(r"\bflash-down"))
+    expect(cell(first, "qty")).to_have_text("12,600")
+    assert "flash" not in (cell(first, "qty").get_attribute("class") or "")
+    # The link opens it the same way, and the menu says so.
+    page.goto(link)
+    expect(rows(page).first).to_be_visible()
+    header(page, "qty").locator(".column-menu-button").click()
+    expect(page.locator(".view .column-popup button", has_text="Flash changes")).to_have_text("Flash changes")
+    page.keyboard.press("Escape")
+    publish(server, {**BOOK[0], "qty": 12700, "px": 100.5})
+    first = rows(page).first
+    expect(cell(first, "px")).to_have_class(re.compile(r"\bflash-up"))
+    assert "flash" not in (cell(first, "qty").get_attribute("class") or "")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 def test_columns_moved_resized_and_hidden_by_hand_come_back_from_the_link(
     page: Page, server: ServerProcess
 ) -> None:
