@@ -147,8 +147,11 @@ async function refreshTopics(always = false) {
       item.lastElementChild.textContent = parts.join(" · ");
       const orders = (topic.orders ?? []).map((/** @type {string} */ order) => order || "by SowKey");
       item.title = `key ${topic.key.join(", ")}` + (orders.length ? ` · kept orders ${orders.join(", ")}` : "");
+      // A click opens the topic, all its records; the form is for a filter or options.
+      item.title += " · click to open a view of all its records";
       item.addEventListener("click", () => {
         /** @type {HTMLInputElement} */ (document.querySelector("[name=topic]")).value = topic.name;
+        openView(topic.name);
       });
       return item;
     }));

@@ -27,6 +27,7 @@ export class Workspace {
       defaultRenderer: "always",
       createComponent: (/** @type {{ id: string }} */ { id }) => ({ element: this.content(id), init() {} }),
       createRightHeaderActionComponent: () => maximiseButton(),
+      createWatermarkComponent: () => emptyWorkspace(),
     });
     this.api.onDidRemovePanel((/** @type {{ id: string }} */ pane) => {
       this.contents.delete(pane.id);
@@ -157,6 +158,19 @@ function columnCount(/** @type {number} */ count, /** @type {number} */ width, /
     if (miss < bestMiss) [best, bestMiss] = [columns, miss];
   }
   return best;
+}
+
+/** What an empty workspace shows: how to open a view. */
+function emptyWorkspace() {
+  const element = document.createElement("div");
+  element.className = "empty-workspace";
+  const title = document.createElement("b");
+  title.textContent = "No view open";
+  const how = document.createElement("span");
+  how.textContent = "Click a topic on the left to see all its records, or type a topic and a filter "
+    + "above and press Open view. The layouts menu opens a layout saved before.";
+  element.append(title, how);
+  return { element, init() {}, dispose() {} };
 }
 
 /** The button at the right of a tab bar: maximise that pane's group, or restore the layout. */
