@@ -60,7 +60,6 @@ const host = {
 // A pane closed from its tab closes its view (which then closes nothing more: it is gone).
 const workspace = new Workspace(/** @type {HTMLElement} */ (document.getElementById("views")), {
   closed: (id) => panes.get(id)?.close(),
-  changed: () => {},
 });
 let urlDirty = false;
 

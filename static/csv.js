@@ -30,3 +30,28 @@ export function download(text, name) {
   link.click();
   setTimeout(() => URL.revokeObjectURL(link.href), 1000);
 }
+
+/**
+ * Export a view: one `sow` of the whole view, written as CSV and downloaded as `<topic>.csv`.
+ * ``button`` says it is under way, then how many records went out; ``failed`` is told why not.
+ * @param {HTMLButtonElement} button
+ * @param {{ client: any, topic: string, filter: string, orderby: string, fields: string[],
+ *   failed: (reason: string) => void }} view
+ */
+export async function exportView(button, { client, topic, filter, orderby, fields, failed }) {
+  button.disabled = true;
+  button.textContent = "CSV…";
+  try {
+    // A million records take seconds to send: the export waits up to two minutes for them.
+    const query = { filter: filter || undefined, orderby: orderby || undefined, topN: CSV_LIMIT, timeoutMs: 120_000 };
+    const records = await client.sow(topic, query);
+    download(toCsv(fields, records), `${topic}.csv`);
+    button.title = `Downloaded ${records.length.toLocaleString("en-US")} records`
+      + (records.length >= CSV_LIMIT ? ` (the first ${CSV_LIMIT.toLocaleString("en-US")})` : "");
+  } catch (error) {
+    failed(String(/** @type {any} */ (error)?.reason ?? /** @type {any} */ (error)?.message ?? error));
+  } finally {
+    button.disabled = false;
+    button.textContent = "CSV";
+  }
+}

@@ -5,7 +5,8 @@
 
 import { openColumnMenu } from "/static/column_menu.js";
 import { Columns } from "/static/columns.js";
-import { CSV_LIMIT, download, toCsv } from "/static/csv.js";
+import { exportView } from "/static/csv.js";
+import { FIELD_SAMPLE, unknownFields } from "/static/filter_fields.js";
 import { formatNumber } from "/static/format.js";
 import { Grid } from "/static/grid.js";
 import { withQuickFilters } from "/static/quick.js";
@@ -37,52 +38,6 @@ function withTimestamp(/** @type {string} */ options) {
   const list = (options || "").split(",").map((o) => o.trim()).filter(Boolean);
   if (!list.includes("timestamp")) list.push("timestamp");
   return list.join(",");
-}
-
-/** Records of a topic read to learn its fields, when a filtered view is empty. */
-const FIELD_SAMPLE = 200;
-
-/**
- * The top-level fields ``filter`` names that none of ``records`` has, and the fields they have;
- * null when the records are none (an empty topic says nothing of its fields).
- * @param {string} filter @param {any[]} records
- * @returns {{ missing: string[], fields: string[] } | null}
- */
-export function unknownFields(filter, records) {
-  if (!records.length) return null;
-  const fields = new Set();
-  for (const record of records) {
-    if (record && typeof record === "object") for (const field of Object.keys(record)) fields.add(field);
-  }
-  const missing = [...pathsOf(filter)].filter((field) => !fields.has(field));
-  return { missing, fields: [...fields].sort() };
-}
-
-/**
- * The first step of each path ``filter`` names, read as the server's lexer reads it
- * (server/core/filters/lexer.py): outside strings, a `/` right after an operand divides, any other
- * starts a path (`/a/b` is one path, of `a`); `[/odd name/x]` is a path of `odd name`.
- * @param {string} filter @returns {Set<string>}
- */
-export function pathsOf(filter) {
-  const found = new Set();
-  const tokens = filter.matchAll(/'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|\[\/([^\]\/]*)[^\]]*\]|\/([\w$@]+)(?:\[\d+\])*(?:\/[\w$@]+(?:\[\d+\])*)*|([^\W\d]\w*)|(\d[\w.]*)|(\S)/gu);
-  let afterOperand = false;
-  for (const [token, bracketed, path, word] of tokens) {
-    if (bracketed !== undefined) {
-      found.add(bracketed);
-      afterOperand = true;
-    } else if (path !== undefined && !afterOperand) {
-      found.add(path);
-      afterOperand = true;
-    } else if (word !== undefined) {
-      afterOperand = ["NULL", "TRUE", "FALSE"].includes(word.toUpperCase());
-    } else {
-      // A string, a number or a closing parenthesis ends an operand; any other sign does not.
-      afterOperand = path !== undefined || /^['"\d)]/.test(token);
-    }
-  }
-  return found;
 }
 
 export class Panel {
@@ -147,27 +102,16 @@ export class Panel {
     return withQuickFilters(this.settings.filter, this.settings.quick, (field) => this.columns.kind(field));
   }
 
-  /** The whole view as a CSV file, from the server: its filter and quick filters, its order, the
-   * columns shown. The button says what it is doing, and why when it cannot. */
-  async exportCsv() {
-    const button = /** @type {HTMLButtonElement} */ (this.$(".export-csv"));
-    const { topic, orderby } = this.settings;
-    button.disabled = true;
-    button.textContent = "CSV…";
-    try {
-      const filter = this.filter();
-      const query = { filter: filter || undefined, orderby: orderby || undefined, topN: CSV_LIMIT, timeoutMs: 120_000 };
-      // A million records take seconds to send: the export waits up to two minutes for them.
-      const records = await this.host.client.sow(topic, query);
-      download(toCsv(this.columns.visible(), records), `${topic}.csv`);
-      button.title = `Downloaded ${records.length.toLocaleString("en-US")} records`
-        + (records.length >= CSV_LIMIT ? ` (the first ${CSV_LIMIT.toLocaleString("en-US")})` : "");
-    } catch (error) {
-      this.showViewError(`CSV export failed: ${/** @type {any} */ (error)?.reason ?? /** @type {any} */ (error)?.message ?? error}`);
-    } finally {
-      button.disabled = false;
-      button.textContent = "CSV";
-    }
+  /** The whole view as a CSV file, from the server (static/csv.js). */
+  exportCsv() {
+    return exportView(/** @type {HTMLButtonElement} */ (this.$(".export-csv")), {
+      client: this.host.client,
+      topic: this.settings.topic,
+      filter: this.filter(),
+      orderby: this.settings.orderby,
+      fields: this.columns.visible(),
+      failed: (/** @type {string} */ reason) => this.host.showError(`${this.settings.topic}: the CSV export failed: ${reason}`),
+    });
   }
 
   /** Open the view's tree of server views (again, after the grouping or the totals changed). */

@@ -11,7 +11,7 @@ const PANE_ASPECT = 1.6;
 
 /**
  * What the workspace tells the page.
- * @typedef {{ closed: (id: string) => void, changed: () => void }} WorkspaceHost
+ * @typedef {{ closed: (id: string) => void }} WorkspaceHost
  */
 
 export class Workspace {
@@ -33,7 +33,6 @@ export class Workspace {
       this.contents.delete(pane.id);
       host.closed(pane.id);
     });
-    this.api.onDidLayoutChange(() => host.changed());
     element.addEventListener("dblclick", (event) => {
       const tab = /** @type {HTMLElement} */ (event.target).closest(".dv-tab");
       if (tab) this.toggleMaximised();

@@ -140,6 +140,6 @@ def test_the_fields_a_filter_names_are_read_as_the_server_reads_them(
     page.goto(server.http)
     for filter_text, fields in PATHS:
         found = page.evaluate(
-            "async (text) => [...(await import('/static/panel.js')).pathsOf(text)]", filter_text
+            "async (text) => [...(await import('/static/filter_fields.js')).pathsOf(text)]", filter_text
         )
         assert found == fields, filter_text
