@@ -7,6 +7,7 @@
 
 import "/static/vendor/regular-table/regular-table.js";
 import { cellText, formatNumber } from "/static/format.js";
+import { Selection } from "/static/selection.js";
 import { COUNT } from "/static/tree.js";
 
 const FLASH_MS = 800;
@@ -50,6 +51,8 @@ export class Grid {
     this.flashes = new Map();
     this.layoutKey = "";
     this.pending = false;
+    this.selection = new Selection();
+    this.table.tabIndex = 0; // it takes the keyboard: ↑ ↓ move the selection, Ctrl+C copies it
     this.table.setDataListener(
       (/** @type {number} */ x0, /** @type {number} */ y0, /** @type {number} */ x1, /** @type {number} */ y1) => this.slice(x0, y0, x1, y1),
       { virtual_mode: "both" },
@@ -61,6 +64,8 @@ export class Grid {
       if (th && (event.key === "Enter" || event.key === " ")) {
         event.preventDefault();
         this.toggleAt(/** @type {HTMLElement} */ (th));
+      } else if (event.target === this.table) {
+        this.selectionKey(event);
       }
     });
     // A column's edge dragged: its width is the user's, kept in the URL. Done here with the
@@ -201,6 +206,7 @@ export class Grid {
     this.shown = rows;
     this.y0 = y0;
     this.noteChanges(rows, fields.filter((field) => this.host.flashes(field)));
+    this.selection.seen(rows);
     const columns = fields.slice(x0, x1);
     /** @type {any} */
     const response = {
@@ -315,6 +321,8 @@ export class Grid {
       const meta = first ? this.table.getMeta(first) : undefined;
       const row = meta ? this.shown[meta.y - this.y0] : undefined;
       tr.classList.toggle("group-row", row?.kind === "group");
+      tr.classList.toggle("selected", this.selection.has(row?.key));
+      tr.setAttribute("aria-selected", String(this.selection.has(row?.key)));
       tr.dataset.depth = String(row?.depth ?? 0);
       if (row?.key) tr.dataset.key = row.key;
     }
@@ -334,8 +342,45 @@ export class Grid {
 
   /** @param {MouseEvent} event */
   clicked(event) {
-    const th = /** @type {HTMLElement} */ (event.target).closest?.("tbody th");
+    const target = /** @type {HTMLElement} */ (event.target);
+    const th = target.closest?.("tbody th");
     if (th) this.toggleAt(/** @type {HTMLElement} */ (th));
+    const td = target.closest?.("tbody td");
+    const meta = td ? this.table.getMeta(td) : undefined;
+    if (meta?.type !== "body") return;
+    this.selection.click(meta.y, event, (y) => this.shown[y - this.y0]);
+    this.table.focus({ preventScroll: true });
+    this.draw();
+  }
+
+  /** ↑ ↓ (with Shift: extending), Escape, Ctrl+C (or ⌘C) on the table. @param {KeyboardEvent} event */
+  async selectionKey(event) {
+    if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "c" && this.selection.records.size) {
+      event.preventDefault();
+      await navigator.clipboard.writeText(this.selection.text(this.fields));
+    } else if (event.key === "Escape") {
+      this.selection.clear();
+      this.draw();
+    } else if ((event.key === "ArrowDown" || event.key === "ArrowUp") && this.selection.cursor !== null) {
+      event.preventDefault();
+      const step = event.key === "ArrowDown" ? 1 : -1;
+      this.reveal(this.selection.cursor + step);
+      await this.table.draw(); // the row moved to is drawn, to be selected
+      this.selection.move(step, event.shiftKey, (y) => this.shown[y - this.y0]);
+      this.draw();
+    }
+  }
+
+  /** Scroll so that the row at place ``y`` is on screen. @param {number} y */
+  reveal(y) {
+    const row = this.table.querySelector("tbody tr");
+    if (!row) return;
+    const height = row.getBoundingClientRect().height;
+    const head = this.table.querySelector("thead")?.getBoundingClientRect().height ?? 0;
+    const rows = Math.max(1, Math.floor((this.table.clientHeight - head) / height) - 1);
+    const first = Math.ceil(this.table.scrollTop / height);
+    if (y < first) this.table.scrollTop = Math.max(0, y) * height;
+    else if (y >= first + rows) this.table.scrollTop = (y - rows + 1) * height;
   }
 
   /** Open or close the group whose header is `th`. @param {HTMLElement} th */
