@@ -4,6 +4,7 @@
 
 import { PushClient } from "/web/index.js";
 import { FORMAT, layoutMenu } from "/static/layouts.js";
+import { choices, follow, linkedFilter, parseLink } from "/static/links.js";
 import { Panel } from "/static/panel.js";
 import { fromQuery, newSettings, toQuery } from "/static/settings.js";
 import { Workspace } from "/static/workspace.js";
@@ -48,6 +49,14 @@ const host = {
     } else {
       workspace.add(id, title, panel.element);
     }
+  },
+  selected: (/** @type {Panel} */ panel, /** @type {any[]} */ records) => follow(panel, records, panels),
+  linkChoices: (/** @type {Panel} */ panel) => choices(panel, panels),
+  // A link just chosen (or dropped): the view follows what its source has selected now.
+  relink: (/** @type {Panel} */ panel) => {
+    const link = parseLink(panel.settings.link);
+    const source = link && [...panels].find((other) => other.settings.topic === link.topic);
+    panel.setLinked(link && source && source !== panel ? linkedFilter(link.field, [...source.grid.selection.records.values()]) : "");
   },
   closed: (/** @type {Panel} */ panel) => {
     panels.delete(panel);

@@ -7,7 +7,7 @@
 
 import "/static/vendor/regular-table/regular-table.js";
 import { cellText, formatNumber } from "/static/format.js";
-import { Selection } from "/static/selection.js";
+import { Selection, reveal } from "/static/selection.js";
 import { COUNT } from "/static/tree.js";
 
 const FLASH_MS = 800;
@@ -28,6 +28,7 @@ const FLASHES = ["flash-up", "flash-down", "flash-changed", "flash-up-b", "flash
  *   toggle: (row: import("/static/tree.js").Row) => void,
  *   resized: (field: string, width: number) => void,
  *   flashes: (field: string) => boolean,
+ *   selected: (records: any[]) => void,
  * }} GridHost
  */
 
@@ -351,6 +352,7 @@ export class Grid {
     this.selection.click(meta.y, event, (y) => this.shown[y - this.y0]);
     this.table.focus({ preventScroll: true });
     this.draw();
+    this.host.selected([...this.selection.records.values()]);
   }
 
   /** ↑ ↓ (with Shift: extending), Escape, Ctrl+C (or ⌘C) on the table. @param {KeyboardEvent} event */
@@ -361,26 +363,16 @@ export class Grid {
     } else if (event.key === "Escape") {
       this.selection.clear();
       this.draw();
+      this.host.selected([]);
     } else if ((event.key === "ArrowDown" || event.key === "ArrowUp") && this.selection.cursor !== null) {
       event.preventDefault();
       const step = event.key === "ArrowDown" ? 1 : -1;
-      this.reveal(this.selection.cursor + step);
+      reveal(this.table, this.selection.cursor + step);
       await this.table.draw(); // the row moved to is drawn, to be selected
       this.selection.move(step, event.shiftKey, (y) => this.shown[y - this.y0]);
       this.draw();
+      this.host.selected([...this.selection.records.values()]);
     }
-  }
-
-  /** Scroll so that the row at place ``y`` is on screen. @param {number} y */
-  reveal(y) {
-    const row = this.table.querySelector("tbody tr");
-    if (!row) return;
-    const height = row.getBoundingClientRect().height;
-    const head = this.table.querySelector("thead")?.getBoundingClientRect().height ?? 0;
-    const rows = Math.max(1, Math.floor((this.table.clientHeight - head) / height) - 1);
-    const first = Math.ceil(this.table.scrollTop / height);
-    if (y < first) this.table.scrollTop = Math.max(0, y) * height;
-    else if (y >= first + rows) this.table.scrollTop = (y - rows + 1) * height;
   }
 
   /** Open or close the group whose header is `th`. @param {HTMLElement} th */

@@ -6,19 +6,22 @@
 import { openColumnMenu } from "/static/column_menu.js";
 import { Columns } from "/static/columns.js";
 import { exportView } from "/static/csv.js";
+import { whyEmpty } from "/static/empty_state.js";
 import { FIELD_SAMPLE, unknownFields } from "/static/filter_fields.js";
 import { formatNumber } from "/static/format.js";
 import { Grid } from "/static/grid.js";
 import { withQuickFilters } from "/static/quick.js";
 import { sortOf } from "/static/settings.js";
-import { RowTree, path } from "/static/tree.js";
+import { RowTree, both, path } from "/static/tree.js";
+import { wireLinkSelect } from "/static/links.js";
 
 /**
  * What a panel needs from the page.
  * @typedef {{
  *   client: any, keyFields: (topic: string) => Set<string>, connection: () => { state: string, attempt: number },
  *   showError: (message: string) => void, changed: () => void, closed: (panel: Panel) => void,
- *   place: (panel: Panel) => void,
+ *   place: (panel: Panel) => void, selected: (panel: Panel, records: any[]) => void,
+ *   linkChoices: (panel: Panel) => string[], relink: (panel: Panel) => void,
  * }} PanelHost
  */
 
@@ -68,6 +71,7 @@ export class Panel {
       menu: (field, anchor) => this.menu(field, anchor),
       toggle: (row) => this.tree?.toggle(row),
       flashes: (field) => !this.settings.noflash.includes(field),
+      selected: (records) => host.selected(this, records),
       resized: (field, width) => {
         this.columns.widths.set(field, width);
         this.columns.touched = true;
@@ -97,21 +101,19 @@ export class Panel {
     return /** @type {HTMLElement} */ (this.element.querySelector(selector));
   }
 
-  /** The filter the server applies: the view's own and the quick filters. */
+  /** The filter the server applies: the view's own, the quick filters, the linked view's selection. */
   filter() {
-    return withQuickFilters(this.settings.filter, this.settings.quick, (field) => this.columns.kind(field));
+    const quick = withQuickFilters(this.settings.filter, this.settings.quick, (field) => this.columns.kind(field));
+    return both(quick, this.linkFilter ?? "");
   }
 
-  /** The whole view as a CSV file, from the server (static/csv.js). */
-  exportCsv() {
-    return exportView(/** @type {HTMLButtonElement} */ (this.$(".export-csv")), {
-      client: this.host.client,
-      topic: this.settings.topic,
-      filter: this.filter(),
-      orderby: this.settings.orderby,
-      fields: this.columns.visible(),
-      failed: (/** @type {string} */ reason) => this.host.showError(`${this.settings.topic}: the CSV export failed: ${reason}`),
-    });
+  /** The records selected in the view this one follows, as a filter (static/links.js). @param {string} filter */
+  setLinked(filter) {
+    if (filter === (this.linkFilter ?? "")) return;
+    this.linkFilter = filter;
+    this.$(".linked").hidden = !filter;
+    this.$(".linked").textContent = filter ? `linked: ${filter}` : "";
+    this.refine();
   }
 
   /** Open the view's tree of server views (again, after the grouping or the totals changed). */
@@ -293,7 +295,15 @@ export class Panel {
       this.refine();
     });
     this.$(".clear-quick").hidden = Object.keys(this.settings.quick).length === 0;
-    this.$(".export-csv").addEventListener("click", () => this.exportCsv());
+    const csv = /** @type {HTMLButtonElement} */ (this.$(".export-csv"));
+    csv.addEventListener("click", () => exportView(csv, {
+      ...this.settings,
+      client: this.host.client,
+      filter: this.filter(),
+      fields: this.columns.visible(),
+      failed: (/** @type {string} */ reason) => this.host.showError(`${this.settings.topic}: the CSV export failed: ${reason}`),
+    }));
+    this.linkChoices = wireLinkSelect(this, /** @type {HTMLSelectElement} */ (this.$("select.link")));
     addEventListener("click", (event) => {
       const popup = this.$(".column-popup");
       if (!popup.hidden && !popup.contains(/** @type {Node} */ (event.target))) popup.hidden = true;
@@ -355,6 +365,7 @@ export class Panel {
 
   /** Once a second: the figures, the stale badge, the empty state. */
   tick() {
+    this.linkChoices?.();
     this.$(".rate").textContent = String(this.updates - this.lastUpdates);
     this.lastUpdates = this.updates;
     this.showCount();
@@ -372,24 +383,16 @@ export class Panel {
 
   /** The words over an empty table: why it has no rows. */
   showEmpty() {
-    const { topic, filter } = this.settings;
-    const { state, attempt } = this.host.connection();
-    const count = this.tree?.count ?? 0;
-    let text = "";
-    let kind = "";
-    if (this.error && count === 0) [kind, text] = ["refused", `The server refused this view: ${this.error}`];
-    else if (!this.established && state !== "open") [kind, text] = ["disconnected", `Not connected to the server (attempt ${attempt}); the view opens when it answers.`];
-    else if (!this.established) [kind, text] = ["waiting", `Waiting for the first rows of ${topic}…`];
-    else if (count > 0) [kind, text] = ["", ""];
-    else if (Object.keys(this.settings.quick).length) [kind, text] = ["quick", "No rows match the quick filters."];
-    else if (this.notConfigured) [kind, text] = ["unknown", `${topic} is not a topic the server keeps records of (it says: ${this.notConfigured}). Live publishes to it appear here.`];
-    else if (filter && this.unknownFields?.missing.length) {
-      const { missing, fields } = this.unknownFields;
-      kind = "unknown-field";
-      text = `No record of ${topic} has ${missing.map((f) => `/${f}`).join(" or ")}: its records have `
-        + `${fields.map((f) => `/${f}`).join(", ")}.`;
-    } else if (filter) [kind, text] = ["no-match", `No record of ${topic} matches ${filter} yet.`];
-    else [kind, text] = ["no-records", `${topic} has no records yet.`];
+    const [kind, text] = whyEmpty({
+      ...this.settings,
+      error: this.error,
+      established: Boolean(this.established),
+      connection: this.host.connection(),
+      count: this.tree?.count ?? 0,
+      notConfigured: this.notConfigured ?? "",
+      unknownFields: this.unknownFields,
+      linkFilter: this.linkFilter ?? "",
+    });
     if (this.empty.textContent !== text) this.empty.textContent = text;
     this.empty.dataset.kind = kind;
     this.empty.hidden = text === "";

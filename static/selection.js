@@ -90,3 +90,16 @@ export class Selection {
     return `${lines.join("\n")}\n`;
   }
 }
+
+/** Scroll ``table`` (a <regular-table>) so that the row at place ``y`` is on screen.
+ * @param {HTMLElement} table @param {number} y */
+export function reveal(table, y) {
+  const row = table.querySelector("tbody tr");
+  if (!row) return;
+  const height = row.getBoundingClientRect().height;
+  const head = table.querySelector("thead")?.getBoundingClientRect().height ?? 0;
+  const rows = Math.max(1, Math.floor((table.clientHeight - head) / height) - 1);
+  const first = Math.ceil(table.scrollTop / height);
+  if (y < first) table.scrollTop = Math.max(0, y) * height;
+  else if (y >= first + rows) table.scrollTop = (y - rows + 1) * height;
+}

@@ -8,6 +8,7 @@
 //   columns=order,qty:90,-venue   column order, widths in px, hidden columns marked with `-`
 //   totals=px:avg,qty:sum         decimals=px:2           quick=side:B,qty:%3E10
 //   noflash=turnover,updated      columns whose changes do not flash
+//   link=positions:trader         follow the rows selected in the positions view (static/links.js)
 //
 // Links written before viewports (`sort=qty:desc`, `group=sym`) still open as they meant.
 
@@ -16,16 +17,16 @@
  * @typedef {{
  *   topic: string, filter: string, options: string, orderby: string, group: string[],
  *   columns: ColumnSetting[], totals: Record<string, string>, decimals: Record<string, number>,
- *   quick: Record<string, string>, noflash: string[],
+ *   quick: Record<string, string>, noflash: string[], link: string,
  * }} ViewSettings
  */
 
-export const PARAMETERS = ["topic", "filter", "options", "orderby", "group", "columns", "totals", "decimals", "quick", "noflash"];
+export const PARAMETERS = ["topic", "filter", "options", "orderby", "group", "columns", "totals", "decimals", "quick", "noflash", "link"];
 export const TOTALS = ["sum", "avg", "count", "none"];
 
 /** @param {string} topic @param {string} [filter] @param {string} [options] @returns {ViewSettings} */
 export function newSettings(topic, filter = "", options = "") {
-  return { topic, filter, options, orderby: "", group: [], columns: [], totals: {}, decimals: {}, quick: {}, noflash: [] };
+  return { topic, filter, options, orderby: "", group: [], columns: [], totals: {}, decimals: {}, quick: {}, noflash: [], link: "" };
 }
 
 /** @param {[string, string][]} pairs */
@@ -68,6 +69,7 @@ function encode(settings) {
     decimals: pack(Object.entries(settings.decimals).map(([field, n]) => [field, String(n)])),
     quick: pack(Object.entries(settings.quick).filter(([, text]) => text !== "")),
     noflash: pack(settings.noflash.map((field) => [field, ""])),
+    link: settings.link,
   };
 }
 
@@ -93,6 +95,7 @@ function decode(values) {
   }
   for (const [field, text] of unpack(values.quick ?? "")) settings.quick[field] = text;
   settings.noflash = unpack(values.noflash ?? "").map(([field]) => field);
+  settings.link = values.link ?? "";
   return settings;
 }
 

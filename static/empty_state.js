@@ -1,0 +1,31 @@
+// The words over an empty table: why a view has no rows, in the order a desk would ask.
+
+/**
+ * @param {{ topic: string, filter: string, quick: Record<string, string>, error: string,
+ *   established: boolean, connection: { state: string, attempt: number }, count: number,
+ *   notConfigured: string, unknownFields: { missing: string[], fields: string[] } | null | undefined,
+ *   linkFilter: string }} view
+ * @returns {[string, string]} its kind (a `data-kind` for the tests and the styles) and its text;
+ *   both empty when the view has rows
+ */
+export function whyEmpty(view) {
+  const { topic, filter, count, connection } = view;
+  if (view.error && count === 0) return ["refused", `The server refused this view: ${view.error}`];
+  if (!view.established && connection.state !== "open") {
+    return ["disconnected", `Not connected to the server (attempt ${connection.attempt}); the view opens when it answers.`];
+  }
+  if (!view.established) return ["waiting", `Waiting for the first rows of ${topic}…`];
+  if (count > 0) return ["", ""];
+  if (Object.keys(view.quick).length) return ["quick", "No rows match the quick filters."];
+  if (view.linkFilter) return ["linked", `No record of ${topic} matches the rows selected in the linked view (${view.linkFilter}).`];
+  if (view.notConfigured) {
+    return ["unknown", `${topic} is not a topic the server keeps records of (it says: ${view.notConfigured}). Live publishes to it appear here.`];
+  }
+  if (filter && view.unknownFields?.missing.length) {
+    const { missing, fields } = view.unknownFields;
+    const named = missing.map((field) => `/${field}`).join(" or ");
+    return ["unknown-field", `No record of ${topic} has ${named}: its records have ${fields.map((field) => `/${field}`).join(", ")}.`];
+  }
+  if (filter) return ["no-match", `No record of ${topic} matches ${filter} yet.`];
+  return ["no-records", `${topic} has no records yet.`];
+}
