@@ -211,6 +211,11 @@ export class View extends Emitter {
     this.emit("stale", { stale: false });
   }
 
+  /** An OOF's latency: the time since the change that took its record out of the view. */
+  _sampleOof(/** @type {any} */ message) {
+    if (message.ts !== undefined) this.latency.add(message.ts);
+  }
+
   /** @param {any} message @param {number} bytes */
   handle(message, bytes) {
     this.stats.bytes += bytes;
@@ -231,7 +236,7 @@ export class View extends Emitter {
         this._noteBookmark(message.bm);
         break;
       case "oof": {
-        if (message.ts !== undefined) this.latency.add(message.ts);
+        this._sampleOof(message);
         const key = this._key(message);
         this._collecting?.delete(key); // (inside a snapshot only when it is a resume)
         this.records.delete(key);

@@ -251,6 +251,12 @@ export class Viewport extends View {
 
   // -- messages in ----------------------------------------------------------------------------
 
+  /** The OOFs that answer a move are not news: each carries the time of its record's last change,
+   * which may be minutes ago, and would count as that much latency. */
+  _sampleOof(/** @type {any} */ message) {
+    if (this._moves.inFlight === null) super._sampleOof(message);
+  }
+
   /** @param {any} message @param {number} bytes */
   handle(message, bytes) {
     if (this.closed) return;

@@ -167,6 +167,29 @@ def test_a_move_sends_only_the_rows_that_enter(page: Page, server: ServerProcess
     assert page.errors == []  # type: ignore[attr-defined]
 
 
+def test_the_oofs_a_move_sends_are_not_counted_as_latency(page: Page, server: ServerProcess) -> None:
+    publish_many(server, [record(n) for n in range(1, 101)])
+    time.sleep(1.5)  # the records' last changes are old by the time the window moves
+    open_viewport(page, server, f"orderby: '{ORDER}', rows: [0, 49], options: 'oof,timestamp'")
+    result = page.evaluate(
+        """async () => {
+        let oofs = 0;
+        client.connection.on("frame", ({ messages }) => {
+          oofs += messages.filter((m) => m.c === "oof").length;
+        });
+        await vp.filterBy("/desk = 'A'");
+        return { oofs, latency: vp.latency.percentiles() };
+    }"""
+    )
+    assert result["oofs"] > 0, "the move sent OOFs for the rows that left"
+    assert result["latency"]["p50"] is None, "none of them is a latency: no change happened"
+    # A live change that takes a record out is one.
+    request(server.url, [{"c": "publish", "t": "orders", "data": {**record(3), "desk": "B"}, "cid": "p"}])
+    page.wait_for_function("() => vp.latency.percentiles().p50 !== null")
+    assert page.evaluate("() => vp.latency.percentiles().p99") < 1000
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 def test_the_readme_viewport_example_works(page: Page, server: ServerProcess) -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     section = readme.split("### Viewports and aggregates", 1)[1]
