@@ -251,8 +251,7 @@ export class Viewport extends View {
 
   // -- messages in ----------------------------------------------------------------------------
 
-  /** The OOFs that answer a move are not news: each carries the time of its record's last change,
-   * which may be minutes ago, and would count as that much latency. */
+  /** The OOFs that answer a move are not news: each carries its record's last change time. */
   _sampleOof(/** @type {any} */ message) {
     if (this._moves.inFlight === null) super._sampleOof(message);
   }
