@@ -34,12 +34,15 @@ export function parseLayout(/** @type {string} */ text) {
 
 /** The layouts saved in this browser, by name. @returns {Record<string, Layout>} */
 export function savedLayouts() {
+  // Without a prototype: a layout named "__proto__" or "constructor" is a layout like any other.
+  const all = Object.create(null);
   try {
-    const all = JSON.parse(localStorage.getItem(STORE) ?? "{}");
-    return all && typeof all === "object" ? all : {};
+    const stored = JSON.parse(localStorage.getItem(STORE) ?? "{}");
+    if (stored && typeof stored === "object" && !Array.isArray(stored)) Object.assign(all, stored);
   } catch {
-    return {};
+    // Unreadable (edited by hand): as if none were saved; the next save writes it afresh.
   }
+  return all;
 }
 
 function keep(/** @type {Record<string, Layout>} */ all) {
@@ -101,7 +104,7 @@ export function layoutMenu(root, page) {
     const name = input.value.trim();
     if (!name) return;
     const all = savedLayouts();
-    const replaced = name in all;
+    const replaced = Object.hasOwn(all, name);
     all[name] = page.capture();
     keep(all);
     input.value = "";

@@ -203,3 +203,19 @@ def test_a_layout_is_kept_under_a_name_and_travels_as_a_file(
     page.locator(".delete-layout").click()
     expect(page.locator(".open-layout")).to_have_count(0)
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_layout_may_have_any_name(page: Page, server: ServerProcess) -> None:
+    open_desk(page, server, query(1), size=10)
+    expect(page.locator(".view")).to_have_count(1)
+    page.locator("#layouts > summary").click()
+    for name in ("__proto__", "constructor"):
+        page.locator(".save-layout input").fill(name)
+        page.locator(".save-layout input").press("Enter")
+        expect(page.locator(".layout-message")).to_have_text(f'saved "{name}" in this browser')
+    page.reload()
+    page.locator("#layouts > summary").click()
+    expect(page.locator(".open-layout")).to_have_text(["__proto__", "constructor"])
+    page.locator(".open-layout", has_text="__proto__").click()
+    expect(page.locator(".view")).to_have_count(1)
+    assert page.errors == []  # type: ignore[attr-defined]
