@@ -28,7 +28,7 @@ export function unknownFields(filter, records) {
  */
 export function pathsOf(filter) {
   const found = new Set();
-  const tokens = filter.matchAll(/'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|\[\/([^\]\/]*)[^\]]*\]|\/([\w$@]+)(?:\[\d+\])*(?:\/[\w$@]+(?:\[\d+\])*)*|([^\W\d]\w*)|(\d[\w.]*)|(\S)/gu);
+  const tokens = filter.matchAll(/'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\[\/([^\]\/]*)[^\]]*\]|\/([\w$@]+)(?:\[\d+\])*(?:\/[\w$@]+(?:\[\d+\])*)*|([^\W\d]\w*)|(\d[\w.]*)|(\S)/gu);
   let afterOperand = false;
   for (const [token, bracketed, path, word] of tokens) {
     if (bracketed !== undefined) {

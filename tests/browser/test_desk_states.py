@@ -130,6 +130,7 @@ PATHS = [
     ("UPPER(/sym) = 'A' AND /n IN (1, 2)", ["sym", "n"]),
     ("(/a + 1) / /b = 3", ["a", "b"]),
     ("/list[0] = 2 AND 'it''s /x' = /y", ["list", "y"]),
+    ("'it\\'s /x' = /y OR /z BEGINS WITH ('a/b')", ["y", "z"]),
     ('NULL / /q AND "say \\"/w\\"" = /v', ["q", "v"]),
 ]
 
