@@ -63,6 +63,8 @@ const host = {
     const id = paneOf.get(panel) ?? "";
     panes.delete(id);
     workspace.remove(id);
+    // A view that followed this one follows the next view of its topic, or nothing.
+    for (const other of panels) if (other.settings.link) host.relink(other);
     writeUrl();
   },
 };
@@ -113,20 +115,37 @@ function captureLayout() {
   };
 }
 
-/** A layout in place of the views open now. @param {import("/static/layouts.js").Layout} layout */
+/** A layout in place of the views open now; when it cannot be laid out, the views come back as
+ * they were and the error says why. @param {import("/static/layouts.js").Layout} layout */
 function openLayout(layout) {
+  const before = captureLayout();
+  try {
+    replaceViews(layout);
+  } catch (error) {
+    replaceViews(before);
+    throw error;
+  }
+}
+
+/** @param {import("/static/layouts.js").Layout} layout */
+function replaceViews(layout) {
   const views = fromQuery(`?${layout.query}`);
   if (views.length !== layout.panes.length) throw new Error("this layout has not one pane per view");
   for (const panel of [...panels]) panel.close();
   workspace.arrange(layout.arrangement);
+  const placed = workspace.ids().sort();
+  if (JSON.stringify(placed) !== JSON.stringify([...layout.panes].sort())) {
+    for (const id of placed) workspace.remove(id);
+    throw new Error("this layout's arrangement does not place each of its panes");
+  }
   restoring = [...layout.panes];
   try {
     for (const settings of views) panels.add(new Panel(host, settings));
   } finally {
     restoring = null;
   }
-  // New panes are numbered past the layout's.
-  for (const id of workspace.ids()) panesOpened = Math.max(panesOpened, Number(id.replace(/^view-/, "")) || 0);
+  // New panes are numbered past the layout's (parseLayout lets only view-<1 to 9 digits> in).
+  for (const id of placed) panesOpened = Math.max(panesOpened, Number(id.slice("view-".length)));
   writeUrl();
 }
 

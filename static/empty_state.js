@@ -3,7 +3,7 @@
 /**
  * @param {{ topic: string, filter: string, quick: Record<string, string>, error: string,
  *   established: boolean, connection: { state: string, attempt: number }, count: number,
- *   notConfigured: string, unknownFields: { missing: string[], fields: string[] } | null | undefined,
+ *   notConfigured: string, unknownFields: { missing: string[], fields: string[], read: number, whole: boolean } | null | undefined,
  *   linkFilter: string }} view
  * @returns {[string, string]} its kind (a `data-kind` for the tests and the styles) and its text;
  *   both empty when the view has rows
@@ -22,9 +22,12 @@ export function whyEmpty(view) {
     return ["unknown", `${topic} is not a topic the server keeps records of (it says: ${view.notConfigured}). Live publishes to it appear here.`];
   }
   if (filter && view.unknownFields?.missing.length) {
-    const { missing, fields } = view.unknownFields;
+    const { missing, fields, read, whole } = view.unknownFields;
     const named = missing.map((field) => `/${field}`).join(" or ");
-    return ["unknown-field", `No record of ${topic} has ${named}: its records have ${fields.map((field) => `/${field}`).join(", ")}.`];
+    const have = fields.map((field) => `/${field}`).join(", ");
+    // Said of the records read: all of them, or the first ones of a big topic.
+    const which = whole ? `No record of ${topic} has` : `None of the first ${read} records of ${topic} has`;
+    return ["unknown-field", `${which} ${named}: ${whole ? "its records have" : "they have"} ${have}.`];
   }
   if (filter) return ["no-match", `No record of ${topic} matches ${filter} yet.`];
   return ["no-records", `${topic} has no records yet.`];

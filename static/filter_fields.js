@@ -8,7 +8,7 @@ export const FIELD_SAMPLE = 200;
  * The top-level fields ``filter`` names that none of ``records`` has, and the fields they have;
  * null when the records are none (an empty topic says nothing of its fields).
  * @param {string} filter @param {any[]} records
- * @returns {{ missing: string[], fields: string[] } | null}
+ * @returns {{ missing: string[], fields: string[], read: number, whole: boolean } | null}
  */
 export function unknownFields(filter, records) {
   if (!records.length) return null;
@@ -17,7 +17,8 @@ export function unknownFields(filter, records) {
     if (record && typeof record === "object") for (const field of Object.keys(record)) fields.add(field);
   }
   const missing = [...pathsOf(filter)].filter((field) => !fields.has(field));
-  return { missing, fields: [...fields].sort() };
+  // ``whole``: the sample was the whole topic (fewer records than asked for).
+  return { missing, fields: [...fields].sort(), read: records.length, whole: records.length < FIELD_SAMPLE };
 }
 
 /**
@@ -28,7 +29,7 @@ export function unknownFields(filter, records) {
  */
 export function pathsOf(filter) {
   const found = new Set();
-  const tokens = filter.matchAll(/'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\[\/([^\]\/]*)[^\]]*\]|\/([\w$@]+)(?:\[\d+\])*(?:\/[\w$@]+(?:\[\d+\])*)*|([^\W\d]\w*)|(\d[\w.]*)|(\S)/gu);
+  const tokens = filter.matchAll(/'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\[\/([^\]\/]*)[^\]]*\]|\/([\p{L}\p{N}\p{M}_$@]+)(?:\[\d+\])*(?:\/[\p{L}\p{N}\p{M}_$@]+(?:\[\d+\])*)*|([\p{L}_][\p{L}\p{N}\p{M}_]*)|(\p{N}[\p{L}\p{N}.]*)|(\S)/gu);
   let afterOperand = false;
   for (const [token, bracketed, path, word] of tokens) {
     if (bracketed !== undefined) {

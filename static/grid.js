@@ -54,6 +54,13 @@ export class Grid {
     this.pending = false;
     this.selection = new Selection();
     this.table.tabIndex = 0; // it takes the keyboard: ↑ ↓ move the selection, Ctrl+C copies it
+    // The browser's own copy (Ctrl+C, ⌘C, the menu), which needs no clipboard permission and
+    // works on a page served over plain http too.
+    this.table.addEventListener("copy", (/** @type {ClipboardEvent} */ event) => {
+      if (!this.selection.records.size || !event.clipboardData) return;
+      event.clipboardData.setData("text/plain", this.selection.text(this.fields));
+      event.preventDefault();
+    });
     this.table.setDataListener(
       (/** @type {number} */ x0, /** @type {number} */ y0, /** @type {number} */ x1, /** @type {number} */ y1) => this.slice(x0, y0, x1, y1),
       { virtual_mode: "both" },
@@ -207,7 +214,7 @@ export class Grid {
     this.shown = rows;
     this.y0 = y0;
     this.noteChanges(rows, fields.filter((field) => this.host.flashes(field)));
-    this.selection.seen(rows);
+    this.selection.seen(rows, y0);
     const columns = fields.slice(x0, x1);
     /** @type {any} */
     const response = {
@@ -355,12 +362,10 @@ export class Grid {
     this.host.selected([...this.selection.records.values()]);
   }
 
-  /** ↑ ↓ (with Shift: extending), Escape, Ctrl+C (or ⌘C) on the table. @param {KeyboardEvent} event */
+  /** ↑ ↓ (with Shift: extending) and Escape on the table (Ctrl+C is the page's copy: see above).
+   * @param {KeyboardEvent} event */
   async selectionKey(event) {
-    if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "c" && this.selection.records.size) {
-      event.preventDefault();
-      await navigator.clipboard.writeText(this.selection.text(this.fields));
-    } else if (event.key === "Escape") {
+    if (event.key === "Escape") {
       this.selection.clear();
       this.draw();
       this.host.selected([]);

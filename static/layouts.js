@@ -25,6 +25,9 @@ export function parseLayout(/** @type {string} */ text) {
   const valid = typeof layout.query === "string" && Array.isArray(layout.panes) && layout.arrangement?.grid
     && panels && typeof panels === "object";
   if (!valid) throw new Error("this layout lacks its views or its arrangement");
+  if (!layout.panes.every((/** @type {unknown} */ id) => typeof id === "string" && /^view-\d{1,9}$/.test(id))) {
+    throw new Error("this layout's panes are not named view-1, view-2, ...");
+  }
   const ids = Object.keys(panels).sort();
   if (JSON.stringify(ids) !== JSON.stringify([...layout.panes].sort())) {
     throw new Error("this layout's panes are not the panes of its arrangement");

@@ -4,7 +4,7 @@
 // and follows the first view open on that topic. With nothing selected there, the view shows what
 // its own filters let through.
 
-import { equals } from "/static/tree.js";
+import { equals, literal, path } from "/static/tree.js";
 
 /** @typedef {{ topic: string, field: string }} Link */
 
@@ -15,13 +15,26 @@ export function parseLink(text) {
   return { topic: text.slice(0, colon), field: text.slice(colon + 1) };
 }
 
+/** Values a link passes on at most: a longer selection follows its first ones. */
+export const LINKED_VALUES = 500;
+
 /** The filter that holds the records whose ``field`` has a value of one of ``records``' (none:
- * no filter). @param {string} field @param {any[]} records */
+ * no filter). A value that is an object or an array is no value to compare with: left out. A
+ * missing or empty value is NULL in the filter language (IS NULL).
+ * @param {string} field @param {any[]} records */
 export function linkedFilter(field, records) {
-  const values = [...new Set(records.map((record) => record?.[field]).map((value) => JSON.stringify(value ?? null)))];
-  const filters = values.map((value) => equals(field, JSON.parse(value)));
-  if (filters.length <= 1) return filters[0] ?? "";
-  return filters.map((filter) => `(${filter})`).join(" OR ");
+  const values = new Set();
+  for (const record of records) {
+    const value = record?.[field];
+    if (value === null || typeof value !== "object") values.add(value === "" ? null : (value ?? null));
+    if (values.size >= LINKED_VALUES) break;
+  }
+  const scalars = [...values].filter((value) => value !== null);
+  const filters = [];
+  if (scalars.length === 1) filters.push(equals(field, scalars[0]));
+  if (scalars.length > 1) filters.push(`${path(field)} IN (${scalars.map(literal).join(", ")})`);
+  if (values.has(null)) filters.push(equals(field, null));
+  return filters.length > 1 ? filters.map((filter) => `(${filter})`).join(" OR ") : (filters[0] ?? "");
 }
 
 /**

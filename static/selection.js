@@ -1,5 +1,5 @@
 // The rows a desk has selected in a view's table: a click selects a row, Ctrl (or ⌘) and a click
-// adds or removes one, Shift and a click selects the rows between; ↑ and ↓ move the selection
+// adds or removes one, Shift and a click selects the rows between (those on screen); ↑ and ↓ move the selection
 // (with Shift they extend it), Ctrl+C copies the selected rows as tab-separated text with the
 // column names first, ready to paste into a spreadsheet. Rows are known by their key, so a
 // selection stays on its records as they change and move; the copy has their latest values.
@@ -12,8 +12,10 @@ export class Selection {
     this.records = new Map();
     /** @type {number | null} where the last plain or Ctrl click was (a row's place in the view) */
     this.anchor = null;
-    /** @type {number | null} the row the keyboard moves from */
+    /** @type {number | null} the row the keyboard moves from (its place when last seen) */
     this.cursor = null;
+    /** @type {string | null} that row's key: the place is found again when the row has moved */
+    this.cursorKey = null;
   }
 
   /** @param {string | undefined} key */
@@ -21,9 +23,13 @@ export class Selection {
     return key !== undefined && this.records.has(key);
   }
 
-  /** The rows now drawn (from place ``y0``): selected ones keep their latest record. @param {Row[]} rows */
-  seen(rows) {
-    for (const row of rows) if (row.key && this.records.has(row.key)) this.records.set(row.key, row.record);
+  /** The rows now drawn (from place ``y0``): selected ones keep their latest record, and the
+   * keyboard's row its place. @param {Row[]} rows @param {number} [y0] */
+  seen(rows, y0 = 0) {
+    rows.forEach((row, at) => {
+      if (row.key && this.records.has(row.key)) this.records.set(row.key, row.record);
+      if (row.key && row.key === this.cursorKey) this.cursor = y0 + at; // a live change moved it
+    });
   }
 
   /**
@@ -51,6 +57,7 @@ export class Selection {
       this.anchor = y;
     }
     this.cursor = y;
+    this.cursorKey = row.key;
   }
 
   /**
@@ -70,20 +77,23 @@ export class Selection {
     }
     this.records.set(row.key, row.record);
     this.cursor = y;
+    this.cursorKey = row.key;
     return y;
   }
 
   clear() {
     this.records.clear();
     this.anchor = this.cursor = null;
+    this.cursorKey = null;
   }
 
   /** The selected rows as tab-separated text, ``fields`` first. @param {string[]} fields */
   text(fields) {
     const cell = (/** @type {any} */ value) => {
       if (value === null || value === undefined) return "";
-      const text = typeof value === "object" ? JSON.stringify(value) : String(value);
-      return text.replace(/[\t\r\n]+/g, " ");
+      const text = (typeof value === "object" ? JSON.stringify(value) : String(value)).replace(/[\t\r\n]+/g, " ");
+      // A text a spreadsheet would run as a formula is pasted as text (static/csv.js does the same).
+      return typeof value === "string" && /^[=+\-@]/.test(text) ? `'${text}` : text;
     };
     const lines = [fields.join("\t")];
     for (const record of this.records.values()) lines.push(fields.map((field) => cell(record?.[field])).join("\t"));

@@ -213,9 +213,9 @@ class RedisLog:
             position = await self._resync(topic)
         while not await self._catch_up(topic, position):
             position = await self._resync(topic)
-            if position == 0:
+            if position == 0:  # no snapshot to resynchronise from: what is lost stays lost
                 log.error("the stream of %r misses entries and there is no snapshot: reading on", topic)
-                await self._catch_up(topic, 0, chained=False)
+                await self._catch_up(topic, self.shared.position(topic), chained=False)
                 return
 
     async def _resync(self, topic: str, reseeded: bool = False) -> int:
@@ -326,6 +326,7 @@ class RedisLog:
                 replica.apply(stream, read.entry, read.origin)
             except Exception:
                 log.exception("applying %s of %r failed; carrying on", stream_id(read.entry.lsn), stream)
+                shared.positions[stream] = read.entry.lsn  # past it: the next entry follows this one
         engine.broker.settle()
         self.pump()
         self._applied.set()

@@ -52,6 +52,12 @@ def test_orders_follow_the_traders_selected_in_positions(page: Page, desk: Serve
     positions.locator("regular-table").press("Escape")
     expect(orders.locator(".rows")).to_have_text("40")
     expect(orders.locator(".linked")).to_be_hidden()
+    # Closed, the positions view no longer filters the orders.
+    body_rows(page, 0).filter(has_text="cho").locator("td").first.click()
+    expect(orders.locator(".rows")).to_have_text(str(count("cho")))
+    positions.locator(".close").click()
+    expect(page.locator(".view")).to_have_count(1)
+    expect(page.locator(".view .rows")).to_have_text("40")
     assert page.errors == []  # type: ignore[attr-defined]
 
 

@@ -131,6 +131,7 @@ PATHS = [
     ("(/a + 1) / /b = 3", ["a", "b"]),
     ("/list[0] = 2 AND 'it''s /x' = /y", ["list", "y"]),
     ("'it\\'s /x' = /y OR /z BEGINS WITH ('a/b')", ["y", "z"]),
+    ("/prénom = 'x' AND /größe > 1", ["prénom", "größe"]),
     ('NULL / /q AND "say \\"/w\\"" = /v', ["q", "v"]),
 ]
 

@@ -5,6 +5,7 @@ travels as a file (static/layouts.js)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +197,15 @@ def test_a_layout_is_kept_under_a_name_and_travels_as_a_file(
         'not a sowpush layout (no "format": "sowpush layout")'
     )
     expect(other.locator(".view")).to_have_count(3)
+    # Nor does one whose arrangement cannot be laid out: the views stay as they were.
+    broken = tmp_path / "broken.json"
+    layout = json.loads(exported.read_text())
+    layout["arrangement"]["grid"] = {"root": "no grid at all"}
+    broken.write_text(json.dumps(layout))
+    other.locator(".import-layout input").set_input_files(broken)
+    expect(other.locator(".layout-message")).to_contain_text("cannot open broken.json")
+    expect(other.locator(".view")).to_have_count(3)
+    eventually(lambda: shown(other), lambda boxes: near(boxes, arranged))  # type: ignore[arg-type]
     other.context.close()
 
     # Deleted, it is gone from this browser.
