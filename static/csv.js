@@ -2,6 +2,8 @@
 // The records come from one `sow` with the view's filter (quick filters included) and order,
 // the columns are the view's visible ones in their order.
 
+import { download } from "/static/download.js";
+
 /** Records asked for in one export: a view larger than this is cut, and says so. */
 export const CSV_LIMIT = 1_000_000;
 
@@ -10,9 +12,14 @@ export const CSV_LIMIT = 1_000_000;
  * @param {any} value */
 export function csvCell(value) {
   if (value === null || value === undefined) return "";
-  let text = typeof value === "object" ? JSON.stringify(value) : String(value);
-  if (typeof value === "string" && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  const text = typeof value === "string" ? inert(value) : typeof value === "object" ? JSON.stringify(value) : String(value);
   return /[",\r\n]|^\s|\s$/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+/** A text a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, a tab or a return first),
+ * kept as text behind a `'`; any other as it is. @param {string} text */
+export function inert(text) {
+  return /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
 }
 
 /** @param {string[]} fields @param {any[]} records */
@@ -22,14 +29,6 @@ export function toCsv(fields, records) {
   return `${lines.join("\r\n")}\r\n`;
 }
 
-/** Download ``text`` as ``name``. @param {string} text @param {string} name */
-export function download(text, name) {
-  const link = document.createElement("a");
-  link.href = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
-  link.download = name;
-  link.click();
-  setTimeout(() => URL.revokeObjectURL(link.href), 1000);
-}
 
 /**
  * Export a view: one `sow` of the whole view, written as CSV and downloaded as `<topic>.csv`.
@@ -45,7 +44,7 @@ export async function exportView(button, { client, topic, filter, orderby, field
     // A million records take seconds to send: the export waits up to two minutes for them.
     const query = { filter: filter || undefined, orderby: orderby || undefined, topN: CSV_LIMIT, timeoutMs: 120_000 };
     const records = await client.sow(topic, query);
-    download(toCsv(fields, records), `${topic}.csv`);
+    download(toCsv(fields, records), `${topic}.csv`, "text/csv;charset=utf-8");
     button.title = `Downloaded ${records.length.toLocaleString("en-US")} records`
       + (records.length >= CSV_LIMIT ? ` (the first ${CSV_LIMIT.toLocaleString("en-US")})` : "");
   } catch (error) {

@@ -6,6 +6,8 @@
 // is the views as the link writes them (static/settings.js), `panes` the pane of each of those
 // views in order, `arrangement` how the panes stand (dockview-core's own form: static/workspace.js).
 
+import { download } from "/static/download.js";
+
 const STORE = "sowpush-layouts";
 export const FORMAT = "sowpush layout";
 
@@ -118,12 +120,7 @@ export function layoutMenu(root, page) {
   $(".save-layout button").addEventListener("click", save);
   input.addEventListener("keydown", (event) => { if (event.key === "Enter") save(); });
   $(".export-layout").addEventListener("click", () => {
-    const blob = new Blob([JSON.stringify(page.capture(), null, 2)], { type: "application/json" });
-    const link = document.createElement("a");
-    link.href = URL.createObjectURL(blob);
-    link.download = "layout.sowpush.json";
-    link.click();
-    URL.revokeObjectURL(link.href);
+    download(JSON.stringify(page.capture(), null, 2), "layout.sowpush.json", "application/json");
   });
   const file = /** @type {HTMLInputElement} */ ($(".import-layout input"));
   file.addEventListener("change", async () => {

@@ -4,6 +4,8 @@
 // column names first, ready to paste into a spreadsheet. Rows are known by their key, so a
 // selection stays on its records as they change and move; the copy has their latest values.
 
+import { inert } from "/static/csv.js";
+
 /** @typedef {import("/static/tree.js").Row} Row */
 
 export class Selection {
@@ -92,8 +94,7 @@ export class Selection {
     const cell = (/** @type {any} */ value) => {
       if (value === null || value === undefined) return "";
       const text = (typeof value === "object" ? JSON.stringify(value) : String(value)).replace(/[\t\r\n]+/g, " ");
-      // A text a spreadsheet would run as a formula is pasted as text (static/csv.js does the same).
-      return typeof value === "string" && /^[=+\-@]/.test(text) ? `'${text}` : text;
+      return typeof value === "string" ? inert(text) : text; // pasted as text, never as a formula
     };
     const lines = [fields.join("\t")];
     for (const record of this.records.values()) lines.push(fields.map((field) => cell(record?.[field])).join("\t"));

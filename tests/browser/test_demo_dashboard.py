@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from ..cluster.redis_process import free_port
 from ..integration.server_process import sow_records
 from ..spark.jobs import ROOT, group_alive
 from .conftest import ROW
@@ -31,12 +31,6 @@ SCROLL_TO_THE_RIGHT = """async (table) => {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def filled(url: str) -> bool:
