@@ -111,6 +111,8 @@ class ClientViews:
             qid = message["query_id"]
             if qid in self.snapshot:
                 self.fail(SnapshotViolation, "group_begin inside a snapshot of the same query", message)
+            if qid in self.ended:
+                self.fail(SidViolation, f"a snapshot for sid {qid!r}, which is ended", message)
             self.snapshot[qid] = 0
             self.views[qid] = {}  # a snapshot is the whole view (also after replace)
         elif c == "group_end":

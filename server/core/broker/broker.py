@@ -122,10 +122,14 @@ class Broker:
             batch = dropped[:]
             dropped.clear()
             for session, subscriptions in batch:
-                for subscription in subscriptions:
-                    if session.subscriptions.get(subscription.sub_id) is subscription:
-                        del session.subscriptions[subscription.sub_id]
-                    self.unsubscribe(subscription)
+                for dropped_one in subscriptions:
+                    # The sub_id goes, with whichever subscription took it over since (hand_over).
+                    subscription: Subscription | None = dropped_one
+                    while subscription is not None:
+                        if session.subscriptions.get(subscription.sub_id) is subscription:
+                            del session.subscriptions[subscription.sub_id]
+                        self.unsubscribe(subscription)
+                        subscription = subscription.successor
             self.run.flush()
 
     # -- topics and subscriptions -------------------------------------------------------------

@@ -252,6 +252,15 @@ class Subscription(RecordReader):
         self.stateless = False
         self.view_kind = (*self.view_kind[:3], True)
 
+    def hand_over(self, new: Subscription) -> None:
+        """``new`` takes over this one's ``sub_id`` (a ``replace``, a viewport's move). The client
+        knows the sub_id, not which subscription serves it: one dropped for back pressure (its
+        ``unsubscribed`` queued, perhaps while the replace's own ack was queued) stays dropped,
+        whichever subscription serves it now."""
+        self.successor = new
+        if self.dropped:
+            new.dropped = True
+
     def replayed(
         self,
         key: str | None,

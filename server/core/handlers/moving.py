@@ -75,7 +75,7 @@ def move(
     else:
         topic.add(new)
         leave(old)
-    old.successor = new
+    old.hand_over(new)
     window = new.window
     assert window is not None
     records = topic.records

@@ -28,7 +28,7 @@ def replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool) 
             topic.deliver(old.session, (old,), record_key, owed_change)
     topic.replace(old, new)
     old.closed = True
-    old.successor = new
+    old.hand_over(new)
     # A stateless subscription remembers nothing, so what the client holds is taken to be the
     # records it matches now; but where a merge function may have kept an older record in the
     # socket's queue (docs/protocol.md, Conflation), the client will not hold that: the new view
@@ -76,5 +76,5 @@ def switch(broker: Broker, old: Subscription, new: Subscription, groups: Topic) 
                 if message is not None:
                     before.deliver(old.session, (new,), key, message, timed=False)
     broker.unsubscribe(old)  # its aggregation goes with its last subscriber
-    old.successor = new
+    old.hand_over(new)
     groups.add(new)

@@ -110,10 +110,13 @@ def _send(
     end_fields: dict[str, Any] | None,
     subscription: Subscription | None,
 ) -> None:
-    session.send(wire.group_begin(body.query_id))
+    begin = wire.group_begin(body.query_id)
+    end = wire.group_end(body.query_id, len(versions), **(end_fields or {}))
+    size = estimated_size(head, versions) + len(begin) + len(end) + 2
     records = SnapshotRecords(topic.name, versions)
-    session.send_stream(stream, len(versions), estimated_size(head, versions), records, subscription)
-    session.send(wire.group_end(body.query_id, len(versions), **(end_fields or {})))
+    # One item of the queue, its group_begin and group_end included: a relief that drops the
+    # subscription while the snapshot is queued leaves it whole or leaves it out (Session.send_stream).
+    session.send_stream(stream, len(versions) + 2, size, records, subscription, begin, end)
 
 
 def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> tuple[int, list[RecordVersion]]:

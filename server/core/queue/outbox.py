@@ -166,19 +166,24 @@ class Outbox:
         size: int = 0,
         records: Iterable[tuple[str, str]] = (),
         whole: Reader | None = None,
+        opening: bytes = b"",
+        closing: bytes = b"",
     ) -> int:
-        """Queue a lazy snapshot of ``count`` records, about ``size`` bytes once encoded, that
-        sends ``records`` (topic, key) and is the whole view of subscription ``whole`` (if
-        any); the number now queued, or 0 when it does not fit. It counts at most half of each
-        bound."""
+        """Queue a lazy snapshot of ``count`` messages (its ``opening`` and ``closing`` ones
+        included), about ``size`` bytes once encoded, that sends ``records`` (topic, key) and is
+        the whole view of subscription ``whole`` (if any); the number now queued, or 0 when it
+        does not fit. Its records count at most half of each bound, its opening and closing
+        messages beside them."""
         if self.max_messages <= 0:
             return 0  # closed
-        counted = min(count, self.max_messages // 2)
-        unit = -(-min(size, self.max_bytes // 2) // counted) if counted else 0
+        framing = (opening != b"") + (closing != b"")
+        framing_size = len(opening) + len(closing) + framing
+        counted = min(count, self.max_messages // 2 + framing)
+        unit = -(-min(size, self.max_bytes // 2 + framing_size) // counted) if counted else 0
         if counted and not self._fits(counted * unit, counted):
             return 0
         self._queued.passed(records, whole)
-        stream = SnapshotStream(messages, counted, unit, records, whole)
+        stream = SnapshotStream(messages, counted, unit, records, whole, opening, closing)
         # At least 1: an empty snapshot is queued too (and the writer must wake for it).
         return max(1, self._add(stream, counted * unit, counted))
 

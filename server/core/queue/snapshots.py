@@ -32,7 +32,7 @@ class SnapshotStream:
     ``unit`` bytes), the first to be written; ``records`` are the (topic, key) it sends;
     ``whole`` the subscription whose whole view it is, if any (index.py, ``passed``)."""
 
-    __slots__ = ("head", "head_count", "messages", "records", "source", "unit", "whole")
+    __slots__ = ("closing", "head", "head_count", "messages", "opening", "records", "source", "unit", "whole")
 
     def __init__(
         self,
@@ -41,6 +41,8 @@ class SnapshotStream:
         unit: int,
         records: Iterable[tuple[str, str]],
         whole: Reader | None = None,
+        opening: bytes = b"",
+        closing: bytes = b"",
     ) -> None:
         self.source = source
         self.head: bytes | None = None
@@ -49,17 +51,26 @@ class SnapshotStream:
         self.unit = unit
         self.records = records
         self.whole = whole
+        # Written before and after the source (a snapshot's group_begin and group_end): one
+        # item of the queue, so that nothing queued while it is (an ``unsubscribed``, say)
+        # can come between them.
+        self.opening = opening
+        self.closing = closing
 
     def peek(self, room: int) -> bytes | None:
         """The next bytes to write (taken off by setting ``head`` to None): one message, a
         ``FRAME_BREAK``, or from ``JoinedRows`` as many messages as ``room`` bytes hold."""
         source = self.source
         if self.head is None:
-            if isinstance(source, JoinedRows):
+            if self.opening:
+                self.head, self.opening, self.head_count = self.opening, b"", 1
+            elif isinstance(source, JoinedRows):
                 self.head = source.take(room)
                 self.head_count = source.taken
             else:
                 self.head = next(source, None)
+            if self.head is None and self.closing:
+                self.head, self.closing, self.head_count = self.closing, b"", 1
         elif isinstance(source, Rerendered):
             # Looked at before, left for the next frame: written as it is when it is written.
             self.head = source.again()

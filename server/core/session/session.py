@@ -225,17 +225,24 @@ class Session:
         size: int = 0,
         records: Iterable[tuple[str, str]] = (),
         whole: Subscription | None = None,
+        opening: bytes = b"",
+        closing: bytes = b"",
     ) -> None:
-        """Queue a lazy snapshot of ``count`` records (about ``size`` bytes encoded) that sends
-        ``records`` (topic, key), the whole view of subscription ``whole`` (if any): it counts
-        against the queue's bounds like any message, and when it does not fit the same rule
-        applies (write, conflate, close with 4001)."""
+        """Queue a lazy snapshot of ``count`` messages (about ``size`` bytes encoded), written
+        between ``opening`` and ``closing`` (counted in), that sends ``records`` (topic, key),
+        the whole view of subscription ``whole`` (if any): it counts against the queue's bounds
+        like any message, and when it does not fit the same rule applies (write, conflate,
+        close with 4001)."""
         if self.close_code is None:
             self._end_run()
             outbox = self.outbox
 
             def retry() -> int:
-                return outbox.push_stream(stream, count, size, records, whole)
+                if whole is not None and whole.dropped:
+                    # Relief dropped the subscription (its ``unsubscribed`` is queued): nothing
+                    # of it follows, this snapshot neither.
+                    return outbox.queued_messages or 1
+                return outbox.push_stream(stream, count, size, records, whole, opening, closing)
 
             idle = not outbox  # the writer sleeps: a stream of several messages must wake it too
             self._settle(retry(), retry, None)

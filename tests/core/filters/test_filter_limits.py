@@ -5,6 +5,7 @@ milliseconds."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,10 +26,15 @@ COMPILED_CACHE_BYTES = 32 * 1024 * 1024
 SLOW_S = 0.05
 
 
-def timed(action: Callable[[], Any]) -> tuple[Any, float]:
-    started = time.perf_counter()
-    outcome = action()
-    return outcome, time.perf_counter() - started
+def timed(action: Callable[[], Any], tries: int = 3) -> tuple[Any, float]:
+    """The action's outcome and its quickest time of a few tries: an attack is slow every time,
+    while a busy machine (the suite on four workers) or a collection delays only one try."""
+    fastest = math.inf
+    for _ in range(tries):
+        started = time.perf_counter()
+        outcome = action()
+        fastest = min(fastest, time.perf_counter() - started)
+    return outcome, fastest
 
 
 def refused(text: str) -> FilterError:
@@ -135,7 +141,8 @@ def test_many_string_functions_over_a_big_field_stop_at_the_budget() -> None:
 
 
 def test_round_with_huge_digits_does_not_compute_huge_powers() -> None:
-    outcome, elapsed = timed(lambda: compile_filter("ROUND(/x, 1000000000) = 1").matches({"x": 1}))
+    huge = compile_filter("ROUND(/x, 1000000000) = 1")
+    outcome, elapsed = timed(lambda: huge.matches({"x": 1}))
     assert outcome is True and elapsed < SLOW_S
     for text in ("ROUND(1, 6.022E23) = 1", "ROUND(/big, 1) = /big", "ROUND(123.4, -1000) = 0"):
         assert compile_filter(text).evaluate({"big": 1e308}) is True, text

@@ -227,6 +227,27 @@ def test_a_drop_after_replace_drops_the_sub_id_as_it_is_now() -> None:
     assert all("s" not in m.get("sids", ()) for m in got[told:])
 
 
+@pytest.mark.parametrize("command", ["subscribe", "sow_and_subscribe"])
+def test_a_drop_while_the_replace_is_acked_drops_the_replacement_too(command: str) -> None:
+    """Found by the model-based test: the replace's own ack found the queue full, so the
+    subscription being replaced was dropped before the replacement took its sub_id over; the
+    client was told ``unsubscribed`` and the replacement kept streaming to it."""
+    h = hub()
+    publisher, stalled = h.peer(), h.peer()
+    stalled.send({"c": "subscribe", "t": "u", "sub_id": "s", "filter": "/x >= 0"})
+    publisher.send(*[publish("u", n, x=n) for n in range(20)])  # the queue is full, nothing dropped
+    assert "s" in stalled.session.subscriptions
+    replace = {"c": command, "t": "u", "sub_id": "s", "filter": "/x >= 1", "o": "replace", "cid": "r"}
+    h.engine.receive(stalled.session, orjson.dumps(replace))  # Peer.send would read the queue
+    assert "s" not in stalled.session.subscriptions
+    publisher.send(publish("u", 20, x=20), publish("u", 1, x=99))
+    got = stalled.take()
+    assert {"c": "ack", "a": "processed", "cid": "r", "status": "success"} in got
+    told = got.index({"c": "unsubscribed", "sub_id": "s", "reason": "back_pressure"})
+    assert all("s" not in m.get("sids", ()) and m.get("query_id") != "s" for m in got[told:])
+    assert not h.broker.topics["u"].subscribers
+
+
 @pytest.mark.parametrize("name", ["a", "aa"])
 def test_a_socket_never_gets_an_older_state_of_a_record_after_a_newer_one(name: str) -> None:
     """Found by the model-based test: a subscription new to a record starts an entry at the end;
