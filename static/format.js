@@ -134,3 +134,14 @@ export function cellText(column, value) {
   }
   return { text: formatOther(value), negative: false, title: "" };
 }
+
+/** A time since, as the figures show it. */
+export function formatAge(/** @type {number} */ seconds) {
+  if (seconds < 60) return `${Math.floor(seconds)} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min`;
+  return `${Math.floor(seconds / 3600)} h`;
+}
+
+export function formatMs(/** @type {number} */ ms) {
+  return ms < 10 ? `${ms.toFixed(1)} ms` : ms < 10_000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(0)} s`;
+}

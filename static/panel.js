@@ -6,12 +6,13 @@
 import { openColumnMenu } from "/static/column_menu.js";
 import { Columns } from "/static/columns.js";
 import { exportView } from "/static/csv.js";
+import { Departures } from "/static/departures.js";
 import { whyEmpty } from "/static/empty_state.js";
 import { FIELD_SAMPLE, unknownFields } from "/static/filter_fields.js";
-import { formatNumber } from "/static/format.js";
+import { formatAge, formatMs, formatNumber } from "/static/format.js";
 import { Grid } from "/static/grid.js";
 import { withQuickFilters } from "/static/quick.js";
-import { sortOf } from "/static/settings.js";
+import { sortOf, withTimestamp } from "/static/settings.js";
 import { RowTree, both, path } from "/static/tree.js";
 import { wireLinkSelect } from "/static/links.js";
 
@@ -24,24 +25,6 @@ import { wireLinkSelect } from "/static/links.js";
  *   linkChoices: (panel: Panel) => string[], relink: (panel: Panel) => void,
  * }} PanelHost
  */
-
-function formatAge(/** @type {number} */ seconds) {
-  if (seconds < 60) return `${Math.floor(seconds)} s`;
-  if (seconds < 3600) return `${Math.floor(seconds / 60)} min`;
-  return `${Math.floor(seconds / 3600)} h`;
-}
-
-export function formatMs(/** @type {number} */ ms) {
-  return ms < 10 ? `${ms.toFixed(1)} ms` : ms < 10_000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(0)} s`;
-}
-
-/** The view's options with `timestamp` (each update then carries the server's `ts`, from which
- * the panel shows its latency); the URL and the panel's title keep the options as typed. */
-function withTimestamp(/** @type {string} */ options) {
-  const list = (options || "").split(",").map((o) => o.trim()).filter(Boolean);
-  if (!list.includes("timestamp")) list.push("timestamp");
-  return list.join(",");
-}
 
 export class Panel {
   /** @param {PanelHost} host @param {import("/static/settings.js").ViewSettings} settings */
@@ -56,6 +39,7 @@ export class Panel {
     this.$(".options").textContent = options || "";
     this.$(".close").addEventListener("click", () => this.close());
     this.empty = this.$(".empty-state");
+    this.departures = new Departures(this.$(".departures"));
     host.place(this); // a pane of the workspace (static/workspace.js), before the table measures it
     this.columns = new Columns(settings, () => host.keyFields(topic));
     this.grid = new Grid(this.$(".table"), {
@@ -120,6 +104,7 @@ export class Panel {
   async open() {
     this.tree?.close();
     this.tree = null;
+    this.departures.draw(true); // (they were of the view as it was)
     const { client } = this.host;
     const { topic, options, group } = this.settings;
     const generation = (this.generation = (this.generation ?? 0) + 1);
@@ -141,6 +126,7 @@ export class Panel {
       options: withTimestamp(options), keyField,
     }, {
       changed: () => this.changed(),
+      news: (change, records) => this.news(change, records),
       failed: ({ reason, root }) => (root ? this.refused(reason) : this.showViewError(reason)),
       stale: (stale) => {
         this.stale = stale;
@@ -175,19 +161,23 @@ export class Panel {
   /** Something the views show changed: learn new columns, draw (unless paused). */
   changed() {
     this.lastMessageAt = Date.now();
-    this.updates += 1;
     if (!this.tree) return;
     if (this.columns.learn(this.tree.held())) {
       this.toolbarFields();
       this.grid.relayout();
     }
-    if (this.paused) {
-      this.waiting += 1;
-      return;
-    }
+    if (this.paused) return;
     this.showCount();
     this.grid.draw();
     this.showEmpty();
+  }
+
+  /** A change a view received (web/view.js): counted; a record a change took out of the view is
+   * said in words under the table. @param {any} change @param {boolean} records */
+  news(change, records) {
+    this.updates += 1;
+    if (this.paused) this.waiting += 1;
+    if (records && change.kind === "oof") this.departures.add(change, [...this.host.keyFields(this.settings.topic)], this.filter());
   }
 
   /** The view's size: its records, and its groups when grouped. */
@@ -368,6 +358,7 @@ export class Panel {
     this.linkChoices?.();
     this.$(".rate").textContent = String(this.updates - this.lastUpdates);
     this.lastUpdates = this.updates;
+    this.departures.draw();
     this.showCount();
     const age = this.lastMessageAt ? formatAge((Date.now() - this.lastMessageAt) / 1000) : "–";
     this.$(".age").textContent = age;

@@ -132,3 +132,11 @@ export function sortOf(orderby) {
   if (!match) return null;
   return { field: match[1].replace(/^\[?\//, "").replace(/]$/, ""), dir: /desc/i.test(match[3] ?? "") ? "desc" : "asc" };
 }
+
+/** The view's options with `timestamp` (each update then carries the server's `ts`, from which
+ * the panel shows its latency); the URL and the panel's title keep the options as typed. */
+export function withTimestamp(/** @type {string} */ options) {
+  const list = (options || "").split(",").map((o) => o.trim()).filter(Boolean);
+  if (!list.includes("timestamp")) list.push("timestamp");
+  return list.join(",");
+}

@@ -51,6 +51,7 @@ class Node {
     this.appliedFilter = tree.filter;
     this.appliedOrder = this.orderby() ?? "";
     this.view.on("rows", () => tree.changed());
+    this.view.on("change", (/** @type {any} */ change) => tree.noted(this, change));
     this.view.on("error", (/** @type {any} */ event) => tree.failed(this, event));
     this.view.on("stale", (/** @type {any} */ event) => tree.stale(this, event));
   }
@@ -147,7 +148,12 @@ class Node {
  */
 
 export class RowTree {
-  /** @param {TreeSettings} settings @param {{ changed?: () => void, failed?: (event: any) => void, stale?: (stale: boolean) => void }} [listeners] */
+  /**
+   * @param {TreeSettings} settings
+   * @param {{ changed?: () => void, failed?: (event: any) => void, stale?: (stale: boolean) => void,
+   *   news?: (change: any, records: boolean) => void }} [listeners]  `news`: each change a view
+   *   received (not snapshots, nor a move's or a reconnect's OOFs); `records`: of a view of records
+   */
   constructor(settings, listeners = {}) {
     this.client = settings.client;
     this.topic = settings.topic;
@@ -183,6 +189,13 @@ export class RowTree {
   }
 
   changed() { this.listeners.changed?.(); }
+
+  /** A change one of the views received: news unless a snapshot, or an OOF that is not (a move's).
+   * @param {Node} node @param {any} change */
+  noted(node, change) {
+    if (change.kind === "snapshot" || (change.kind === "oof" && !change.news)) return;
+    this.listeners.news?.(change, !node.grouped);
+  }
 
   /** @param {Node} node @param {any} event */
   failed(node, event) { this.listeners.failed?.({ ...event, root: node === this.root }); }

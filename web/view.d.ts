@@ -16,6 +16,9 @@ export interface Change<T = any> {
   kind: ChangeKind;
   /** For an oof: "deleted", "expired", "match", "entitlement", or "stale" (gone after a reconnect). */
   reason?: string;
+  /** For an oof: true when a change took the record out of the view; false when a viewport's
+   * move scrolled past it (or a reconnect found it gone). */
+  news?: boolean;
 }
 
 export interface ViewSettings extends RequestOptions {

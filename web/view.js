@@ -28,7 +28,8 @@ import { applyPatch } from "./patch.js";
  */
 /**
  * @template [T=any]
- * @typedef {{ key: string, record: T, kind: ChangeKind, reason?: string }} Change
+ * @typedef {{ key: string, record: T, kind: ChangeKind, reason?: string, news?: boolean }} Change
+ *   (an OOF's `news`: a change took the record out of the view, not a viewport's move)
  */
 
 /**
@@ -211,9 +212,10 @@ export class View extends Emitter {
     this.emit("stale", { stale: false });
   }
 
-  /** An OOF's latency: the time since the change that took its record out of the view. */
-  _sampleOof(/** @type {any} */ message) {
-    if (message.ts !== undefined) this.latency.add(message.ts);
+  /** Whether an OOF is news: a change took its record out of the view (a viewport's move also
+   * sends OOFs, for the records scrolled past: viewport.js). Only news counts in the latency. */
+  _oofIsNews(/** @type {any} */ _message) {
+    return true;
   }
 
   /** @param {any} message @param {number} bytes */
@@ -236,12 +238,13 @@ export class View extends Emitter {
         this._noteBookmark(message.bm);
         break;
       case "oof": {
-        this._sampleOof(message);
+        const news = this._oofIsNews(message);
+        if (news && message.ts !== undefined) this.latency.add(message.ts);
         const key = this._key(message);
         this._collecting?.delete(key); // (inside a snapshot only when it is a resume)
         this.records.delete(key);
         this.stats.updates += 1;
-        this._changed({ key, record: message.data, kind: "oof", reason: message.reason });
+        this._changed({ key, record: message.data, kind: "oof", reason: message.reason, news });
         this._noteBookmark(message.bm);
         break;
       }

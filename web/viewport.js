@@ -251,9 +251,9 @@ export class Viewport extends View {
 
   // -- messages in ----------------------------------------------------------------------------
 
-  /** The OOFs that answer a move are not news: each carries its record's last change time. */
-  _sampleOof(/** @type {any} */ message) {
-    if (this._moves.inFlight === null) super._sampleOof(message);
+  /** The OOFs that answer a move are not news (each carries its record's last change time). */
+  _oofIsNews(/** @type {any} */ _message) {
+    return this._moves.inFlight === null;
   }
 
   /** @param {any} message @param {number} bytes */

@@ -10,7 +10,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from ..integration.server_process import ServerProcess
 from .desk import BOOK, cell, open_desk, rows, shot
-from .feed import publish, publish_many
+from .feed import publish, publish_many, request
 
 
 def test_pause_holds_the_rows_and_says_how_much_waits(page: Page, server: ServerProcess) -> None:
@@ -145,3 +145,28 @@ def test_the_fields_a_filter_names_are_read_as_the_server_reads_them(
             "async (text) => [...(await import('/static/filter_fields.js')).pathsOf(text)]", filter_text
         )
         assert found == fields, filter_text
+
+
+def test_a_row_that_leaves_says_which_in_what_state_and_why(page: Page, server: ServerProcess) -> None:
+    """A record a change takes out of the view leaves the table, and the line under it says which,
+    with the values it left with of the fields the filter names, or that it was deleted, expired."""
+    open_desk(page, server, f"topic=orders&orderby=/order&filter={quote('/qty > 100')}", BOOK)
+    expect(rows(page)).to_have_count(2)  # orders 1 and 3
+    departures = page.locator(".view .departures")
+    expect(departures).to_be_hidden()
+    publish(server, {**BOOK[0], "qty": 0})
+    expect(rows(page)).to_have_count(1)
+    expect(departures.locator(".departure").first).to_have_text("order 1 left: qty is now 0")
+    expect(departures.locator(".departure").first).to_have_attribute("data-reason", "match")
+    request(server.url, [{"c": "sow_delete", "t": "orders", "data": {"order": 3}}])
+    expect(departures.locator(".departure").first).to_have_text("order 3 was deleted")
+    expect(departures.locator(".departure")).to_have_count(2)
+    publish(server, {**BOOK[2], "order": 30})
+    request(server.url, [{"c": "publish", "t": "orders", "data": {**BOOK[2], "order": 31}, "e": 1}])
+    expect(rows(page)).to_have_count(2)
+    expect(departures.locator(".departure").first).to_have_text("order 31 expired", timeout=10_000)
+    expect(page.locator(".view .rows")).to_have_text("1")
+    shot(page, "desk-departures.png")
+    # After a few seconds the line is empty again.
+    expect(departures).to_be_hidden(timeout=15_000)
+    assert page.errors == []  # type: ignore[attr-defined]
