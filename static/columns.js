@@ -44,6 +44,7 @@ export class Columns {
     let format = this.formats.get(field);
     if (!format) {
       format = new ColumnFormat("text", this.keyFields().has(field), 0, this.settings.decimals[field]);
+      format.display = this.settings.formats[field] ?? "";
       this.formats.set(field, format);
     }
     return format;
@@ -67,7 +68,9 @@ export class Columns {
     const sample = records.slice(0, 500);
     for (const field of added) {
       const values = sample.map((record) => record?.[field]);
-      this.formats.set(field, new ColumnFormat(kindOf(values), this.keyFields().has(field), inferDecimals(values), this.settings.decimals[field]));
+      const format = new ColumnFormat(kindOf(values), this.keyFields().has(field), inferDecimals(values), this.settings.decimals[field]);
+      format.display = this.settings.formats[field] ?? "";
+      this.formats.set(field, format);
     }
     // The URL's order first, then key fields, then the others as they came; columns already
     // shown keep their places (the user may have moved them).
@@ -79,9 +82,17 @@ export class Columns {
     return true;
   }
 
-  /** The columns shown, in order. */
+  /** The columns shown, in order: the pinned ones first. */
   visible() {
-    return this.fields.filter((field) => !this.hidden.has(field));
+    const shown = this.fields.filter((field) => !this.hidden.has(field));
+    const pinned = shown.filter((field) => this.pinned(field));
+    return pinned.length ? [...pinned, ...shown.filter((field) => !this.pinned(field))] : shown;
+  }
+
+  /** Whether a column stays at the left as the table scrolls sideways: the key fields always,
+   * and the columns the user pinned. @param {string} field */
+  pinned(field) {
+    return this.keyFields().has(field) || this.settings.pin.includes(field);
   }
 
   /** @param {string} field @param {boolean} shown */

@@ -101,6 +101,8 @@ export class ColumnFormat {
     this.most = most;
     this.fixed = fixed;
     this.widened = false;
+    /** the format the user chose (static/display.js), "" for as the data says */
+    this.display = "";
   }
 
   get decimals() {

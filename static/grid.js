@@ -6,7 +6,9 @@
 // (click, Enter or Space), has a quick filter and a menu, and can be resized by its edge.
 
 import "/static/vendor/regular-table/regular-table.js";
-import { cellText, formatNumber } from "/static/format.js";
+import { columnHead } from "/static/column_head.js";
+import { cellDisplay, colourCell, colourRule } from "/static/display.js";
+import { formatNumber } from "/static/format.js";
 import { Selection, reveal } from "/static/selection.js";
 import { COUNT } from "/static/tree.js";
 
@@ -43,8 +45,12 @@ export class Grid {
     /** @type {import("/static/tree.js").Row[]} the rows of the last answer, from `y0` */
     this.shown = [];
     this.y0 = 0;
-    /** @type {string[]} the columns of the last answer */
+    /** @type {string[]} the columns of the last answer: pinned ones, then those that scroll */
     this.fields = [];
+    /** @type {string[]} */
+    this.scrolled = [];
+    /** @type {(string | null)[]} the row headers' fields (null: a group's label) */
+    this.headerFields = [];
     this.grouped = false;
     /** @type {Map<string, { record: any, at: number }>} rows as last drawn, by key */
     this.seen = new Map();
@@ -129,7 +135,7 @@ export class Grid {
     if (!meta || meta.type !== "column_header") return;
     event.stopPropagation();
     event.preventDefault();
-    const field = this.fields[meta.x];
+    const field = this.scrolled[meta.x];
     const start = event.pageX;
     const from = th.getBoundingClientRect().width;
     let width = from;
@@ -147,52 +153,10 @@ export class Grid {
     addEventListener("mouseup", up);
   }
 
-  /** The header of a column: its title (sorts), its menu button and its quick filter. @param {string} field */
+  /** The header of a column, made once and kept across draws (static/column_head.js). @param {string} field */
   head(field) {
     let head = this.heads.get(field);
-    if (head) return head;
-    head = document.createElement("div");
-    head.className = "head";
-    head.dataset.field = field;
-    const title = document.createElement("span");
-    title.className = "title";
-    title.tabIndex = 0;
-    title.setAttribute("role", "button");
-    title.title = `Sort by ${field} (the server sorts)`;
-    title.textContent = field;
-    title.addEventListener("click", () => this.host.sort(field));
-    title.addEventListener("keydown", (event) => {
-      if (event.key !== "Enter" && event.key !== " ") return;
-      event.preventDefault();
-      this.host.sort(field);
-    });
-    const menu = document.createElement("button");
-    menu.type = "button";
-    menu.className = "column-menu-button";
-    menu.title = `Menu of ${field}`;
-    menu.setAttribute("aria-label", `Menu of ${field}`);
-    menu.textContent = "⋮";
-    menu.addEventListener("click", (event) => {
-      event.stopPropagation();
-      this.host.menu(field, menu);
-    });
-    const line = document.createElement("div");
-    line.className = "head-line";
-    line.append(title, menu);
-    const input = document.createElement("input");
-    input.className = "quick";
-    input.size = 6; // its own width is small: the column's values decide the column's width
-    input.placeholder = this.host.columns.kind(field) === "number" ? ">10, 5..9" : "contains";
-    input.setAttribute("aria-label", `Quick filter on ${field}`);
-    input.value = this.host.quickText(field);
-    /** @type {ReturnType<typeof setTimeout> | undefined} */
-    let timer;
-    const apply = () => { clearTimeout(timer); this.host.quick(field, input.value); };
-    input.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(apply, 400); });
-    input.addEventListener("keydown", (event) => { if (event.key === "Enter") apply(); });
-    input.addEventListener("mousedown", (event) => event.stopPropagation());
-    head.append(line, input);
-    this.heads.set(field, head);
+    if (!head) this.heads.set(field, (head = columnHead(field, this.host)));
     return head;
   }
 
@@ -209,23 +173,32 @@ export class Grid {
     const grouped = (tree?.grouping.length ?? 0) > 0;
     const rows = tree && y1 > y0 ? await tree.rows(y0, y1 - 1) : [];
     const numRows = tree ? tree.size() : 0;
+    // Pinned columns (first among the visible: columns.js) are row headers, which the table
+    // keeps at its left edge as the others scroll sideways; a grouped table's first row header
+    // is the group's label (its field null).
+    const pinned = fields.filter((field) => this.host.columns.pinned(field));
+    const scrolled = fields.slice(pinned.length);
     this.fields = fields;
+    this.scrolled = scrolled;
+    /** @type {(string | null)[]} */
+    this.headerFields = grouped ? [null, ...pinned] : pinned;
     this.grouped = grouped;
     this.shown = rows;
     this.y0 = y0;
     this.noteChanges(rows, fields.filter((field) => this.host.flashes(field)));
     this.selection.seen(rows, y0);
-    const columns = fields.slice(x0, x1);
+    const columns = scrolled.slice(x0, x1);
     /** @type {any} */
     const response = {
       num_rows: numRows,
-      num_columns: fields.length,
+      num_columns: scrolled.length,
       column_headers: columns.map((field) => [this.head(field)]),
       data: columns.map((field) => rows.map((row) => this.text(row, field))),
     };
-    if (grouped) {
-      response.row_headers = rows.map((row) => [this.label(row)]);
-      response.merge_headers = "column";
+    if (this.headerFields.length) {
+      response.row_headers = rows.map((row) => this.headerFields.map((field) =>
+        field === null ? this.label(row) : row.kind === "group" ? "" : this.text(row, field)));
+      response.merge_headers = "column"; // (never rows: equal keys in a row apart stay apart)
     }
     return response;
   }
@@ -242,7 +215,7 @@ export class Grid {
       if (total === "count") return `n ${formatNumber(value, 0)}`;
       if (total === "avg") return `avg ${formatNumber(value, Math.max(format.decimals, 2), format.plain)}`;
     }
-    return cellText(format, value).text;
+    return cellDisplay(format, value).text;
   }
 
   /** A row's header: for a group, its value and how many records it holds. @param {import("/static/tree.js").Row} row */
@@ -286,17 +259,24 @@ export class Grid {
   style() {
     const now = performance.now();
     const { columns } = this.host;
-    for (const td of this.table.querySelectorAll("tbody td")) {
+    const rules = new Map(this.fields.map((field) => [field, colourRule(columns.settings.colours[field])]));
+    const largest = new Map(); // a scale's largest magnitude on screen, per column
+    for (const [field, rule] of rules) {
+      if (rule?.kind !== "scale") continue;
+      largest.set(field, Math.max(0, ...this.shown.map((row) => Math.abs(Number(row.kind === "group" ? 0 : row.record?.[field]) || 0))));
+    }
+    for (const td of this.table.querySelectorAll("tbody td, tbody th")) {
+      const field = this.fieldOf(td);
+      if (field === null) continue;
       const meta = this.table.getMeta(td);
-      if (!meta || meta.type !== "body") continue;
       const row = this.shown[meta.y - this.y0];
-      const field = this.fields[meta.x];
       const value = row?.record?.[field];
       td.classList.toggle("number", columns.kind(field) === "number");
       td.classList.toggle("negative", typeof value === "number" && value < 0);
       td.classList.toggle("group-total", row?.kind === "group");
       td.dataset.field = field;
-      const text = value === undefined ? null : cellText(columns.format(field), value);
+      colourCell(td, row?.kind === "group" ? null : rules.get(field) ?? null, value, largest.get(field) ?? 0);
+      const text = value === undefined ? null : cellDisplay(columns.format(field), value);
       if (text?.title) td.title = text.title;
       else td.removeAttribute("title");
       const flash = row && this.flashes.get(row.key)?.get(field);
@@ -315,7 +295,8 @@ export class Grid {
     }
     for (const th of this.table.querySelectorAll("tbody th")) {
       const meta = this.table.getMeta(th);
-      const row = meta ? this.shown[meta.y - this.y0] : undefined;
+      if (!meta || this.headerFields[meta.row_header_x] !== null) continue; // a pinned column's
+      const row = this.shown[meta.y - this.y0];
       const group = row?.kind === "group";
       th.classList.toggle("group", group);
       th.classList.toggle("open", Boolean(group && row?.open));
@@ -336,11 +317,11 @@ export class Grid {
     }
     for (const th of this.table.querySelectorAll("thead th")) {
       const meta = this.table.getMeta(th);
-      if (!meta || meta.type !== "column_header") {
-        if (meta?.type === "corner") th.textContent = this.grouped ? "group" : "";
-        continue;
-      }
-      const field = this.fields[meta.x];
+      if (meta?.type === "corner" && !this.headerFields[meta.row_header_x]) th.textContent = this.grouped ? "group" : "";
+      const field = this.fieldOf(th);
+      if (field === null) continue;
+      if (meta.type === "corner" && th.firstChild !== this.head(field)) th.replaceChildren(this.head(field));
+      th.classList.toggle("pinned", meta.type === "corner");
       const sort = this.host.sortOf(field);
       th.setAttribute("aria-sort", sort === "asc" ? "ascending" : sort === "desc" ? "descending" : "none");
       th.classList.toggle("number", columns.kind(field) === "number");
@@ -348,14 +329,23 @@ export class Grid {
     }
   }
 
+  /** The field of a cell or header: a scrolled column's, or a pinned one's; null for a group's
+   * label and the table's own cells. @param {Element} cell @returns {string | null} */
+  fieldOf(cell) {
+    const meta = this.table.getMeta(cell);
+    if (meta?.type === "body" || meta?.type === "column_header") return this.scrolled[meta.x] ?? null;
+    if (meta?.type === "row_header" || meta?.type === "corner") return this.headerFields[meta.row_header_x] ?? null;
+    return null;
+  }
+
   /** @param {MouseEvent} event */
   clicked(event) {
     const target = /** @type {HTMLElement} */ (event.target);
     const th = target.closest?.("tbody th");
     if (th) this.toggleAt(/** @type {HTMLElement} */ (th));
-    const td = target.closest?.("tbody td");
-    const meta = td ? this.table.getMeta(td) : undefined;
-    if (meta?.type !== "body") return;
+    const cell = target.closest?.("tbody td, tbody th");
+    const meta = cell && this.fieldOf(cell) !== null ? this.table.getMeta(cell) : undefined;
+    if (!meta) return;
     this.selection.click(meta.y, event, (y) => this.shown[y - this.y0]);
     this.table.focus({ preventScroll: true });
     this.draw();

@@ -8,25 +8,30 @@
 //   columns=order,qty:90,-venue   column order, widths in px, hidden columns marked with `-`
 //   totals=px:avg,qty:sum         decimals=px:2           quick=side:B,qty:%3E10
 //   noflash=turnover,updated      columns whose changes do not flash
+//   pin=sym,desk                  columns pinned at the left beside the key fields (always pinned)
+//   format=chg:percent,px:USD     colour=pnl:scale,qty:%3E1000      (static/display.js)
 //   link=positions:trader         follow the rows selected in the positions view (static/links.js)
 //
 // Links written before viewports (`sort=qty:desc`, `group=sym`) still open as they meant.
+
+import { FORMATS, colourRule } from "/static/display.js";
 
 /**
  * @typedef {{ field: string, width?: number, hidden?: boolean }} ColumnSetting
  * @typedef {{
  *   topic: string, filter: string, options: string, orderby: string, group: string[],
  *   columns: ColumnSetting[], totals: Record<string, string>, decimals: Record<string, number>,
- *   quick: Record<string, string>, noflash: string[], link: string,
+ *   quick: Record<string, string>, noflash: string[], pin: string[], link: string,
+ *   formats: Record<string, string>, colours: Record<string, string>,
  * }} ViewSettings
  */
 
-export const PARAMETERS = ["topic", "filter", "options", "orderby", "group", "columns", "totals", "decimals", "quick", "noflash", "link"];
+export const PARAMETERS = ["topic", "filter", "options", "orderby", "group", "columns", "totals", "decimals", "quick", "noflash", "pin", "format", "colour", "link"];
 export const TOTALS = ["sum", "avg", "count", "none"];
 
 /** @param {string} topic @param {string} [filter] @param {string} [options] @returns {ViewSettings} */
 export function newSettings(topic, filter = "", options = "") {
-  return { topic, filter, options, orderby: "", group: [], columns: [], totals: {}, decimals: {}, quick: {}, noflash: [], link: "" };
+  return { topic, filter, options, orderby: "", group: [], columns: [], totals: {}, decimals: {}, quick: {}, noflash: [], pin: [], formats: {}, colours: {}, link: "" };
 }
 
 /** @param {[string, string][]} pairs */
@@ -69,6 +74,9 @@ function encode(settings) {
     decimals: pack(Object.entries(settings.decimals).map(([field, n]) => [field, String(n)])),
     quick: pack(Object.entries(settings.quick).filter(([, text]) => text !== "")),
     noflash: pack(settings.noflash.map((field) => [field, ""])),
+    pin: pack(settings.pin.map((field) => [field, ""])),
+    format: pack(Object.entries(settings.formats)),
+    colour: pack(Object.entries(settings.colours)),
     link: settings.link,
   };
 }
@@ -95,6 +103,9 @@ function decode(values) {
   }
   for (const [field, text] of unpack(values.quick ?? "")) settings.quick[field] = text;
   settings.noflash = unpack(values.noflash ?? "").map(([field]) => field);
+  settings.pin = unpack(values.pin ?? "").map(([field]) => field);
+  for (const [field, format] of unpack(values.format ?? "")) if (format in FORMATS) settings.formats[field] = format;
+  for (const [field, rule] of unpack(values.colour ?? "")) if (colourRule(rule)) settings.colours[field] = rule;
   settings.link = values.link ?? "";
   return settings;
 }

@@ -70,7 +70,7 @@ def body_rows(page: Page, index: int = 0) -> Locator:
 
 def column(page: Page, field: str, index: int = 0) -> list[str]:
     """The texts of a column's cells on screen, top to bottom."""
-    cells = view(page, index).locator(f"regular-table tbody td[data-field='{field}']")
+    cells = view(page, index).locator(f"regular-table tbody [data-field='{field}']")
     texts: list[str] = cells.all_inner_texts()
     return texts
 
@@ -81,7 +81,7 @@ def rows(page: Page) -> Locator:
 
 
 def cell(row: Locator, field: str) -> Locator:
-    return row.locator(f"td[data-field='{field}']")
+    return row.locator(f"[data-field='{field}']")
 
 
 def header(page: Page, field: str, index: int = 0) -> Locator:
@@ -112,7 +112,7 @@ def quick(page: Page, field: str, text: str) -> None:
 def menu(page: Page, field: str, item: str) -> None:
     """Choose ``item`` in ``field``'s header menu."""
     header(page, field).locator(".column-menu-button").click()
-    page.locator(".view .column-popup button", has_text=item).first.click()
+    page.locator(".view .column-popup").get_by_role("button", name=item).first.click()
 
 
 def eventually(read: Callable[[], object], check: Callable[[object], bool], timeout: float = 5) -> object:

@@ -145,8 +145,8 @@ def test_the_dashboard_draws_a_transaction_whole_under_load(page: Page, server: 
         const check = () => {
           let sum = 0;
           for (const tr of panel.element.querySelectorAll("regular-table tbody tr")) {
-            const order = Number(tr.querySelector("td[data-field=order]")?.textContent.replace(/,/g, ""));
-            const weight = Number(tr.querySelector("td[data-field=weight]")?.textContent.replace(/,/g, ""));
+            const order = Number(tr.querySelector("[data-field=order]")?.textContent.replace(/,/g, ""));
+            const weight = Number(tr.querySelector("[data-field=weight]")?.textContent.replace(/,/g, ""));
             if (order < 1000) sum += weight;
           }
           sums.add(sum);

@@ -73,9 +73,8 @@ def test_the_first_screen_of_a_large_book_holds_only_a_window(page: Page, book_s
     height = page.evaluate("() => document.querySelector('regular-table').scrollHeight")
     assert height > SIZE * 20
     first = BOOK[0]
-    cells = body_rows(page).first.locator("td")
-    expect(cells.nth(3)).to_have_text(f"{first['qty']:,}")  # numbers as a desk reads them
-    expect(body_rows(page).first.locator("td[data-field='pnl']")).to_have_class(re.compile(r"\bnegative\b"))
+    expect(body_rows(page).first.locator("[data-field='qty']")).to_have_text(f"{first['qty']:,}")  # as a desk reads
+    expect(body_rows(page).first.locator("[data-field='pnl']")).to_have_class(re.compile(r"\bnegative\b"))
     shot(page, "viewport-first-screen.png")
 
     # Scrolled to the middle, the rows there, and still only a window held.
@@ -168,22 +167,22 @@ def test_groups_with_totals_open_two_levels_deep(page: Page, book_server: Server
     want = sorted(desks.items(), key=lambda item: -item[1][1])
     assert numbers(totals) == [total for _, (_, total) in want]
     first_desk, (count, _) = want[0]
-    expect(groups.first.locator("th")).to_have_text(f"▸ {first_desk} · {count:,} rows")
+    expect(groups.first.locator("th.group")).to_have_text(f"▸ {first_desk} · {count:,} rows")
 
     # Open the first desk: its symbols, each a group with its totals.
-    groups.first.locator("th").click()
+    groups.first.locator("th.group").click()
     in_desk = [r for r in BOOK if r["desk"] == first_desk]
     symbols = group_sums(in_desk, "sym")
     expect(groups).to_have_count(4 + len(symbols))
-    expect(groups.first.locator("th")).to_contain_text("▾")
+    expect(groups.first.locator("th.group")).to_contain_text("▾")
     second = groups.nth(1)
     sym_want = sorted(symbols.items(), key=lambda item: -item[1][1])
     first_sym, (sym_count, sym_total) = sym_want[0]
-    expect(second.locator("th")).to_have_text(f"▸ {first_sym} · {sym_count:,} rows")
-    expect(second.locator("td[data-field='qty']")).to_have_text(f"{sym_total:,}")
+    expect(second.locator("th.group")).to_have_text(f"▸ {first_sym} · {sym_count:,} rows")
+    expect(second.locator("[data-field='qty']")).to_have_text(f"{sym_total:,}")
 
     # Open that symbol: its records, sorted as the view is.
-    second.locator("th").click()
+    second.locator("th.group").click()
     rows = [r for r in in_desk if r["sym"] == first_sym]
     top = sorted(int(r["qty"]) for r in rows)[::-1]  # type: ignore[call-overload]
     in_group = {str(r["order"]) for r in rows}
@@ -201,7 +200,7 @@ def test_groups_with_totals_open_two_levels_deep(page: Page, book_server: Server
     assert f"/desk = '{first_desk}'" in leaf[0]["filter"]
     shot(page, "viewport-grouped.png")
     # A group closes from the keyboard too (Enter on its header), and its views with it.
-    groups.first.locator("th").focus()
+    groups.first.locator("th.group").focus()
     page.keyboard.press("Enter")
     expect(groups).to_have_count(4)
     eventually(lambda: len(page.evaluate(HELD)), lambda n: n == 1)
@@ -274,10 +273,10 @@ def test_live_changes_on_screen_flash_and_move(page: Page, server: ServerProcess
     on_screen(page, "order", lambda texts: texts[0] == "1")
     first = {**BOOK[0], "qty": int(BOOK[0]["qty"]) + 5, "px": 0.5}  # type: ignore[call-overload]
     publish(server, first)
-    qty = body_rows(page).first.locator("td[data-field='qty']")
+    qty = body_rows(page).first.locator("[data-field='qty']")
     expect(qty).to_have_text(f"{first['qty']:,}")
     expect(qty).to_have_class(re.compile(r"\bflash-up"))
-    expect(body_rows(page).first.locator("td[data-field='px']")).to_have_class(re.compile(r"\bflash-down"))
+    expect(body_rows(page).first.locator("[data-field='px']")).to_have_class(re.compile(r"\bflash-down"))
     # A new record changes the count.
     publish(server, {**BOOK[1], "order": SIZE + 1})
     expect(view(page).locator(".rows")).to_have_text(f"{SIZE + 1:,}")

@@ -29,8 +29,8 @@ STATE = """() => {
   const rows = [...table.querySelectorAll("tbody tr")].map((tr) => ({
     group: tr.classList.contains("group-row"),
     label: tr.querySelector("th")?.textContent ?? "",
-    order: text(tr.querySelector("td[data-field=order]") ?? { textContent: "" }),
-    qty: text(tr.querySelector("td[data-field=qty]") ?? { textContent: "" }),
+    order: text(tr.querySelector("[data-field=order]") ?? { textContent: "" }),
+    qty: text(tr.querySelector("[data-field=qty]") ?? { textContent: "" }),
   }));
   return { rows, count: panel.element.querySelector(".rows").textContent };
 }"""

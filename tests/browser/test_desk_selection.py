@@ -23,7 +23,7 @@ def test_rows_are_selected_moved_and_copied(page: Page, server: ServerProcess) -
     open_desk(page, server, "topic=orders&orderby=/order", [book(n) for n in range(1, 201)])
     rows = body_rows(page)
     expect(rows.first).to_contain_text("1")
-    cell = "td[data-field=sym]"
+    cell = "[data-field=sym]"
     rows.nth(1).locator(cell).click()
     expect(page.locator(SELECTED)).to_have_count(1)
     rows.nth(4).locator(cell).click(modifiers=["Shift"])
@@ -45,7 +45,7 @@ def test_rows_are_selected_moved_and_copied(page: Page, server: ServerProcess) -
     for _ in range(40):
         page.keyboard.press("ArrowDown")
     expect(page.locator(SELECTED)).to_have_count(1)
-    expect(page.locator(SELECTED).locator("td[data-field=order]")).to_have_text("41")
+    expect(page.locator(SELECTED).locator("[data-field=order]")).to_have_text("41")
     page.keyboard.press("Shift+ArrowUp")
     expect(page.locator(SELECTED)).to_have_count(2)
     page.keyboard.press("Escape")

@@ -5,6 +5,7 @@ totals kept in the link, and headers that take the keyboard."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from playwright.sync_api import Page, expect
 
@@ -176,4 +177,90 @@ def test_headers_are_reached_and_sorted_with_the_keyboard(page: Page, server: Se
     expect(qty).to_have_attribute("aria-sort", "descending")
     expect(cell(rows(page).first, "qty")).to_have_text("12,500")
     url_with(page, "orderby=/qty%20DESC")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_the_key_column_stays_while_the_table_scrolls_sideways_and_a_column_can_be_pinned(
+    page: Page, server: ServerProcess
+) -> None:
+    """A wide record in a narrow pane: the key column (pinned by default) stays at the left edge as
+    the other columns scroll under it; any column can be pinned beside it, and the link keeps it."""
+    wide = [{**record, **{f"field_{n:02}": n * record["order"] for n in range(20)}} for record in BOOK]
+    page.set_viewport_size({"width": 900, "height": 700})
+    open_desk(page, server, "topic=orders&orderby=/order", wide)
+    first = rows(page).first
+    expect(cell(first, "sym")).to_have_text("MSFT")
+    expect(cell(first, "field_19")).to_have_count(0)  # off to the right: not drawn
+    table = page.locator(".view regular-table")
+
+    def left_of(locator: Any) -> float:
+        box = locator.bounding_box()
+        assert box is not None
+        return float(box["x"])
+
+    edge = left_of(table)
+    assert abs(left_of(cell(first, "order")) - edge) < 2
+    to_the_end = "(t) => { t.scrollLeft = t.scrollWidth; return t.querySelector('[data-field=field_19]') !== null; }"
+    # (The table learns its columns' widths as it draws them: its width grows as it scrolls.)
+    eventually(lambda: table.evaluate(to_the_end), bool)
+    expect(cell(first, "field_19")).to_be_in_viewport()
+    eventually(lambda: left_of(cell(first, "order")), lambda x: abs(float(x) - edge) < 2)  # type: ignore[arg-type]
+    assert abs(left_of(header(page, "order")) - edge) < 2, "and its header"
+    expect(cell(first, "sym")).to_have_count(0)  # scrolled out of sight
+    shot(page, "desk-pinned-key.png")
+
+    # Pin sym too: it stands beside the key, and the link keeps it.
+    table.evaluate("(t) => { t.scrollLeft = 0; }")
+    menu(page, "sym", "Pin column")
+    link = url_with(page, "pin=sym")
+    key_right = left_of(cell(first, "order")) + float((cell(first, "order").bounding_box() or {"width": 0})["width"])
+    eventually(lambda: left_of(cell(first, "sym")), lambda x: abs(float(x) - key_right) < 2)  # type: ignore[arg-type]
+    page.goto(link)
+    expect(cell(rows(page).first, "sym")).to_have_text("MSFT")
+    eventually(lambda: page.locator(".view regular-table").evaluate(to_the_end), bool)
+    first = rows(page).first
+    eventually(lambda: left_of(cell(first, "sym")), lambda x: float(x) >= edge)  # type: ignore[arg-type]
+    menu(page, "sym", "Unpin column")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_column_reads_as_the_desk_chooses_and_colours_by_its_rule(page: Page, server: ServerProcess) -> None:
+    """Formats (percent, basis points, a currency) and colour rules (by sign, a threshold, a
+    scale) chosen in a column's menu, kept in the link."""
+    book = [{**record, "chg": change} for record, change in zip(BOOK, [0.0125, -0.003, 0.25], strict=True)]
+    open_desk(page, server, "topic=orders&orderby=/order", book)
+    first, second = rows(page).nth(0), rows(page).nth(1)
+    expect(cell(first, "chg")).to_have_text("0.0125")
+    menu(page, "chg", "Format: percent")
+    expect(cell(first, "chg")).to_have_text("1.25%")
+    expect(cell(second, "chg")).to_have_text("-0.30%")
+    menu(page, "chg", "Format: basis points")
+    expect(cell(first, "chg")).to_have_text("125.0 bp")
+    menu(page, "px", "Format: USD")
+    expect(cell(first, "px")).to_have_text("$101.500")  # the column's decimals, as the data has them
+    menu(page, "px", "Decimals: 2")
+    expect(cell(first, "px")).to_have_text("$101.50")
+    menu(page, "pnl", "Colour: by sign")
+    expect(cell(first, "pnl")).to_have_class(re.compile(r"\brule-down\b"))
+    expect(cell(second, "pnl")).to_have_class(re.compile(r"\brule-up\b"))
+    # A threshold in the quick filters' words marks the cells that meet it.
+    header(page, "qty").locator(".column-menu-button").click()
+    box = page.locator(".view .column-popup input.threshold")
+    box.fill(">1000")
+    box.press("Enter")
+    expect(cell(first, "qty")).to_have_class(re.compile(r"\brule-hit\b"))
+    assert "rule-hit" not in (cell(second, "qty").get_attribute("class") or "")
+    link = url_with(page, "colour=")
+    assert "format=chg:bps,px:USD" in link.replace("%3A", ":").replace("%2C", ",")
+    shot(page, "desk-formats-and-colours.png")
+    # The link opens the view as it was; a scale colours by size among the rows on screen.
+    page.goto(link)
+    first = rows(page).first
+    expect(cell(first, "chg")).to_have_text("125.0 bp")
+    expect(cell(first, "qty")).to_have_class(re.compile(r"\brule-hit\b"))
+    menu(page, "pnl", "Colour: scale")
+    eventually(lambda: cell(first, "pnl").evaluate("(e) => e.style.backgroundColor"), lambda v: "color-mix" in str(v))
+    publish(server, {**book[0], "qty": 5})
+    expect(cell(first, "qty")).to_have_text("5")
+    eventually(lambda: cell(first, "qty").get_attribute("class") or "", lambda c: "rule-hit" not in str(c))
     assert page.errors == []  # type: ignore[attr-defined]
