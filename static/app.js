@@ -3,7 +3,8 @@
 // however large the view, only the rows on screen cross the wire.
 
 import { PushClient } from "/web/index.js";
-import { FORMAT, layoutMenu } from "/static/layouts.js";
+import { FORMAT, detailsId, layoutMenu } from "/static/layouts.js";
+import { DetailPane } from "/static/details.js";
 import { choices, follow, linkedFilter, parseLink } from "/static/links.js";
 import { Panel } from "/static/panel.js";
 import { fromQuery, newSettings, toQuery } from "/static/settings.js";
@@ -19,6 +20,8 @@ const panels = new Set();
 const panes = new Map();
 /** @type {WeakMap<Panel, string>} */
 const paneOf = new WeakMap();
+/** @type {Map<Panel, DetailPane>} each view's detail pane, when open */
+const detailOf = new Map();
 let panesOpened = 0;
 /** @type {string[] | null} while a layout opens: the panes its views go in, in order */
 let restoring = null;
@@ -50,7 +53,11 @@ const host = {
       workspace.add(id, title, panel.element);
     }
   },
-  selected: (/** @type {Panel} */ panel, /** @type {any[]} */ records) => follow(panel, records, panels),
+  selected: (/** @type {Panel} */ panel, /** @type {any[]} */ records) => {
+    follow(panel, records, panels);
+    detailOf.get(panel)?.select(records);
+  },
+  details: (/** @type {Panel} */ panel, /** @type {boolean} */ open) => setDetails(panel, open),
   linkChoices: (/** @type {Panel} */ panel) => choices(panel, panels),
   // A link just chosen (or dropped): the view follows what its source has selected now.
   relink: (/** @type {Panel} */ panel) => {
@@ -59,6 +66,7 @@ const host = {
     panel.setLinked(link && source && source !== panel ? linkedFilter(link.field, [...source.grid.selection.records.values()]) : "");
   },
   closed: (/** @type {Panel} */ panel) => {
+    setDetails(panel, false);
     panels.delete(panel);
     const id = paneOf.get(panel) ?? "";
     panes.delete(id);
@@ -70,8 +78,42 @@ const host = {
 };
 // A pane closed from its tab closes its view (which then closes nothing more: it is gone).
 const workspace = new Workspace(/** @type {HTMLElement} */ (document.getElementById("views")), {
-  closed: (id) => panes.get(id)?.close(),
+  closed: (id) => {
+    panes.get(id)?.close();
+    const owner = [...detailOf.keys()].find((panel) => detailsId(paneOf.get(panel) ?? "") === id);
+    if (owner) setDetails(owner, false);
+  },
 });
+
+/** Open or close a view's detail pane (kept in the link: `details=1`). In a layout being opened,
+ * its pane is there already, to be filled. @param {Panel} panel @param {boolean} open */
+function setDetails(panel, open) {
+  const id = detailsId(paneOf.get(panel) ?? "");
+  const pane = detailOf.get(panel);
+  panel.settings.details = open;
+  panel.$(".details").setAttribute("aria-pressed", String(open));
+  urlDirty = true;
+  if (!open) {
+    if (!pane) return;
+    detailOf.delete(panel);
+    pane.close();
+    workspace.remove(id);
+    return;
+  }
+  if (pane) return;
+  const made = new DetailPane(panel);
+  detailOf.set(panel, made);
+  if (workspace.ids().includes(id)) workspace.fill(id, made.element);
+  else workspace.add(id, `details · ${panel.settings.topic}`, made.element);
+  made.select([...panel.grid.selection.records.values()]);
+}
+
+/** A view, and its detail pane when its settings ask for one. @param {import("/static/settings.js").ViewSettings} settings */
+function addPanel(settings) {
+  const panel = new Panel(host, settings);
+  panels.add(panel);
+  if (settings.details) setDetails(panel, true);
+}
 let urlDirty = false;
 
 function showError(message) {
@@ -90,7 +132,7 @@ function openView(topic, filter = "", options = "") {
   // A topic that keeps orders (docs/protocol.md, Kept orders) opens in its first one: a first
   // screen at once at any size. Written into the URL, so the link opens it the same way.
   settings.orderby = keptOrdersByTopic.get(topic)?.[0] ?? "";
-  panels.add(new Panel(host, settings));
+  addPanel(settings);
   writeUrl();
 }
 
@@ -133,24 +175,30 @@ function replaceViews(layout) {
   if (views.length !== layout.panes.length) throw new Error("this layout has not one pane per view");
   for (const panel of [...panels]) panel.close();
   workspace.arrange(layout.arrangement);
-  const placed = workspace.ids().sort();
+  const all = workspace.ids();
+  // Detail panes are their views' (static/layouts.js): placed only beside a view of the layout.
+  const detailIds = new Set(layout.panes.map(detailsId));
+  const placed = all.filter((id) => !detailIds.has(id)).sort();
+  const details = all.filter((id) => detailIds.has(id));
   if (JSON.stringify(placed) !== JSON.stringify([...layout.panes].sort())) {
-    for (const id of placed) workspace.remove(id);
+    for (const id of all) workspace.remove(id);
     throw new Error("this layout's arrangement does not place each of its panes");
   }
   restoring = [...layout.panes];
   try {
-    for (const settings of views) panels.add(new Panel(host, settings));
+    for (const settings of views) addPanel(settings);
   } finally {
     restoring = null;
   }
+  // A detail pane whose view does not ask for one (a hand-edited layout) is not left empty.
+  for (const id of details) if (![...detailOf.keys()].some((panel) => detailsId(paneOf.get(panel) ?? "") === id)) workspace.remove(id);
   // New panes are numbered past the layout's (parseLayout lets only view-<1 to 9 digits> in).
   for (const id of placed) panesOpened = Math.max(panesOpened, Number(id.slice("view-".length)));
   writeUrl();
 }
 
 function readUrl() {
-  for (const settings of fromQuery(location.search)) panels.add(new Panel(host, settings));
+  for (const settings of fromQuery(location.search)) addPanel(settings);
 }
 
 /** @param {boolean} [always] also when not connected (at load) */

@@ -13,6 +13,10 @@ export const FORMAT = "sowpush layout";
 
 /** @typedef {{ format: string, version: number, query: string, panes: string[], arrangement: any }} Layout */
 
+/** A view's detail pane's id: its own pane's, marked (static/details.js). An arrangement may hold
+ * one beside any of its views' panes. @param {string} id */
+export const detailsId = (id) => `${id}-details`;
+
 /** ``text`` read as a layout, or an Error that says what is wrong with it. @returns {Layout} */
 export function parseLayout(/** @type {string} */ text) {
   let layout;
@@ -30,8 +34,10 @@ export function parseLayout(/** @type {string} */ text) {
   if (!layout.panes.every((/** @type {unknown} */ id) => typeof id === "string" && /^view-\d{1,9}$/.test(id))) {
     throw new Error("this layout's panes are not named view-1, view-2, ...");
   }
-  const ids = Object.keys(panels).sort();
-  if (JSON.stringify(ids) !== JSON.stringify([...layout.panes].sort())) {
+  const ids = Object.keys(panels);
+  const details = new Set(layout.panes.map(detailsId));
+  const views = ids.filter((id) => !details.has(id)).sort();
+  if (JSON.stringify(views) !== JSON.stringify([...layout.panes].sort())) {
     throw new Error("this layout's panes are not the panes of its arrangement");
   }
   return layout;

@@ -200,7 +200,9 @@ def test_the_key_column_stays_while_the_table_scrolls_sideways_and_a_column_can_
 
     edge = left_of(table)
     assert abs(left_of(cell(first, "order")) - edge) < 2
-    to_the_end = "(t) => { t.scrollLeft = t.scrollWidth; return t.querySelector('[data-field=field_19]') !== null; }"
+    to_the_end = (
+        "(t) => { t.scrollLeft = t.scrollWidth; return t.querySelector('[data-field=field_19]') !== null; }"
+    )
     # (The table learns its columns' widths as it draws them: its width grows as it scrolls.)
     eventually(lambda: table.evaluate(to_the_end), bool)
     expect(cell(first, "field_19")).to_be_in_viewport()
@@ -213,7 +215,9 @@ def test_the_key_column_stays_while_the_table_scrolls_sideways_and_a_column_can_
     table.evaluate("(t) => { t.scrollLeft = 0; }")
     menu(page, "sym", "Pin column")
     link = url_with(page, "pin=sym")
-    key_right = left_of(cell(first, "order")) + float((cell(first, "order").bounding_box() or {"width": 0})["width"])
+    key_right = left_of(cell(first, "order")) + float(
+        (cell(first, "order").bounding_box() or {"width": 0})["width"]
+    )
     eventually(lambda: left_of(cell(first, "sym")), lambda x: abs(float(x) - key_right) < 2)  # type: ignore[arg-type]
     page.goto(link)
     expect(cell(rows(page).first, "sym")).to_have_text("MSFT")
@@ -224,7 +228,9 @@ def test_the_key_column_stays_while_the_table_scrolls_sideways_and_a_column_can_
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-def test_a_column_reads_as_the_desk_chooses_and_colours_by_its_rule(page: Page, server: ServerProcess) -> None:
+def test_a_column_reads_as_the_desk_chooses_and_colours_by_its_rule(
+    page: Page, server: ServerProcess
+) -> None:
     """Formats (percent, basis points, a currency) and colour rules (by sign, a threshold, a
     scale) chosen in a column's menu, kept in the link."""
     book = [{**record, "chg": change} for record, change in zip(BOOK, [0.0125, -0.003, 0.25], strict=True)]
@@ -259,7 +265,9 @@ def test_a_column_reads_as_the_desk_chooses_and_colours_by_its_rule(page: Page, 
     expect(cell(first, "chg")).to_have_text("125.0 bp")
     expect(cell(first, "qty")).to_have_class(re.compile(r"\brule-hit\b"))
     menu(page, "pnl", "Colour: scale")
-    eventually(lambda: cell(first, "pnl").evaluate("(e) => e.style.backgroundColor"), lambda v: "color-mix" in str(v))
+    eventually(
+        lambda: cell(first, "pnl").evaluate("(e) => e.style.backgroundColor"), lambda v: "color-mix" in str(v)
+    )
     publish(server, {**book[0], "qty": 5})
     expect(cell(first, "qty")).to_have_text("5")
     eventually(lambda: cell(first, "qty").get_attribute("class") or "", lambda c: "rule-hit" not in str(c))
