@@ -3,8 +3,8 @@
 // however large the view, only the rows on screen cross the wire.
 
 import { PushClient } from "/web/index.js";
-import { FORMAT, detailsId, layoutMenu } from "/static/layouts.js";
-import { DetailPane } from "/static/details.js";
+import { Companions } from "/static/companions.js";
+import { FORMAT, companionIds, layoutMenu } from "/static/layouts.js";
 import { choices, follow, linkedFilter, parseLink } from "/static/links.js";
 import { Panel } from "/static/panel.js";
 import { fromQuery, newSettings, toQuery } from "/static/settings.js";
@@ -20,8 +20,6 @@ const panels = new Set();
 const panes = new Map();
 /** @type {WeakMap<Panel, string>} */
 const paneOf = new WeakMap();
-/** @type {Map<Panel, DetailPane>} each view's detail pane, when open */
-const detailOf = new Map();
 let panesOpened = 0;
 /** @type {string[] | null} while a layout opens: the panes its views go in, in order */
 let restoring = null;
@@ -55,9 +53,9 @@ const host = {
   },
   selected: (/** @type {Panel} */ panel, /** @type {any[]} */ records) => {
     follow(panel, records, panels);
-    detailOf.get(panel)?.select(records);
+    companions.selected(panel, records);
   },
-  details: (/** @type {Panel} */ panel, /** @type {boolean} */ open) => setDetails(panel, open),
+  companions: (/** @type {Panel} */ panel) => companions.sync(panel),
   linkChoices: (/** @type {Panel} */ panel) => choices(panel, panels),
   // A link just chosen (or dropped): the view follows what its source has selected now.
   relink: (/** @type {Panel} */ panel) => {
@@ -66,7 +64,7 @@ const host = {
     panel.setLinked(link && source && source !== panel ? linkedFilter(link.field, [...source.grid.selection.records.values()]) : "");
   },
   closed: (/** @type {Panel} */ panel) => {
-    setDetails(panel, false);
+    companions.closeAll(panel);
     panels.delete(panel);
     const id = paneOf.get(panel) ?? "";
     panes.delete(id);
@@ -80,39 +78,16 @@ const host = {
 const workspace = new Workspace(/** @type {HTMLElement} */ (document.getElementById("views")), {
   closed: (id) => {
     panes.get(id)?.close();
-    const owner = [...detailOf.keys()].find((panel) => detailsId(paneOf.get(panel) ?? "") === id);
-    if (owner) setDetails(owner, false);
+    companions.closed(id);
   },
 });
+const companions = new Companions(workspace, (panel) => paneOf.get(panel) ?? "", () => { urlDirty = true; });
 
-/** Open or close a view's detail pane (kept in the link: `details=1`). In a layout being opened,
- * its pane is there already, to be filled. @param {Panel} panel @param {boolean} open */
-function setDetails(panel, open) {
-  const id = detailsId(paneOf.get(panel) ?? "");
-  const pane = detailOf.get(panel);
-  panel.settings.details = open;
-  panel.$(".details").setAttribute("aria-pressed", String(open));
-  urlDirty = true;
-  if (!open) {
-    if (!pane) return;
-    detailOf.delete(panel);
-    pane.close();
-    workspace.remove(id);
-    return;
-  }
-  if (pane) return;
-  const made = new DetailPane(panel);
-  detailOf.set(panel, made);
-  if (workspace.ids().includes(id)) workspace.fill(id, made.element);
-  else workspace.add(id, `details · ${panel.settings.topic}`, made.element);
-  made.select([...panel.grid.selection.records.values()]);
-}
-
-/** A view, and its detail pane when its settings ask for one. @param {import("/static/settings.js").ViewSettings} settings */
+/** A view, and the companion panes its settings ask for. @param {import("/static/settings.js").ViewSettings} settings */
 function addPanel(settings) {
   const panel = new Panel(host, settings);
   panels.add(panel);
-  if (settings.details) setDetails(panel, true);
+  companions.sync(panel);
 }
 let urlDirty = false;
 
@@ -176,10 +151,10 @@ function replaceViews(layout) {
   for (const panel of [...panels]) panel.close();
   workspace.arrange(layout.arrangement);
   const all = workspace.ids();
-  // Detail panes are their views' (static/layouts.js): placed only beside a view of the layout.
-  const detailIds = new Set(layout.panes.map(detailsId));
-  const placed = all.filter((id) => !detailIds.has(id)).sort();
-  const details = all.filter((id) => detailIds.has(id));
+  // Companion panes are their views' (static/layouts.js): placed only beside a view of the layout.
+  const companionPanes = companionIds(layout.panes);
+  const placed = all.filter((id) => !companionPanes.has(id)).sort();
+  const placedCompanions = all.filter((id) => companionPanes.has(id));
   if (JSON.stringify(placed) !== JSON.stringify([...layout.panes].sort())) {
     for (const id of all) workspace.remove(id);
     throw new Error("this layout's arrangement does not place each of its panes");
@@ -190,8 +165,9 @@ function replaceViews(layout) {
   } finally {
     restoring = null;
   }
-  // A detail pane whose view does not ask for one (a hand-edited layout) is not left empty.
-  for (const id of details) if (![...detailOf.keys()].some((panel) => detailsId(paneOf.get(panel) ?? "") === id)) workspace.remove(id);
+  // A companion pane whose view does not ask for it (a hand-edited layout) is not left empty.
+  const open = companions.ids();
+  for (const id of placedCompanions) if (!open.has(id)) workspace.remove(id);
   // New panes are numbered past the layout's (parseLayout lets only view-<1 to 9 digits> in).
   for (const id of placed) panesOpened = Math.max(panesOpened, Number(id.slice("view-".length)));
   writeUrl();
@@ -298,6 +274,6 @@ async function start() {
 }
 
 // For the curious and for the tests: the client and the open views.
-window.dashboard = { client, panels, workspace };
+window.dashboard = { client, panels, workspace, companions };
 
 start();

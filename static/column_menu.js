@@ -69,6 +69,11 @@ export function openColumnMenu(panel, field, anchor) {
       redraw();
     }]) });
     items.push(thresholdRow(panel, field, redraw));
+    const charted = settings.chart === field;
+    items.push([charted ? "Stop charting this column" : "Chart this column", () => {
+      settings.chart = charted ? "" : field;
+      panel.host.companions(panel);
+    }]);
   }
   const flashing = !settings.noflash.includes(field);
   items.push([`${flashing ? "✓ " : ""}Flash changes`, () => {

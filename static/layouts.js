@@ -13,9 +13,17 @@ export const FORMAT = "sowpush layout";
 
 /** @typedef {{ format: string, version: number, query: string, panes: string[], arrangement: any }} Layout */
 
-/** A view's detail pane's id: its own pane's, marked (static/details.js). An arrangement may hold
- * one beside any of its views' panes. @param {string} id */
-export const detailsId = (id) => `${id}-details`;
+/** The kinds of companion pane a view may have beside it (static/companions.js). */
+export const COMPANIONS = ["details", "chart"];
+
+/** A view's companion pane's id: its own pane's, marked by the kind. An arrangement may hold one
+ * of each kind beside any of its views' panes. @param {string} id @param {string} kind */
+export const companionId = (id, kind) => `${id}-${kind}`;
+
+/** The ids a layout's companion panes may have. @param {string[]} panes */
+export function companionIds(panes) {
+  return new Set(panes.flatMap((pane) => COMPANIONS.map((kind) => companionId(pane, kind))));
+}
 
 /** ``text`` read as a layout, or an Error that says what is wrong with it. @returns {Layout} */
 export function parseLayout(/** @type {string} */ text) {
@@ -35,8 +43,8 @@ export function parseLayout(/** @type {string} */ text) {
     throw new Error("this layout's panes are not named view-1, view-2, ...");
   }
   const ids = Object.keys(panels);
-  const details = new Set(layout.panes.map(detailsId));
-  const views = ids.filter((id) => !details.has(id)).sort();
+  const companions = companionIds(layout.panes);
+  const views = ids.filter((id) => !companions.has(id)).sort();
   if (JSON.stringify(views) !== JSON.stringify([...layout.panes].sort())) {
     throw new Error("this layout's panes are not the panes of its arrangement");
   }

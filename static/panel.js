@@ -23,7 +23,7 @@ import { wireLinkSelect } from "/static/links.js";
  *   showError: (message: string) => void, changed: () => void, closed: (panel: Panel) => void,
  *   place: (panel: Panel) => void, selected: (panel: Panel, records: any[]) => void,
  *   linkChoices: (panel: Panel) => string[], relink: (panel: Panel) => void,
- *   details: (panel: Panel, open: boolean) => void,
+ *   companions: (panel: Panel) => void,
  * }} PanelHost
  */
 
@@ -263,7 +263,10 @@ export class Panel {
   }
 
   wireToolbar() {
-    this.$(".details").addEventListener("click", () => this.host.details(this, !this.settings.details));
+    this.$(".details").addEventListener("click", () => {
+      this.settings.details = !this.settings.details;
+      this.host.companions(this);
+    });
     const pause = /** @type {HTMLButtonElement} */ (this.$(".pause"));
     pause.addEventListener("click", () => {
       this.paused = !this.paused;

@@ -10,7 +10,7 @@
 //   noflash=turnover,updated      columns whose changes do not flash
 //   pin=sym,desk                  columns pinned at the left beside the key fields (always pinned)
 //   format=chg:percent,px:USD     colour=pnl:scale,qty:%3E1000      (static/display.js)
-//   details=1                     a detail pane follows the view's selection (static/details.js)
+//   details=1  chart=px           a detail pane, a chart of px, follow the view's selection
 //   link=positions:trader         follow the rows selected in the positions view (static/links.js)
 //
 // Links written before viewports (`sort=qty:desc`, `group=sym`) still open as they meant.
@@ -23,16 +23,16 @@ import { FORMATS, colourRule } from "/static/display.js";
  *   topic: string, filter: string, options: string, orderby: string, group: string[],
  *   columns: ColumnSetting[], totals: Record<string, string>, decimals: Record<string, number>,
  *   quick: Record<string, string>, noflash: string[], pin: string[], link: string,
- *   formats: Record<string, string>, colours: Record<string, string>, details: boolean,
+ *   formats: Record<string, string>, colours: Record<string, string>, details: boolean, chart: string,
  * }} ViewSettings
  */
 
-export const PARAMETERS = ["topic", "filter", "options", "orderby", "group", "columns", "totals", "decimals", "quick", "noflash", "pin", "format", "colour", "details", "link"];
+export const PARAMETERS = ["topic", "filter", "options", "orderby", "group", "columns", "totals", "decimals", "quick", "noflash", "pin", "format", "colour", "details", "chart", "link"];
 export const TOTALS = ["sum", "avg", "count", "none"];
 
 /** @param {string} topic @param {string} [filter] @param {string} [options] @returns {ViewSettings} */
 export function newSettings(topic, filter = "", options = "") {
-  return { topic, filter, options, orderby: "", group: [], columns: [], totals: {}, decimals: {}, quick: {}, noflash: [], pin: [], formats: {}, colours: {}, details: false, link: "" };
+  return { topic, filter, options, orderby: "", group: [], columns: [], totals: {}, decimals: {}, quick: {}, noflash: [], pin: [], formats: {}, colours: {}, details: false, chart: "", link: "" };
 }
 
 /** @param {[string, string][]} pairs */
@@ -79,6 +79,7 @@ function encode(settings) {
     format: pack(Object.entries(settings.formats)),
     colour: pack(Object.entries(settings.colours)),
     details: settings.details ? "1" : "",
+    chart: settings.chart,
     link: settings.link,
   };
 }
@@ -110,6 +111,7 @@ function decode(values) {
   for (const [field, rule] of unpack(values.colour ?? "")) if (colourRule(rule)) settings.colours[field] = rule;
   settings.link = values.link ?? "";
   settings.details = values.details === "1";
+  settings.chart = values.chart ?? "";
   return settings;
 }
 
