@@ -272,3 +272,35 @@ def test_a_column_reads_as_the_desk_chooses_and_colours_by_its_rule(
     expect(cell(first, "qty")).to_have_text("5")
     eventually(lambda: cell(first, "qty").get_attribute("class") or "", lambda c: "rule-hit" not in str(c))
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_counts_and_totals_agree_with_the_rows_shown(page: Page, server: ServerProcess) -> None:
+    """The toolbar's rows follow the quick filters; group counts and a count total include the
+    records whose value is 0; the updates waiting while paused are the changes received."""
+    book = [
+        {"order": n, "sym": ("MSFT", "IBM", "AAPL")[n % 3], "qty": 0 if n % 3 == 0 else n}
+        for n in range(1, 10)
+    ]
+    open_desk(page, server, "topic=orders&orderby=/order", book)
+    expect(rows(page)).to_have_count(9)
+    figure = page.locator(".view .rows")
+    expect(figure).to_have_text("9")
+    quick(page, "qty", ">0")
+    expect(rows(page)).to_have_count(6)
+    expect(figure).to_have_text("6")
+    page.locator(".view .clear-quick").click()
+    expect(figure).to_have_text("9")
+    page.locator(".view select.group").select_option("sym")
+    groups = page.locator(".view regular-table tbody tr.group-row")
+    expect(groups).to_have_count(3)
+    menu(page, "qty", "Total: count")
+    expect(cell(groups.filter(has_text="MSFT"), "qty")).to_have_text("n 3")  # 3, 6 and 9: all qty 0
+    labels = [int(text.split("·")[1].split()[0]) for text in groups.locator("th.group").all_inner_texts()]
+    counts = [int(text.removeprefix("n ")) for text in groups.locator("[data-field='qty']").all_inner_texts()]
+    assert sum(labels) == sum(counts) == 9, (labels, counts)
+    page.locator(".view .group-levels button").first.click()  # stop grouping
+    expect(rows(page)).to_have_count(9)
+    page.locator(".view .pause").click()
+    publish(server, {**book[0], "qty": 5}, {**book[1], "qty": 7})
+    expect(page.locator(".view .waiting")).to_have_text("paused: 2 updates waiting")
+    assert page.errors == []  # type: ignore[attr-defined]
