@@ -17,7 +17,7 @@ export interface Change<T = any> {
   /** For an oof: "deleted", "expired", "match", "entitlement", or "stale" (gone after a reconnect). */
   reason?: string;
   /** For an oof: true when a change took the record out of the view; false when a viewport's
-   * move scrolled past it (or a reconnect found it gone). */
+   * move left it behind, a change pushed it across the window's edge, or a reconnect found it gone. */
   news?: boolean;
 }
 

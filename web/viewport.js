@@ -4,7 +4,6 @@
 //
 // Rows are 0-based and inclusive at both ends, as AG Grid's and Deephaven's are: rows [0, 49]
 // are the first 50 rows of the view. On the wire that is skip_n = first, top_n = last - first + 1.
-//
 // It is a View (view.js): `records` holds the window's records by key, "change" events and
 // `for await` work as for any view, and so do `ready`, "stale", "error", close(), the deadline
 // (timeoutMs until ready, signal for its whole life) and the reconnect. On top of that it keeps
@@ -16,13 +15,11 @@
 // - a snapshot (group_begin, `sow` messages with `pos`, group_end) is the whole window: after a
 //   subscribe, a reconnect, or a replace (a move). A `sow` message without `data` names a record
 //   the viewport already holds: its record is reused;
-// - an OOF takes its row out (the rows below move up);
-// - a `p` with `pos` takes the record out of its row, if it has one, and puts it at row `pos`
-//   (the rows from there move down);
-// - `count` updates `count`.
+// - an OOF takes its row out (the rows below move up); a `p` with `pos` takes the record out of
+//   its row, if it has one, and puts it at row `pos` (the rows from there move down); `count`
+//   updates `count`. An OOF's change is news unless a move or a push across the edge made it.
 // The "rows" event comes once per frame from the server that changed the rows or the count
 // (after every message of the frame is applied), never once per message.
-//
 // Moves (moveTo, sortBy, filterBy) are replaces of the same sub_id, one in flight at a time
 // (moves.js says which waits, which is superseded, and how each settles). After a reconnect the
 // viewport subscribes again with the range, order and filter last asked for, and its rows become
@@ -251,9 +248,12 @@ export class Viewport extends View {
 
   // -- messages in ----------------------------------------------------------------------------
 
-  /** The OOFs that answer a move are not news (each carries its record's last change time). */
-  _oofIsNews(/** @type {any} */ _message) {
-    return this._moves.inFlight === null;
+  /** Not news: an OOF answering a move (it carries its record's last change time), or one of a row
+   * a change pushed across the window's edge (the window keeps its size: the row is still in the view). */
+  _oofIsNews(/** @type {any} */ message) {
+    if (this._moves.inFlight !== null) return false;
+    const at = this.keys.indexOf(this._key(message));
+    return !((at === 0 && this.first > 0) || (at >= 0 && at >= this.last - this.first));
   }
 
   /** @param {any} message @param {number} bytes */

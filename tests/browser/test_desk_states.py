@@ -170,3 +170,23 @@ def test_a_row_that_leaves_says_which_in_what_state_and_why(page: Page, server: 
     # After a few seconds the line is empty again.
     expect(departures).to_be_hidden(timeout=15_000)
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_rows_a_new_record_pushes_past_the_window_are_not_said_to_leave(
+    page: Page, server: ServerProcess
+) -> None:
+    """The view's window keeps its size: a new order at the top pushes the window's last row out
+    (an OOF), though that row is still in the view. Only a row that leaves the view is said."""
+    book = [{"order": n, "sym": "MSFT", "qty": 500} for n in range(1, 401)]
+    open_desk(page, server, f"topic=orders&orderby={quote('/order DESC')}&filter={quote('/qty > 100')}", book)
+    expect(page.locator(".view .rows")).to_have_text("400")
+    expect(cell(rows(page).first, "order")).to_have_text("400")
+    publish(server, *[{"order": n, "sym": "IBM", "qty": 700} for n in range(401, 406)])
+    expect(cell(rows(page).first, "order")).to_have_text("405")
+    expect(page.locator(".view .rows")).to_have_text("405")
+    publish(server, {"order": 404, "sym": "IBM", "qty": 5})
+    departures = page.locator(".view .departure")
+    expect(departures.first).to_have_text("order 404 left: qty is now 5")
+    page.wait_for_timeout(500)
+    expect(departures).to_have_count(1)  # the rows pushed past the window's end are not listed
+    assert page.errors == []  # type: ignore[attr-defined]
