@@ -22,12 +22,13 @@ function shown(value, plain = false) {
 /**
  * What a desk reads about a record that left: which record, and why, in words. For a record that
  * no longer matches, the values it left with of the fields the view's filter names (`status is
- * now filled`): the state it left in, the reason the filter gave.
- * @param {{ record: any, reason?: string }} change  an OOF change of the view (web/view.js)
+ * now filled`): the state it left in, the reason the filter gave; of those, the ones that changed
+ * when the view held the record before (`previous`), else all of them.
+ * @param {{ record: any, reason?: string, previous?: any }} change  an OOF change of the view (web/view.js)
  * @param {string[]} keyFields  the topic's key fields
  * @param {string} filter  the filter the server applies (the view's, quick and linked ones)
  */
-export function departureText({ record, reason }, keyFields, filter) {
+export function departureText({ record, reason, previous }, keyFields, filter) {
   const data = record && typeof record === "object" ? record : {};
   const named = keyFields.filter((field) => field in data);
   const which = named.length ? named.map((field) => `${field} ${shown(data[field], true)}`).join(", ") : "a row";
@@ -39,8 +40,10 @@ export function departureText({ record, reason }, keyFields, filter) {
     case "entitlement":
       return `${which} is no longer yours to see`;
     default: {
-      const fields = [...pathsOf(filter)].filter((field) => !keyFields.includes(field)).slice(0, NAMED);
-      const now = fields.filter((field) => field in data).map((field) => `${field} is now ${shown(data[field])}`);
+      const filtered = [...pathsOf(filter)].filter((field) => !keyFields.includes(field) && field in data);
+      const changed = previous ? filtered.filter((field) => JSON.stringify(previous[field]) !== JSON.stringify(data[field])) : [];
+      const fields = (changed.length ? changed : filtered).slice(0, NAMED);
+      const now = fields.map((field) => `${field} is now ${shown(data[field])}`);
       return now.length ? `${which} left: ${now.join(", ")}` : `${which} left: it no longer matches the filter`;
     }
   }
@@ -55,7 +58,7 @@ export class Departures {
     this.recent = [];
   }
 
-  /** @param {{ record: any, reason?: string }} change @param {string[]} keyFields @param {string} filter */
+  /** @param {{ record: any, reason?: string, previous?: any }} change @param {string[]} keyFields @param {string} filter */
   add(change, keyFields, filter) {
     const text = departureText(change, keyFields, filter);
     this.recent.unshift({ text, reason: change.reason ?? "match", at: Date.now() });

@@ -19,6 +19,8 @@ export interface Change<T = any> {
   /** For an oof: true when a change took the record out of the view; false when a viewport's
    * move left it behind, a change pushed it across the window's edge, or a reconnect found it gone. */
   news?: boolean;
+  /** For an oof: the record as the view held it until then (undefined when it held none). */
+  previous?: T;
 }
 
 export interface ViewSettings extends RequestOptions {

@@ -28,8 +28,8 @@ import { applyPatch } from "./patch.js";
  */
 /**
  * @template [T=any]
- * @typedef {{ key: string, record: T, kind: ChangeKind, reason?: string, news?: boolean }} Change
- *   (an OOF's `news`: a change took the record out of the view, not a viewport's move)
+ * @typedef {{ key: string, record: T, kind: ChangeKind, reason?: string, news?: boolean, previous?: T }} Change
+ *   (an OOF's `news`: a change took the record out of the view; `previous`: the record as held before)
  */
 
 /**
@@ -241,10 +241,11 @@ export class View extends Emitter {
         const news = this._oofIsNews(message);
         if (news && message.ts !== undefined) this.latency.add(message.ts);
         const key = this._key(message);
+        const previous = this.records.get(key);
         this._collecting?.delete(key); // (inside a snapshot only when it is a resume)
         this.records.delete(key);
         this.stats.updates += 1;
-        this._changed({ key, record: message.data, kind: "oof", reason: message.reason, news });
+        this._changed({ key, record: message.data, kind: "oof", reason: message.reason, news, previous });
         this._noteBookmark(message.bm);
         break;
       }

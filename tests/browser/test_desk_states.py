@@ -190,3 +190,15 @@ def test_rows_a_new_record_pushes_past_the_window_are_not_said_to_leave(
     page.wait_for_timeout(500)
     expect(departures).to_have_count(1)  # the rows pushed past the window's end are not listed
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_row_that_leaves_names_the_fields_that_changed(page: Page, server: ServerProcess) -> None:
+    """Of the fields the filters name, the words say those whose change took the row out."""
+    book = [{"order": n, "sym": "MSFT", "qty": 500, "status": "new"} for n in range(1, 4)]
+    both = quote("/qty > 100 AND /status IN ('new', 'partial')")
+    query = f"topic=orders&orderby=/order&filter={both}"
+    open_desk(page, server, query, book)
+    expect(rows(page)).to_have_count(3)
+    publish(server, {**book[1], "status": "filled"})
+    expect(page.locator(".view .departure").first).to_have_text("order 2 left: status is now filled")
+    assert page.errors == []  # type: ignore[attr-defined]
