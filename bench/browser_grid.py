@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import orjson
-from figures import spread
+from figures import print_round, print_rounds
 from harness import ROOT, arguments, free_port, serve
 from playwright.sync_api import Browser, CDPSession, sync_playwright
 from websockets.sync.client import connect
@@ -187,23 +187,16 @@ def main() -> None:
                             name,
                         )
                         results[name].append(figures)
-                        print(
-                            f"round {round_number + 1}, {name}: "
-                            + ", ".join(f"{k} {v:,.1f}" for k, v in figures.items()),
-                            flush=True,
-                        )
+                        print_round(round_number, name, figures)
                 browser.close()
         finally:
             server.terminate()
             server.wait()
-    print(
-        f"\n{args.records:,} rows, {args.rate:,} updates/s sent for {args.seconds:.0f} s, "
-        f"{args.rounds} rounds (min / median / max):"
+    print_rounds(
+        f"{args.records:,} rows, {args.rate:,} updates/s sent for {args.seconds:.0f} s, "
+        f"{args.rounds} rounds (min / median / max)",
+        results,
     )
-    for name, rounds in results.items():
-        print(f"  {name}")
-        for figure in rounds[0]:
-            print(f"    {figure:<20} {spread([r[figure] for r in rounds])}")
 
 
 if __name__ == "__main__":

@@ -44,6 +44,21 @@ def spread(values: list[float]) -> str:
     return " / ".join(number(v) for v in (ordered[0], statistics.median(ordered), ordered[-1]))
 
 
+def print_round(round_number: int, name: str, figures: dict[str, float]) -> None:
+    """One round's figures of one target, as a run goes (``round 2, six panes: ...``)."""
+    said = ", ".join(f"{k} {v:,.1f}" for k, v in figures.items())
+    print(f"round {round_number + 1}, {name}: {said}", flush=True)
+
+
+def print_rounds(title: str, results: dict[str, list[dict[str, float]]]) -> None:
+    """Every target's figures over the rounds, min / median / max, under ``title``."""
+    print(f"\n{title}:")
+    for name, rounds in results.items():
+        print(f"  {name}")
+        for figure in rounds[0]:
+            print(f"    {figure:<20} {spread([r[figure] for r in rounds])}")
+
+
 def table(figures: Iterable[Figure]) -> str:
     """One table: a block per benchmark, a line per figure, min / median / max of its rounds."""
     rows: list[tuple[str, str, str, str, str]] = []

@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from browser_grid import FRAME_RECORDER, busy
-from figures import spread
+from figures import print_round, print_rounds
 from harness import ROOT, arguments, cpu_seconds, free_port, serve
 from playwright.sync_api import Browser, sync_playwright
 
@@ -122,11 +122,7 @@ def main() -> None:
                         assert feed.poll() is None, "the demo feed stopped"
                         figures = measure(browser, f"http://127.0.0.1:{port}", name, args.seconds, server.pid)
                         results[name].append(figures)
-                        print(
-                            f"round {round_number + 1}, {name}: "
-                            + ", ".join(f"{k} {v:,.1f}" for k, v in figures.items()),
-                            flush=True,
-                        )
+                        print_round(round_number, name, figures)
                 browser.close()
         finally:
             feed.terminate()
@@ -134,11 +130,7 @@ def main() -> None:
             server.terminate()
             server.wait()
     rounds_said = f"{args.rounds} rounds (min / median / max)"
-    print(f"\nthe demo feed running, {args.seconds:.0f} s a measure, {rounds_said}:")
-    for name, rounds in results.items():
-        print(f"  {name}")
-        for figure in rounds[0]:
-            print(f"    {figure:<20} {spread([r[figure] for r in rounds])}")
+    print_rounds(f"the demo feed running, {args.seconds:.0f} s a measure, {rounds_said}", results)
 
 
 if __name__ == "__main__":
