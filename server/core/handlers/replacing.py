@@ -68,6 +68,7 @@ def switch(broker: Broker, old: Subscription, new: Subscription, groups: Topic) 
     with old.session.tx_frames.whole(tx):
         for _, key, change in owed:
             before.deliver(old.session, (old,), key, change)
+    old.hand_over(new)  # before anything is queued for the new one: a drop goes with the sub_id
     if (old.options.oof or new.options.oof) and old.held is not None:
         for key, held in list(old.held.items()):
             version = before.records.get(key)
@@ -76,5 +77,4 @@ def switch(broker: Broker, old: Subscription, new: Subscription, groups: Topic) 
                 if message is not None:
                     before.deliver(old.session, (new,), key, message, timed=False)
     broker.unsubscribe(old)  # its aggregation goes with its last subscriber
-    old.hand_over(new)
     groups.add(new)

@@ -173,13 +173,14 @@ class Outbox:
         included), about ``size`` bytes once encoded, that sends ``records`` (topic, key) and is
         the whole view of subscription ``whole`` (if any); the number now queued, or 0 when it
         does not fit. Its records count at most half of each bound, its opening and closing
-        messages beside them."""
+        messages beside them, and the whole never more than the bounds: it fits an empty queue."""
         if self.max_messages <= 0:
             return 0  # closed
         framing = (opening != b"") + (closing != b"")
         framing_size = len(opening) + len(closing) + framing
-        counted = min(count, self.max_messages // 2 + framing)
-        unit = -(-min(size, self.max_bytes // 2 + framing_size) // counted) if counted else 0
+        counted = min(count, self.max_messages // 2 + framing, self.max_messages)
+        bytes_counted = min(size, self.max_bytes // 2 + framing_size, self.max_bytes)
+        unit = bytes_counted // counted if counted else 0  # (rounded down: the whole stays in bounds)
         if counted and not self._fits(counted * unit, counted):
             return 0
         self._queued.passed(records, whole)

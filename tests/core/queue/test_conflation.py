@@ -248,6 +248,44 @@ def test_a_drop_while_the_replace_is_acked_drops_the_replacement_too(command: st
     assert not h.broker.topics["u"].subscribers
 
 
+def test_a_drop_while_a_switch_of_aggregation_is_acked_sends_nothing_after_unsubscribed() -> None:
+    """Found in review: a replace onto another aggregation queued its OOFs for the groups the
+    client held after the drop its own ack caused, before handing the sub_id over."""
+    h = hub()
+    publisher, stalled = h.peer(), h.peer()
+    groups = "oof,grouping=[/desk],projection=[/desk,SUM(/x) AS /x]"
+    stalled.send({"c": "sow_and_subscribe", "t": "u", "sub_id": "g", "o": groups})
+    for n in range(20):  # a frame each: a group's message each
+        publisher.send(publish("u", n, desk=f"d{n % 3}", sym="s", x=n))
+    assert "g" in stalled.session.subscriptions and stalled.session.outbox.queued_messages == 20
+    switch = {
+        "c": "sow_and_subscribe",
+        "t": "u",
+        "sub_id": "g",
+        "cid": "r",
+        "o": "replace," + groups.replace("desk", "sym"),
+    }
+    h.engine.receive(stalled.session, orjson.dumps(switch))
+    publisher.send(publish("u", 1, desk="d1", sym="s", x=50))
+    got = stalled.take()
+    told = got.index({"c": "unsubscribed", "sub_id": "g", "reason": "back_pressure"})
+    assert all("g" not in m.get("sids", ()) and m.get("query_id") != "g" for m in got[told:]), got[told:]
+    assert "g" not in stalled.session.subscriptions
+
+
+@pytest.mark.parametrize("max_messages", [1, 2, 3])
+def test_a_snapshot_fits_a_queue_of_any_size(max_messages: int) -> None:
+    """Found in review: a snapshot (its group_begin and group_end with it) counted more than a
+    queue of one or two messages holds, so it never fitted and closed the socket."""
+    h = hub(max_messages)
+    publisher, peer = h.peer(), h.peer()
+    publisher.send(*[publish("o", n, x=n) for n in range(5)])
+    got = peer.send({"c": "sow_and_subscribe", "t": "o", "sub_id": "s"})
+    assert peer.session.close_code is None
+    assert [m["c"] for m in got] == ["group_begin", *["sow"] * 5, "group_end"]
+    assert peer.session.outbox.queued_messages == peer.session.outbox.queued_bytes == 0
+
+
 @pytest.mark.parametrize("name", ["a", "aa"])
 def test_a_socket_never_gets_an_older_state_of_a_record_after_a_newer_one(name: str) -> None:
     """Found by the model-based test: a subscription new to a record starts an entry at the end;
