@@ -132,10 +132,10 @@ export class Grid {
     if (event.button !== 0 || !target.classList?.contains("rt-column-resize")) return;
     const th = /** @type {HTMLElement} */ (target.closest("th"));
     const meta = th && this.table.getMeta(th);
-    if (!meta || meta.type !== "column_header") return;
+    const field = th ? this.fieldOf(th) : null;
+    if (!meta || field === null) return;
     event.stopPropagation();
     event.preventDefault();
-    const field = this.scrolled[meta.x];
     const start = event.pageX;
     const from = th.getBoundingClientRect().width;
     let width = from;
@@ -196,8 +196,7 @@ export class Grid {
       data: columns.map((field) => rows.map((row) => this.text(row, field))),
     };
     if (this.headerFields.length) {
-      response.row_headers = rows.map((row) => this.headerFields.map((field) =>
-        field === null ? this.label(row) : row.kind === "group" ? "" : this.text(row, field)));
+      response.row_headers = rows.map((row) => this.headerFields.map((field) => (field === null ? this.label(row) : this.text(row, field))));
       response.merge_headers = "column"; // (never rows: equal keys in a row apart stay apart)
     }
     return response;
@@ -320,7 +319,10 @@ export class Grid {
       if (meta?.type === "corner" && !this.headerFields[meta.row_header_x]) th.textContent = this.grouped ? "group" : "";
       const field = this.fieldOf(th);
       if (field === null) continue;
-      if (meta.type === "corner" && th.firstChild !== this.head(field)) th.replaceChildren(this.head(field));
+      // A pinned column's header goes between the corner cell's own span and its resize handle,
+      // which the table keeps: so the cell, and a quick filter being typed in, stay as they are.
+      const head = this.head(field);
+      if (meta.type === "corner" && head.parentElement !== th) th.insertBefore(head, th.querySelector(".rt-column-resize"));
       th.classList.toggle("pinned", meta.type === "corner");
       const sort = this.host.sortOf(field);
       th.setAttribute("aria-sort", sort === "asc" ? "ascending" : sort === "desc" ? "descending" : "none");

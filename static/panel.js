@@ -127,7 +127,7 @@ export class Panel {
       options: withTimestamp(options), keyField,
     }, {
       changed: () => this.changed(),
-      news: (change, records) => this.news(change, records),
+      news: (change, left) => this.news(change, left),
       failed: ({ reason, root }) => (root ? this.refused(reason) : this.showViewError(reason)),
       stale: (stale) => {
         this.stale = stale;
@@ -173,12 +173,12 @@ export class Panel {
     this.showEmpty();
   }
 
-  /** A change a view received (web/view.js): counted; a record a change took out of the view is
-   * said in words under the table. @param {any} change @param {boolean} records */
-  news(change, records) {
+  /** A change a view received (web/view.js): counted; a record a change took out of the view
+   * (`left`) is said in words under the table. @param {any} change @param {boolean} left */
+  news(change, left) {
     this.updates += 1;
     if (this.paused) this.waiting += 1;
-    if (records && change.kind === "oof") this.departures.add(change, [...this.host.keyFields(this.settings.topic)], this.filter());
+    if (left) this.departures.add(change, [...this.host.keyFields(this.settings.topic)], this.filter());
   }
 
   /** The view's size: its records, and its groups when grouped. */
@@ -285,7 +285,7 @@ export class Panel {
       group.value = "";
     });
     this.$(".clear-quick").addEventListener("click", () => {
-      this.settings.quick = {};
+      for (const field of Object.keys(this.settings.quick)) delete this.settings.quick[field];
       for (const field of this.columns.fields) this.grid.quickInput(field).value = "";
       this.refine();
     });

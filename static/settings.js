@@ -30,9 +30,18 @@ import { FORMATS, colourRule } from "/static/display.js";
 export const PARAMETERS = ["topic", "filter", "options", "orderby", "group", "columns", "totals", "decimals", "quick", "noflash", "pin", "format", "colour", "details", "chart", "link"];
 export const TOTALS = ["sum", "avg", "count", "none"];
 
+/** A map by field name: without a prototype, so that a field named `constructor` or `__proto__`
+ * is a field like any other. */
+function byField() {
+  return /** @type {Record<string, any>} */ (Object.create(null));
+}
+
 /** @param {string} topic @param {string} [filter] @param {string} [options] @returns {ViewSettings} */
 export function newSettings(topic, filter = "", options = "") {
-  return { topic, filter, options, orderby: "", group: [], columns: [], totals: {}, decimals: {}, quick: {}, noflash: [], pin: [], formats: {}, colours: {}, details: false, chart: "", link: "" };
+  return {
+    topic, filter, options, orderby: "", group: [], columns: [], totals: byField(), decimals: byField(),
+    quick: byField(), noflash: [], pin: [], formats: byField(), colours: byField(), details: false, chart: "", link: "",
+  };
 }
 
 /** @param {[string, string][]} pairs */
@@ -107,7 +116,7 @@ function decode(values) {
   for (const [field, text] of unpack(values.quick ?? "")) settings.quick[field] = text;
   settings.noflash = unpack(values.noflash ?? "").map(([field]) => field);
   settings.pin = unpack(values.pin ?? "").map(([field]) => field);
-  for (const [field, format] of unpack(values.format ?? "")) if (format in FORMATS) settings.formats[field] = format;
+  for (const [field, format] of unpack(values.format ?? "")) if (Object.hasOwn(FORMATS, format)) settings.formats[field] = format;
   for (const [field, rule] of unpack(values.colour ?? "")) if (colourRule(rule)) settings.colours[field] = rule;
   settings.link = values.link ?? "";
   settings.details = values.details === "1";

@@ -151,8 +151,10 @@ export class RowTree {
   /**
    * @param {TreeSettings} settings
    * @param {{ changed?: () => void, failed?: (event: any) => void, stale?: (stale: boolean) => void,
-   *   news?: (change: any, records: boolean) => void }} [listeners]  `news`: each change a view
-   *   received (not snapshots, nor a move's or a reconnect's OOFs); `records`: of a view of records
+   *   news?: (change: any, left: boolean) => void }} [listeners]  `news`: each change a view
+   *   received (not snapshots, nor a move's or a reconnect's OOFs); `left`: an OOF of the view's
+   *   own records (not a group's, nor of the rows under a group: a row whose group changed moves
+   *   from one group's view to another's, and stays in the view)
    */
   constructor(settings, listeners = {}) {
     this.client = settings.client;
@@ -194,7 +196,7 @@ export class RowTree {
    * @param {Node} node @param {any} change */
   noted(node, change) {
     if (change.kind === "snapshot" || (change.kind === "oof" && !change.news)) return;
-    this.listeners.news?.(change, !node.grouped);
+    this.listeners.news?.(change, change.kind === "oof" && node === this.root && !node.grouped);
   }
 
   /** @param {Node} node @param {any} event */

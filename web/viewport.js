@@ -28,7 +28,7 @@
 import { Moves } from "./moves.js";
 import { CommandRefused, PushError } from "./errors.js";
 import { View } from "./view.js";
-import { DEFAULT_ROWS, OWN_OPTIONS, rangeProblem, sameWindow, splitOptions } from "./windows.js";
+import { DEFAULT_ROWS, OWN_OPTIONS, pushedAcross, rangeProblem, sameWindow, splitOptions } from "./windows.js";
 
 export { DEFAULT_ROWS, MAX_ROWS, rangeProblem } from "./windows.js";
 
@@ -251,9 +251,7 @@ export class Viewport extends View {
   /** Not news: an OOF answering a move (it carries its record's last change time), or one of a row
    * a change pushed across the window's edge (the window keeps its size: the row is still in the view). */
   _oofIsNews(/** @type {any} */ message) {
-    if (this._moves.inFlight !== null) return false;
-    const at = this.keys.indexOf(this._key(message));
-    return !((at === 0 && this.first > 0) || (at >= 0 && at >= this.last - this.first));
+    return this._moves.inFlight === null && !pushedAcross(this, message, this.records.get(this._key(message)));
   }
 
   /** @param {any} message @param {number} bytes */

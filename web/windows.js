@@ -48,3 +48,23 @@ export function splitOptions(text) {
   }
   return items;
 }
+
+/**
+ * Whether an OOF is of a row a change pushed across the window's edge, still in the view: the
+ * server sends such a row as it is (reason "match", the record unchanged), and only from the
+ * window's first row (when rows are above it) or its last (docs/protocol.md, Live windows).
+ * @param {{ keys: string[], first: number, last: number }} window @param {any} message  the OOF
+ * @param {any} held  the record the window held
+ */
+export function pushedAcross({ keys, first, last }, message, held) {
+  const at = keys.indexOf(message.k);
+  const edge = (at === 0 && first > 0) || (at >= 0 && at >= last - first);
+  return edge && message.reason === "match" && sameRecord(message.data, held);
+}
+
+/** Two records with the same fields and values, in any order. @param {any} a @param {any} b */
+function sameRecord(a, b) {
+  if (!a || !b || typeof a !== "object" || typeof b !== "object") return a === b;
+  const fields = Object.keys(a);
+  return fields.length === Object.keys(b).length && fields.every((field) => JSON.stringify(a[field]) === JSON.stringify(b[field]));
+}

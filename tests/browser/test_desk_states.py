@@ -189,6 +189,10 @@ def test_rows_a_new_record_pushes_past_the_window_are_not_said_to_leave(
     expect(departures.first).to_have_text("order 404 left: qty is now 5")
     page.wait_for_timeout(500)
     expect(departures).to_have_count(1)  # the rows pushed past the window's end are not listed
+    # The window's last row deleted is a departure all the same (a push is a `match`, unchanged).
+    last = page.evaluate("() => [...dashboard.panels][0].tree.root.view.rows.at(-1).order")
+    request(server.url, [{"c": "sow_delete", "t": "orders", "data": {"order": last}}])
+    expect(departures.first).to_have_text(f"order {last} was deleted")
     assert page.errors == []  # type: ignore[attr-defined]
 
 

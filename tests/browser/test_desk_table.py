@@ -225,6 +225,17 @@ def test_the_key_column_stays_while_the_table_scrolls_sideways_and_a_column_can_
     first = rows(page).first
     eventually(lambda: left_of(cell(first, "sym")), lambda x: float(x) >= edge)  # type: ignore[arg-type]
     menu(page, "sym", "Unpin column")
+    # A pinned column's quick filter keeps the keyboard while live changes redraw the table.
+    page.locator(".view regular-table").evaluate("(t) => { t.scrollLeft = 0; }")
+    box = header(page, "order").locator("input.quick")
+    box.click()
+    page.keyboard.type(">", delay=50)
+    publish(server, {**wide[0], "qty": 1}, {**wide[1], "qty": 2})
+    expect(cell(rows(page).first, "qty")).to_have_text("1")
+    page.keyboard.type("1", delay=50)
+    expect(box).to_have_value(">1")
+    assert box.evaluate("(input) => document.activeElement === input")
+    expect(rows(page)).to_have_count(2)  # orders 2 and 3
     assert page.errors == []  # type: ignore[attr-defined]
 
 
@@ -298,9 +309,28 @@ def test_counts_and_totals_agree_with_the_rows_shown(page: Page, server: ServerP
     labels = [int(text.split("·")[1].split()[0]) for text in groups.locator("th.group").all_inner_texts()]
     counts = [int(text.removeprefix("n ")) for text in groups.locator("[data-field='qty']").all_inner_texts()]
     assert sum(labels) == sum(counts) == 9, (labels, counts)
+    menu(page, "qty", "Pin column")  # a pinned column's group rows keep their totals
+    expect(cell(groups.filter(has_text="MSFT"), "qty")).to_have_text("n 3")
+    menu(page, "qty", "Unpin column")
     page.locator(".view .group-levels button").first.click()  # stop grouping
     expect(rows(page)).to_have_count(9)
     page.locator(".view .pause").click()
     publish(server, {**book[0], "qty": 5}, {**book[1], "qty": 7})
     expect(page.locator(".view .waiting")).to_have_text("paused: 2 updates waiting")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_fields_and_link_values_named_like_javascripts_own_are_fields_like_any_other(
+    page: Page, server: ServerProcess
+) -> None:
+    """Found in review: `format=px:toString` was taken for a format, and a field named
+    `constructor` read a function from the settings' maps; either broke every draw of the view."""
+    book = [{"order": n, "constructor": n * 10, "toString": "x", "px": 1.5} for n in range(1, 4)]
+    open_desk(page, server, "topic=orders&orderby=/order&format=px:toString&colour=constructor:sign", book)
+    first = rows(page).first
+    expect(cell(first, "px")).to_have_text("1.5")  # as the data: the link's value is no format
+    expect(cell(first, "constructor")).to_have_class(re.compile(r"\brule-up\b"))
+    menu(page, "constructor", "Total: count")
+    quick(page, "constructor", ">10")
+    expect(rows(page)).to_have_count(2)
     assert page.errors == []  # type: ignore[attr-defined]
