@@ -75,7 +75,11 @@ class Broker:
         self._dropped: list[tuple[Session, list[Subscription]]] = []
         self.crowded: dict[Session, None] = {}
         background = settings.background_conflation
-        self._commons = Commons(self.run, self.tx_frames, self._dropped, self.crowded if background else None)
+        refusing = settings.unconfigured_topics == "refuse"
+        configured = frozenset(t.name for t in config.topics) if refusing else None
+        self._commons = Commons(
+            self.run, self.tx_frames, self._dropped, self.crowded if background else None, configured
+        )
         self.background_conflations = 0
         self.commands_processed = 0
         self.timers = Timers()  # conflation intervals and expiries; the runtime sleeps until next_due

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..errors import NOT_ENTITLED, CommandError
+from ..errors import INVALID_TOPIC, NOT_ENTITLED, CommandError
 from ..fanout.run import FanOutRun
 
 # Imported when the module runs, not only for type checking: a dataclass's field types must exist
@@ -67,6 +67,9 @@ class Commons:
     # Sessions whose queues passed a quarter of a bound, in order, for background conflation
     # (Broker.conflate_crowded); None: background conflation is off.
     crowded: dict[Session, None] | None
+    # The configured topics, when a command on any other fails (``unconfigured_topics =
+    # "refuse"``); None: any other is a plain pub/sub topic.
+    configured: frozenset[str] | None = None
 
 
 class Session:
@@ -78,6 +81,7 @@ class Session:
         self.tx_frames = commons.tx_frames
         self._dropped = commons.dropped
         self._crowded = commons.crowded
+        self._configured = commons.configured
         self.outbox = outbox
         self._wake = port.wake
         self._try_write = port.try_write
@@ -119,12 +123,26 @@ class Session:
         self._entitlements.clear()
 
     def check_read(self, topic: str) -> None:
+        """Every command that reads a topic passes here first: whether the topic may be used at
+        all, then whether this user may read it."""
+        self._check_configured(topic)
         if self.user is not None and not self.user.may_read(topic):
             raise CommandError(NOT_ENTITLED, f"user {self.user_id!r} may not read {topic!r}")
 
     def check_write(self, topic: str) -> None:
+        """Every command that writes a topic passes here first (as ``check_read``)."""
+        self._check_configured(topic)
         if self.user is not None and not self.user.may_write(topic):
             raise CommandError(NOT_ENTITLED, f"user {self.user_id!r} may not write {topic!r}")
+
+    def _check_configured(self, topic: str) -> None:
+        configured = self._configured
+        if configured is not None and topic not in configured:
+            raise CommandError(
+                INVALID_TOPIC,
+                f"{topic!r} is not a configured topic, and this server refuses others "
+                '(unconfigured_topics = "refuse")',
+            )
 
     def _end_run(self) -> None:
         topic = self.run.topic

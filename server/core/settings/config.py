@@ -58,6 +58,9 @@ class UserConfig:
         return "*" in self.write or topic in self.write
 
 
+UNCONFIGURED_TOPICS = ("pubsub", "refuse")
+
+
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
     host: str = "127.0.0.1"
@@ -84,6 +87,9 @@ class ServerSettings:
     resume_history_bytes: int = 16 * 1024 * 1024  # and the versions they replaced in this many bytes
     metrics_token: str | None = None  # with [auth]: the bearer token /metrics asks for
     background_conflation: bool = True  # conflate queues past a quarter of their limit while idle
+    # "pubsub": a topic not configured is a plain pub/sub topic; "refuse": commands on it fail
+    # with ``invalid topic`` (docs/protocol.md, Configuration)
+    unconfigured_topics: str = "pubsub"
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +201,9 @@ def _parse_server(table: dict[str, Any]) -> ServerSettings:
     heartbeat = typed(table, "heartbeat_s", (int, float), "server", defaults.heartbeat_s)
     if heartbeat <= 0:
         raise ConfigError(f"server.heartbeat_s: must be positive, got {heartbeat}")
+    unconfigured = typed(table, "unconfigured_topics", str, "server", defaults.unconfigured_topics)
+    if unconfigured not in UNCONFIGURED_TOPICS:
+        raise ConfigError(f'server.unconfigured_topics: expected "pubsub" or "refuse", got {unconfigured!r}')
     return ServerSettings(
         host=typed(table, "host", str, "server", defaults.host),
         port=port,
@@ -237,6 +246,7 @@ def _parse_server(table: dict[str, Any]) -> ServerSettings:
         background_conflation=typed(
             table, "background_conflation", bool, "server", defaults.background_conflation
         ),
+        unconfigured_topics=unconfigured,
     )
 
 
