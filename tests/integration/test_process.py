@@ -46,7 +46,7 @@ def test_default_demo_configuration_serves_demo_topics(tmp_path: Path) -> None:
     [
         ("[server]\nprot = 1\n", "server.prot: unknown key"),
         ('[[topic]]\nname = "a"\n', "topic 'a'.key"),
-        ('[[topic]]\nname = "a"\nkey = ["/id"]\nbogus = 1\n', "topic[0].bogus: unknown key"),
+        ('[[topic]]\nname = "a"\nkey = ["/id"]\nbogus = 1\n', "topic 'a'.bogus: unknown key"),
         (
             '[[topic]]\nname = "a"\nkey = ["/id"]\n[[topic]]\nname = "a"\nkey = ["/id"]\n',
             "two topics are named 'a'",

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import ConfigError, FilterError
 from ..filters import compile_filter
+from .problems import Problems
 from .reading import duration, no_unknown, table_of, typed
 from .server_names import server_names_setting
 from .topics import TopicConfig, parse_topic
@@ -134,26 +135,36 @@ def load_config(path: str | Path) -> Config:
 
 
 def parse_config(document: dict[str, Any]) -> Config:
-    no_unknown(document, {"server", "topic", "auth", "cluster"}, "")
-    server = _parse_server(table_of(document.get("server", {}), "server"))
-    topics_raw = document.get("topic", [])
-    if not isinstance(topics_raw, list):
-        raise ConfigError("topic: expected an array of tables ([[topic]])")
-    topics = tuple(
-        parse_topic(table_of(raw, f"topic[{i}]"), f"topic[{i}]") for i, raw in enumerate(topics_raw)
-    )
+    """The configuration a parsed file says, or a ``ConfigError`` naming every problem in it."""
+    problems = Problems()
+    with problems.collect():
+        no_unknown(document, {"server", "topic", "auth", "cluster"}, "")
+    server = ServerSettings()
+    with problems.collect():
+        server = _parse_server(table_of(document.get("server", {}), "server"), problems)
+    topics: list[TopicConfig] = []
+    with problems.collect():
+        topics_raw = document.get("topic", [])
+        if not isinstance(topics_raw, list):
+            raise ConfigError("topic: expected an array of tables ([[topic]])")
+        for index, raw in enumerate(topics_raw):
+            with problems.collect():
+                topics.append(parse_topic(table_of(raw, f"topic[{index}]"), index, problems))
     seen: set[str] = set()
     for topic in topics:
         if topic.name in seen:
-            raise ConfigError(f"topic: two topics are named {topic.name!r}")
+            problems.found.append(f"topic: two topics are named {topic.name!r}")
         seen.add(topic.name)
     users = None
     if "auth" in document:
-        users = _parse_auth(table_of(document["auth"], "auth"))
+        with problems.collect():
+            users = _parse_auth(table_of(document["auth"], "auth"), problems)
     cluster = None
     if "cluster" in document:
-        cluster = _parse_cluster(table_of(document["cluster"], "cluster"))
-    return Config(server, topics, users, cluster)
+        with problems.collect():
+            cluster = _parse_cluster(table_of(document["cluster"], "cluster"))
+    problems.check()
+    return Config(server, tuple(topics), users, cluster)
 
 
 def _parse_cluster(table: dict[str, Any]) -> ClusterSettings:
@@ -179,7 +190,7 @@ def _positive(value: int, name: str) -> int:
     return value
 
 
-def _parse_server(table: dict[str, Any]) -> ServerSettings:
+def _parse_server(table: dict[str, Any], problems: Problems) -> ServerSettings:
     defaults = ServerSettings()
     renamed = {
         "log_retention_s": "log_retention",
@@ -187,7 +198,8 @@ def _parse_server(table: dict[str, Any]) -> ServerSettings:
         "resume_history_s": "resume_history",
     }
     known = (set(ServerSettings.__dataclass_fields__) - set(renamed)) | set(renamed.values())
-    no_unknown(table, known, "server")
+    with problems.collect():
+        no_unknown(table, known, "server")
     retention_s = duration(table, "log_retention", defaults.log_retention_s)
     hidden_interval_s = duration(table, "hidden_interval", defaults.hidden_interval_s)
     origins = table.get("allowed_origins", [])
@@ -257,39 +269,48 @@ def _string_list(table: dict[str, Any], name: str, where: str) -> tuple[str, ...
     return tuple(value)
 
 
-def _parse_auth(table: dict[str, Any]) -> dict[str, UserConfig]:
-    no_unknown(table, {"user"}, "auth")
+def _parse_auth(table: dict[str, Any], problems: Problems) -> dict[str, UserConfig]:
+    with problems.collect():
+        no_unknown(table, {"user"}, "auth")
     raw_users = table.get("user", [])
     if not isinstance(raw_users, list):
         raise ConfigError("auth.user: expected an array of tables ([[auth.user]])")
     users: dict[str, UserConfig] = {}
     for index, raw in enumerate(raw_users):
-        where = f"auth.user[{index}]"
-        entry = table_of(raw, where)
-        no_unknown(entry, {"user_id", "password", "password_sha256", "read", "write", "filter"}, where)
-        user_id = typed(entry, "user_id", str, where, None)
-        if not user_id:
-            raise ConfigError(f"{where}.user_id: every user needs a user_id")
-        password = typed(entry, "password", str, where, None)
-        digest = typed(entry, "password_sha256", str, where, None)
-        if (password is None) == (digest is None):
-            raise ConfigError(f"{where}: give exactly one of password and password_sha256")
-        filters = table_of(entry.get("filter", {}), f"{where}.filter")
-        for topic, text in filters.items():
-            if not isinstance(text, str):
-                raise ConfigError(f"{where}.filter.{topic}: expected a filter string")
-            try:
-                compile_filter(text)
-            except FilterError as error:
-                raise ConfigError(f"{where}.filter.{topic}: {error.reason}") from None
-        if user_id in users:
-            raise ConfigError(f"{where}.user_id: user {user_id!r} is listed twice")
-        users[user_id] = UserConfig(
-            user_id,
-            password,
-            digest,
-            _string_list(entry, "read", where),
-            _string_list(entry, "write", where),
-            dict(filters),
-        )
+        with problems.collect():
+            _parse_user(table_of(raw, f"auth.user[{index}]"), f"auth.user[{index}]", users, problems)
     return users
+
+
+USER_KEYS = {"user_id", "password", "password_sha256", "read", "write", "filter"}
+
+
+def _parse_user(entry: dict[str, Any], where: str, users: dict[str, UserConfig], problems: Problems) -> None:
+    """One ``[[auth.user]]``, added to ``users``."""
+    with problems.collect():
+        no_unknown(entry, USER_KEYS, where)
+    user_id = typed(entry, "user_id", str, where, None)
+    if not user_id:
+        raise ConfigError(f"{where}.user_id: every user needs a user_id")
+    password = typed(entry, "password", str, where, None)
+    digest = typed(entry, "password_sha256", str, where, None)
+    if (password is None) == (digest is None):
+        raise ConfigError(f"{where}: give exactly one of password and password_sha256")
+    filters = table_of(entry.get("filter", {}), f"{where}.filter")
+    for topic, text in filters.items():
+        if not isinstance(text, str):
+            raise ConfigError(f"{where}.filter.{topic}: expected a filter string")
+        try:
+            compile_filter(text)
+        except FilterError as error:
+            raise ConfigError(f"{where}.filter.{topic}: {error.reason}") from None
+    if user_id in users:
+        raise ConfigError(f"{where}.user_id: user {user_id!r} is listed twice")
+    users[user_id] = UserConfig(
+        user_id,
+        password,
+        digest,
+        _string_list(entry, "read", where),
+        _string_list(entry, "write", where),
+        dict(filters),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from difflib import get_close_matches
 from typing import Any
 
 from ..errors import ConfigError
@@ -15,10 +16,16 @@ def table_of(value: Any, where: str) -> dict[str, Any]:
 
 
 def no_unknown(table: dict[str, Any], known: set[str], where: str) -> None:
+    """Every key of ``table`` that is not ``known``, in one error, each with the known key it
+    is most likely a typo of (``server.prot: unknown key (did you mean port?)``)."""
+    prefix = f"{where}." if where else ""
+    unknown = []
     for name in table:
         if name not in known:
-            prefix = f"{where}." if where else ""
-            raise ConfigError(f"{prefix}{name}: unknown key")
+            close = get_close_matches(str(name), sorted(known), n=1, cutoff=0.6)
+            unknown.append(f"{prefix}{name}: unknown key" + (f" (did you mean {close[0]}?)" if close else ""))
+    if unknown:
+        raise ConfigError("; ".join(unknown))
 
 
 def typed(table: dict[str, Any], name: str, kind: type | tuple[type, ...], where: str, default: Any) -> Any:

@@ -11,6 +11,7 @@ from ..limits import MAX_KEPT_ORDERS
 from ..protocol.durations import parse_duration
 from ..records.keys import KeySpec
 from .functions import check_function
+from .problems import Problems
 from .reading import no_unknown, typed
 
 CONFLATION_POLICIES = ("off", "conflate", "always", "unsubscribe")
@@ -34,7 +35,9 @@ class TopicConfig:
         return KeySpec.parse(list(self.key))
 
 
-def parse_topic(table: dict[str, Any], where: str) -> TopicConfig:
+def parse_topic(table: dict[str, Any], index: int, problems: Problems) -> TopicConfig:
+    """The ``index``-th ``[[topic]]``. It is named by its name in every problem said of it
+    (``topic 'orders'.expiraton``), by its place only when it has none (``topic[0].name``)."""
     known = {
         "name",
         "key",
@@ -46,11 +49,13 @@ def parse_topic(table: dict[str, Any], where: str) -> TopicConfig:
         "conflation_match",
         "orders",
     }
-    no_unknown(table, known, where)
+    named = table.get("name")
+    where = f"topic {named!r}" if isinstance(named, str) and named else f"topic[{index}]"
+    with problems.collect():
+        no_unknown(table, known, where)
     name = typed(table, "name", str, where, None)
     if not name:
         raise ConfigError(f"{where}.name: a topic needs a name")
-    where = f"topic {name!r}"
     if "key" not in table:
         raise ConfigError(f'{where}.key: a topic needs key paths, for example key = ["/id"]')
     key = table["key"]
