@@ -50,9 +50,9 @@ type Fits<I, D> = D extends abstract new (...args: any) => infer DI
 def tsc(*arguments: str, cwd: Path, source: str = "") -> None:
     """Run tsc; on failure the message holds its errors (and the lines of `source` they name)."""
     if not TSC.exists():
-        pytest.fail(f"TypeScript is not installed ({TSC} is missing): run ./scripts/bootstrap")
+        pytest.fail(f"TypeScript is not installed ({TSC} is missing): run ./scripts/test, which installs it")
     if shutil.which("node") is None:
-        pytest.fail("Node.js is not installed (tsc runs on it): run ./scripts/bootstrap")
+        pytest.fail("Node.js is not installed (tsc runs on it): run ./scripts/test, which installs it")
     command = [str(TSC), *arguments]
     result = subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True, timeout=300)
     if result.returncode == 0:
