@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -55,7 +55,16 @@ class HubCollector(Collector):
                 views.add_metric([label], sum(len(aggregations(topic)) for topic in topics))
                 grouped.add_metric([label], groups(topics))
             live.add_metric([label], subscriptions(topics))
+        changes = CounterMetricFamily(
+            "push_changes",
+            "Changes applied to each topic's SOW (publishes, delta publishes, deletes, expiries)",
+            labels=["topic"],
+        )
+        for label, topics in labelled.items():
+            if topics[0].is_sow:
+                changes.add_metric([label], sum(topic.sow.changes for topic in topics))
         yield records
+        yield changes
         yield live
         yield views
         yield grouped
@@ -136,4 +145,6 @@ def cluster_metrics(cluster: RedisLog) -> Iterator[Metric]:
 def render_metrics(hub: Hub) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(HubCollector(hub))
+    # The process's own: CPU seconds, resident and virtual memory, open files, start time.
+    ProcessCollector(registry=registry)
     return generate_latest(registry)

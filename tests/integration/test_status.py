@@ -54,6 +54,10 @@ async def test_metrics_time_changes_to_sockets_and_to_disk(start_server: StartSe
     assert sample(metrics, "push_persist_latency_seconds_count", topic="orders") == 21
     assert sample(metrics, "push_persist_latency_seconds_count", topic="quotes") == 0
     assert sample(metrics, "push_queued_messages", topic="orders") == 0
+    assert sample(metrics, "push_changes_total", topic="orders") == 21
+    assert sample(metrics, "push_changes_total", topic="quotes") == 0
+    assert sample(metrics, "process_cpu_seconds_total") > 0
+    assert sample(metrics, "process_resident_memory_bytes") > 10_000_000
     assert "scratch-" not in metrics
     assert sample(metrics, "push_subscriptions", topic="(unconfigured)") == 5
     await publisher.close()

@@ -33,10 +33,11 @@ NO_CHANGE: VersionChange = (None, None)
 
 
 class Sow:
-    __slots__ = ("_every", "_records", "history")
+    __slots__ = ("_every", "_records", "changes", "history")
 
     def __init__(self) -> None:
         self._records: dict[str, RecordVersion] = {}
+        self.changes = 0  # records put or removed since the server started (its metrics' rates)
         # The recent changes, to resume views from (history.py); set for the topics that keep one.
         self.history: History | None = None
         self._every: list[RecordVersion] | None = None  # every_version's, until the next change
@@ -64,6 +65,7 @@ class Sow:
         old = self._records.get(key)
         self._records[key] = version
         self._every = None
+        self.changes += 1
         history = self.history
         if history is not None:
             # A new record's version says what the change was: it costs the history no tuple.
@@ -77,6 +79,7 @@ class Sow:
         if old is None:
             return NO_CHANGE
         self._every = None
+        self.changes += 1
         if self.history is not None:
             self.history.note(Past(lsn, key, old, gone, timestamp))
         return old, None
