@@ -85,7 +85,10 @@ def test_services_images_and_ports() -> None:
     assert re.fullmatch(r"redis:7\.\d+-alpine", services["redis"]["image"])
     for name in ("spark-master", "spark-worker"):
         assert SPARK_IMAGE.fullmatch(services[name]["image"]), services[name]["image"]
-    assert "7077:7077" in services["spark-master"]["ports"]
+    # Spark standalone has no authentication: nothing of it is published beyond the host's loopback.
+    for name, service in services.items():
+        for port in service.get("ports", []):
+            assert name == "lb" or str(port).startswith("127.0.0.1:"), (name, port)
     feed_base = base_image(services["demo-feed"]["build"]["dockerfile"])
     assert feed_base == services["spark-master"]["image"], "the feed's driver matches the cluster's Spark"
     for name in NODES:
@@ -124,8 +127,12 @@ def test_the_load_balancer_sends_sockets_to_healthy_nodes() -> None:
     mount = next(v for v in lb["volumes"] if v.endswith("haproxy.cfg:ro"))
     cfg = (ROOT / mount.split(":")[0]).read_text()
     assert re.search(r"^\s*bind :8000$", cfg, re.M)
-    servers = re.findall(r"^\s*server (\S+) (\S+):8000 check$", cfg, re.M)
-    assert servers == [(name, name) for name in NODES]
+    servers = re.findall(r"^\s*server (\S+) (\S+):8000 check resolvers docker init-addr (\S+)$", cfg, re.M)
+    assert servers == [(name, name, "last,libc,none") for name in NODES], "resolved at run time"
+    assert re.search(r"^resolvers docker\n\s+nameserver \S+ 127\.0\.0\.11:53$", cfg, re.M)
+    assert re.search(r"^\s*option forwardfor$", cfg, re.M), "the nodes see the client's address"
+    for name in NODES:
+        assert services[name]["environment"]["FORWARDED_ALLOW_IPS"] == "*"
     assert re.search(r"option httpchk GET /healthz", cfg) and re.search(r"expect status 200", cfg)
     assert re.search(r"^\s*timeout tunnel \S+", cfg, re.M), "WebSockets outlive the client timeout"
     assert {lb["depends_on"][name]["condition"] for name in NODES} == {"service_healthy"}
