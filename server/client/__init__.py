@@ -1,6 +1,19 @@
-"""A Python client for publishers: sequence numbers, a publish store, re-sending after reconnects."""
+"""The Python client: a publisher (sequence numbers, a publish store, re-sending after reconnects)
+and a subscriber (views, viewports and aggregated views followed live, resubscribed after
+reconnects)."""
 
 from .publisher import Publisher, PublishError
 from .store import FilePublishStore, MemoryPublishStore, PublishStore
+from .subscriber import Change, Subscriber, SubscriptionError, View
 
-__all__ = ["FilePublishStore", "MemoryPublishStore", "PublishError", "PublishStore", "Publisher"]
+__all__ = [
+    "Change",
+    "FilePublishStore",
+    "MemoryPublishStore",
+    "PublishError",
+    "PublishStore",
+    "Publisher",
+    "Subscriber",
+    "SubscriptionError",
+    "View",
+]

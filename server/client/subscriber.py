@@ -1,0 +1,344 @@
+"""Following views from Python (docs/protocol.md; the JavaScript client's views, for a risk engine or
+a notebook):
+
+    subscriber = Subscriber("ws://127.0.0.1:8000/ws")
+    await subscriber.connect()
+    view = subscriber.subscribe("orders", filter="/qty > 10")
+    await view.ready()                        # the snapshot is in view.records (SowKey -> record)
+    async for change in view:                 # then every change: snapshot, insert, update, oof
+        print(change.kind, change.key, change.record)
+
+``subscriber.viewport(topic, rows=(0, 99), orderby=...)`` follows a window of a sorted view (its
+rows in ``view.rows``, the view's size in ``view.count``); ``subscriber.aggregate(topic,
+grouping=[...], projection=[...])`` follows an aggregated view's groups. ``view.frame()`` is the
+view as a pandas DataFrame, when pandas is installed.
+
+A reader slower than the stream gets, per record, the net change since it last looked (as the
+JavaScript client's ``for await``), never a backlog. After the connection is lost the subscriber
+connects again with jittered backoff and subscribes every open view again; the fresh snapshot is
+the view, and records it no longer holds leave with an ``oof`` of reason ``stale``. A refused
+view raises ``SubscriptionError`` from ``ready()`` and from its iteration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import itertools
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import websockets
+
+from .publisher import _messages
+
+
+class SubscriptionError(Exception):
+    """The server refused a view, or it ended: ``reason`` in the server's words."""
+
+    def __init__(self, topic: str, reason: str) -> None:
+        self.topic = topic
+        self.reason = reason
+        super().__init__(f"{topic}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    key: str
+    record: Any
+    kind: str  # "snapshot", "insert", "update" or "oof"
+    reason: str | None = None  # an oof's: "match", "deleted", "expired", "entitlement", "stale"
+
+
+class View:
+    """One view the subscriber follows: its records, and (a viewport) their order and the view's size."""
+
+    def __init__(self, subscriber: Subscriber, topic: str, command: dict[str, Any]) -> None:
+        self.subscriber = subscriber
+        self.topic = topic
+        self.sub_id: str = command["sub_id"]
+        self.command = command
+        self.records: dict[str, Any] = {}
+        # A viewport's rows in order, by key (messages carry their place: the option positions).
+        self.ordered = "positions" in str(command.get("o", "")).split(",")
+        self.keys: list[str] = []
+        self.count: int | None = None  # a viewport's whole view's size, when the server counts
+        self.error: SubscriptionError | None = None
+        self._ready = asyncio.Event()
+        self._collecting: dict[str, Any] | None = None
+        self._window: list[tuple[int, str]] = []
+        self._waiting: dict[str, Change] = {}  # per key, the net change the reader has not taken
+        self._wake = asyncio.Event()
+        self._closed = False
+
+    @property
+    def rows(self) -> list[Any]:
+        """A viewport's records in the view's order (first to last row of its window); another
+        view's records as they came."""
+        if not self.ordered:
+            return list(self.records.values())
+        return [self.records[key] for key in self.keys if key in self.records]
+
+    async def ready(self) -> None:
+        """Until the first snapshot is in; ``SubscriptionError`` when the server refused the view."""
+        await self._ready.wait()
+        if self.error is not None:
+            raise self.error
+
+    def frame(self) -> Any:
+        """The records as a pandas DataFrame (one row each, in the view's order), indexed by key."""
+        try:
+            pandas: Any = importlib.import_module("pandas")  # optional: only this method needs it
+        except ImportError as error:
+            raise ImportError("view.frame() needs pandas: pip install pandas") from error
+        keys = [key for key in self.keys if key in self.records] if self.ordered else list(self.records)
+        return pandas.DataFrame([self.records[key] for key in keys], index=pandas.Index(keys, name="key"))
+
+    async def close(self) -> None:
+        """Stop following it (the server unsubscribes it); its iteration ends."""
+        self._closed = True
+        self._wake.set()
+        await self.subscriber._unsubscribe(self)
+
+    def __aiter__(self) -> AsyncIterator[Change]:
+        """A reader of the view's changes, from the records held now (as "snapshot" changes): one
+        reader at a time per view (a new one starts again from the records)."""
+        self._waiting = {key: Change(key, record, "snapshot") for key, record in self.records.items()}
+        return self._changes()
+
+    async def _changes(self) -> AsyncIterator[Change]:
+        while True:
+            while not self._waiting:
+                if self.error is not None:
+                    raise self.error
+                if self._closed:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+            key = next(iter(self._waiting))
+            yield self._waiting.pop(key)
+
+    # -- the server's messages --------------------------------------------------------------
+
+    def _note(self, change: Change) -> None:
+        """Queue a change for the reader, folded into the one waiting for its key (changes.js's rules)."""
+        waiting = self._waiting.get(change.key)
+        if waiting is None:
+            self._waiting[change.key] = change
+        elif waiting.kind in ("snapshot", "insert"):
+            if change.kind == "oof":
+                del self._waiting[change.key]  # the reader never saw it
+            else:
+                self._waiting[change.key] = Change(change.key, change.record, waiting.kind)
+        else:
+            kind = "oof" if change.kind == "oof" else "update"
+            self._waiting[change.key] = Change(change.key, change.record, kind, change.reason)
+        self._wake.set()
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        c = message.get("c")
+        if c == "group_begin":
+            self._collecting, self._window = {}, []
+        elif c == "sow" and self._collecting is not None:
+            key = str(message.get("k"))
+            self._collecting[key] = message.get("data")
+            self._window.append((int(message.get("pos", len(self._window) + 1)), key))
+        elif c == "group_end" and self._collecting is not None:
+            fresh, self._collecting = self._collecting, None
+            for key, record in list(self.records.items()):
+                if key not in fresh:  # gone while the connection was down
+                    del self.records[key]
+                    self._note(Change(key, record, "oof", "stale"))
+            for key, record in fresh.items():
+                held = key in self.records
+                kind = "snapshot" if not self._ready.is_set() else "update" if held else "insert"
+                if self.records.get(key) != record or kind == "snapshot":
+                    self.records[key] = record
+                    self._note(Change(key, record, kind))
+            if self.ordered:
+                self.keys = [key for _, key in sorted(self._window)]
+            if "matches" in message:
+                self.count = int(message["matches"])
+            self._ready.set()
+        elif c == "p":
+            key = str(message.get("k"))
+            kind = "update" if key in self.records else "insert"
+            self.records[key] = message.get("data")
+            if self.ordered and "pos" in message:
+                with contextlib.suppress(ValueError):
+                    self.keys.remove(key)
+                self.keys.insert(int(message["pos"]) - 1, key)
+            self._note(Change(key, self.records[key], kind))
+        elif c == "oof":
+            key = str(message.get("k"))
+            self.records.pop(key, None)
+            with contextlib.suppress(ValueError):
+                self.keys.remove(key)
+            self._note(Change(key, message.get("data"), "oof", message.get("reason")))
+        elif c == "count":
+            self.count = int(message["matches"])
+        elif c == "unsubscribed":
+            self._fail(str(message.get("reason")))
+
+    def _fail(self, reason: str) -> None:
+        self.error = SubscriptionError(self.topic, reason)
+        self._ready.set()
+        self._wake.set()
+
+
+class Subscriber:
+    def __init__(
+        self,
+        url: str,
+        *,
+        client_name: str | None = None,
+        user_id: str | None = None,
+        password: str | None = None,
+        reconnect: bool = True,
+    ) -> None:
+        self.url = url
+        self.client_name = client_name
+        self.user_id = user_id
+        self.password = password
+        self.reconnect = reconnect
+        self.views: dict[str, View] = {}
+        self._ids = itertools.count(1)
+        self._sending: set[asyncio.Task[None]] = set()  # commands on their way (kept from collection)
+        self._ws: websockets.ClientConnection | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._closing = False
+
+    async def connect(self) -> None:
+        await self._open()
+        self._reader = asyncio.create_task(self._read(), name="subscriber")
+
+    def subscribe(self, topic: str, *, filter: str | None = None, options: str = "") -> View:
+        """A view of ``topic``'s records that match ``filter``: its snapshot, then every change."""
+        return self._view(topic, {"filter": filter}, options)
+
+    def viewport(
+        self,
+        topic: str,
+        *,
+        rows: tuple[int, int] = (0, 99),
+        orderby: str | None = None,
+        filter: str | None = None,
+        options: str = "",
+    ) -> View:
+        """Rows ``first..last`` (0-based, inclusive) of ``topic``'s view sorted by ``orderby``."""
+        first, last = rows
+        fields = {"filter": filter, "orderby": orderby, "skip_n": first, "top_n": last - first + 1}
+        return self._view(topic, fields, ",".join(_present(["positions", "count", options])))
+
+    def aggregate(
+        self,
+        topic: str,
+        *,
+        grouping: list[str],
+        projection: list[str],
+        filter: str | None = None,
+        orderby: str | None = None,
+        options: str = "",
+    ) -> View:
+        """The groups of an aggregated view (docs/protocol.md, Aggregated views), keyed by the server."""
+        fields = {"grouping": grouping, "projection": projection, "filter": filter, "orderby": orderby}
+        return self._view(topic, fields, options)
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._ws is not None:
+            await self._ws.close()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        for view in self.views.values():
+            view._closed = True
+            view._wake.set()
+
+    # -- the connection -----------------------------------------------------------------------
+
+    def _view(self, topic: str, fields: dict[str, Any], options: str) -> View:
+        sub_id = f"py{next(self._ids)}"
+        command: dict[str, Any] = {"c": "sow_and_subscribe", "t": topic, "sub_id": sub_id, "cid": sub_id}
+        command.update({name: value for name, value in fields.items() if value is not None})
+        command["o"] = ",".join(_present(["oof", options]))
+        view = self.views[sub_id] = View(self, topic, command)
+        task = asyncio.get_running_loop().create_task(self._send(command))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+        return view
+
+    async def _send(self, command: dict[str, Any]) -> None:
+        ws = self._ws
+        if ws is not None:
+            with contextlib.suppress(websockets.ConnectionClosed):
+                await ws.send(orjson.dumps(command).decode())  # a lost one is sent again on reconnect
+
+    async def _unsubscribe(self, view: View) -> None:
+        self.views.pop(view.sub_id, None)
+        await self._send({"c": "unsubscribe", "sub_id": view.sub_id})
+
+    async def _open(self) -> None:
+        ws = await websockets.connect(self.url, max_size=None)
+        logon: dict[str, Any] = {"c": "logon", "cid": "logon"}
+        who = (("client_name", self.client_name), ("user_id", self.user_id), ("pw", self.password))
+        logon.update({field: value for field, value in who if value is not None})
+        await ws.send(orjson.dumps(logon).decode())
+        while True:
+            for message in _messages(await ws.recv()):
+                if message.get("c") == "ack" and message.get("cid") == "logon":
+                    if message.get("status") != "success":
+                        await ws.close()
+                        raise SubscriptionError("logon", str(message.get("reason")))
+                    self._ws = ws
+                    for view in list(self.views.values()):  # every open view, again
+                        await self._send(view.command)
+                    return
+
+    async def _read(self) -> None:
+        backoff = 0.1
+        while not self._closing:
+            ws = self._ws
+            try:
+                assert ws is not None
+                async for frame in ws:
+                    for message in _messages(frame):
+                        self._handle(message)
+            except websockets.ConnectionClosed:
+                pass
+            if self._closing or not self.reconnect:
+                for view in self.views.values():
+                    view._fail("the connection closed")
+                return
+            while not self._closing:
+                await asyncio.sleep(backoff * (1 + random.random()))
+                backoff = min(backoff * 2, 5.0)
+                try:
+                    await self._open()
+                    backoff = 0.1
+                    break
+                except (OSError, websockets.WebSocketException):
+                    continue
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        if message.get("c") == "ack":
+            view = self.views.get(str(message.get("cid")))
+            if view is not None and message.get("status") == "failure":
+                self.views.pop(view.sub_id, None)
+                view._fail(str(message.get("reason")))
+            return
+        sid = message.get("query_id") or message.get("sub_id")
+        targets = [sid] if sid is not None else message.get("sids", [])
+        for target in targets:
+            view = self.views.get(str(target))
+            if view is not None:
+                view._handle(message)
+
+
+def _present(items: list[str]) -> list[str]:
+    """The options given (an empty one left out)."""
+    return [item for item in items if item]
