@@ -310,7 +310,9 @@ class Subscriber:
                         self._handle(message)
             except websockets.ConnectionClosed:
                 pass
-            if self._closing or not self.reconnect:
+            if self._closing:
+                return  # (close() ends every view's reading cleanly)
+            if not self.reconnect:
                 for view in self.views.values():
                     view._fail("the connection closed")
                 return

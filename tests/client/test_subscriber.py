@@ -139,3 +139,22 @@ async def test_after_a_restart_every_view_is_subscribed_again(tmp_path: Path) ->
             second.stop()
     finally:
         await subscriber.close()
+
+
+async def test_close_ends_a_readers_loop_cleanly(server: ServerProcess) -> None:
+    subscriber = Subscriber(server.url)
+    await subscriber.connect()
+    view = subscriber.subscribe("orders")
+    await view.ready()
+    seen: list[Change] = []
+
+    async def read() -> None:
+        async for change in view:
+            seen.append(change)
+
+    reading = asyncio.create_task(read())
+    await asyncio.sleep(0.1)
+    await subscriber.close()
+    async with asyncio.timeout(5):
+        await reading  # ends, without an error
+    assert seen == []
