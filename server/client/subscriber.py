@@ -253,8 +253,7 @@ class Subscriber:
         if self._ws is not None:
             await self._ws.close()
         if self._reader is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            await asyncio.wait([self._reader])  # (its end; a cancellation of close() itself goes on)
         for view in self.views.values():
             view._closed = True
             view._wake.set()

@@ -4,6 +4,7 @@ collected what loading left behind: a full collection of its own, not one that w
 from __future__ import annotations
 
 import re
+import time
 
 from server.client import Publisher
 
@@ -22,7 +23,10 @@ async def test_a_node_freezes_the_records_it_loads_from_redis(start_node: StartN
     await publisher.close()
     second = start_node()
     wait_ready(second)
-    found = LOADED.findall(second.output())
+    # The freeze follows the load's log line by a collection: its line may come a moment later.
+    deadline = time.monotonic() + 10
+    while not (found := LOADED.findall(second.output())) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert len(found) == 1, second.output()
     frozen, records, _freed = map(int, found[0])
     assert records == RECORDS and frozen > RECORDS
