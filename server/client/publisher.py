@@ -21,12 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from typing import Any
 
 import orjson
 import websockets
 
+from .connection import connect_again, logged_on, read_until_closed
 from .store import MemoryPublishStore, PublishStore
 
 log = logging.getLogger("server.client")
@@ -76,24 +76,12 @@ class Publisher:
         self._reader = asyncio.create_task(self._read(), name=f"publisher-{self.client_name}")
 
     async def _open(self) -> None:
-        ws = await websockets.connect(self.url, max_size=None)
-        logon: dict[str, Any] = {"c": "logon", "cid": "logon", "client_name": self.client_name}
-        if self.user_id is not None:
-            logon["user_id"] = self.user_id
-        if self.password is not None:
-            logon["pw"] = self.password
-        await ws.send(orjson.dumps(logon).decode())
-        while True:
-            for message in _messages(await ws.recv()):
-                if message.get("c") == "ack" and message.get("cid") == "logon":
-                    if message.get("status") != "success":
-                        await ws.close()
-                        raise PublishError(None, str(message.get("reason")))
-                    self._ws = ws
-                    await self._caught_up(int(message.get("s", 0)))
-                    await self._resend()
-                    self._connected.set()
-                    return
+        fields = {"client_name": self.client_name, "user_id": self.user_id, "pw": self.password}
+        ws, ack = await logged_on(self.url, fields, lambda reason: PublishError(None, reason))
+        self._ws = ws
+        await self._caught_up(int(ack.get("s", 0)))
+        await self._resend()
+        self._connected.set()
 
     async def _caught_up(self, seq: int) -> None:
         async with self._progress:
@@ -115,28 +103,13 @@ class Publisher:
             await self._send(frame)
 
     async def _read(self) -> None:
-        backoff = 0.1
         while not self._closing:
-            ws = self._ws
-            try:
-                assert ws is not None
-                async for frame in ws:
-                    for message in _messages(frame):
-                        await self._handle(message)
-            except websockets.ConnectionClosed:
-                pass
+            assert self._ws is not None
+            await read_until_closed(self._ws, self._handle)
             if self._closing or not self.reconnect:
                 return
             self._connected.clear()
-            while not self._closing:
-                await asyncio.sleep(backoff * (1 + random.random()))
-                backoff = min(backoff * 2, 5.0)
-                try:
-                    await self._open()
-                    backoff = 0.1
-                    break
-                except (OSError, websockets.WebSocketException):
-                    continue
+            await connect_again(self._open, lambda: self._closing)
 
     async def _handle(self, message: dict[str, Any]) -> None:
         if message.get("c") != "ack":
@@ -209,11 +182,6 @@ class Publisher:
         if self._reader is not None:
             self._reader.cancel()
             await asyncio.wait([self._reader])  # (suppressing CancelledError here would eat our own)
-
-
-def _messages(frame: str | bytes) -> list[dict[str, Any]]:
-    decoded = orjson.loads(frame)
-    return decoded if isinstance(decoded, list) else [decoded]
 
 
 def _frames(messages: list[bytes], max_bytes: int) -> list[bytes]:

@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import importlib
 import itertools
-import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +33,7 @@ from typing import Any
 import orjson
 import websockets
 
-from .publisher import _messages
+from .connection import connect_again, logged_on, read_until_closed
 
 
 class SubscriptionError(Exception):
@@ -282,50 +281,24 @@ class Subscriber:
         await self._send({"c": "unsubscribe", "sub_id": view.sub_id})
 
     async def _open(self) -> None:
-        ws = await websockets.connect(self.url, max_size=None)
-        logon: dict[str, Any] = {"c": "logon", "cid": "logon"}
-        who = (("client_name", self.client_name), ("user_id", self.user_id), ("pw", self.password))
-        logon.update({field: value for field, value in who if value is not None})
-        await ws.send(orjson.dumps(logon).decode())
-        while True:
-            for message in _messages(await ws.recv()):
-                if message.get("c") == "ack" and message.get("cid") == "logon":
-                    if message.get("status") != "success":
-                        await ws.close()
-                        raise SubscriptionError("logon", str(message.get("reason")))
-                    self._ws = ws
-                    for view in list(self.views.values()):  # every open view, again
-                        await self._send(view.command)
-                    return
+        fields = {"client_name": self.client_name, "user_id": self.user_id, "pw": self.password}
+        self._ws, _ = await logged_on(self.url, fields, lambda reason: SubscriptionError("logon", reason))
+        for view in list(self.views.values()):  # every open view, again
+            await self._send(view.command)
 
     async def _read(self) -> None:
-        backoff = 0.1
         while not self._closing:
-            ws = self._ws
-            try:
-                assert ws is not None
-                async for frame in ws:
-                    for message in _messages(frame):
-                        self._handle(message)
-            except websockets.ConnectionClosed:
-                pass
+            assert self._ws is not None
+            await read_until_closed(self._ws, self._handle)
             if self._closing:
                 return  # (close() ends every view's reading cleanly)
             if not self.reconnect:
                 for view in self.views.values():
                     view._fail("the connection closed")
                 return
-            while not self._closing:
-                await asyncio.sleep(backoff * (1 + random.random()))
-                backoff = min(backoff * 2, 5.0)
-                try:
-                    await self._open()
-                    backoff = 0.1
-                    break
-                except (OSError, websockets.WebSocketException):
-                    continue
+            await connect_again(self._open, lambda: self._closing)
 
-    def _handle(self, message: dict[str, Any]) -> None:
+    async def _handle(self, message: dict[str, Any]) -> None:
         if message.get("c") == "ack":
             view = self.views.get(str(message.get("cid")))
             if view is not None and message.get("status") == "failure":

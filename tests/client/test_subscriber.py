@@ -5,6 +5,7 @@ groups, a refused view's error, a DataFrame, and a reconnect that resubscribes e
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,15 @@ def server(tmp_path: Path) -> Any:
     process.stop()
 
 
+@pytest.fixture
+async def subscriber(server: ServerProcess) -> AsyncIterator[Subscriber]:
+    """A subscriber connected to ``server``, closed after the test."""
+    connected = Subscriber(server.url)
+    await connected.connect()
+    yield connected
+    await connected.close()
+
+
 async def take(changes: Any, count: int) -> list[Change]:
     """The next ``count`` changes of one reader (``view.__aiter__()``: a reader starts from the
     records held when it starts, as the JavaScript client's ``for await`` does)."""
@@ -32,82 +42,70 @@ async def take(changes: Any, count: int) -> list[Change]:
         return [await anext(changes) for _ in range(count)]
 
 
-async def test_a_view_gets_its_snapshot_then_every_change(server: ServerProcess) -> None:
+async def test_a_view_gets_its_snapshot_then_every_change(
+    server: ServerProcess, subscriber: Subscriber
+) -> None:
     publish(server, *[{"order": n, "qty": 10 * n} for n in range(1, 4)])
-    subscriber = Subscriber(server.url)
-    await subscriber.connect()
-    try:
-        view = subscriber.subscribe("orders", filter="/qty > 10")
-        await view.ready()
-        assert sorted(record["order"] for record in view.records.values()) == [2, 3]
-        reader = view.__aiter__()
-        snapshot = await take(reader, 2)
-        assert {change.kind for change in snapshot} == {"snapshot"}
-        await asyncio.to_thread(publish, server, {"order": 4, "qty": 40}, {"order": 2, "qty": 1})
-        changes = await take(reader, 2)
-        assert [(c.kind, c.record["order"]) for c in changes] == [("insert", 4), ("oof", 2)]
-        assert changes[1].reason == "match" and changes[1].record["qty"] == 1  # as it now is
-        frame = view.frame()
-        assert sorted(frame["order"]) == [3, 4] and frame.index.name == "key"
-        await view.close()
-    finally:
-        await subscriber.close()
+    view = subscriber.subscribe("orders", filter="/qty > 10")
+    await view.ready()
+    assert sorted(record["order"] for record in view.records.values()) == [2, 3]
+    reader = view.__aiter__()
+    snapshot = await take(reader, 2)
+    assert {change.kind for change in snapshot} == {"snapshot"}
+    await asyncio.to_thread(publish, server, {"order": 4, "qty": 40}, {"order": 2, "qty": 1})
+    changes = await take(reader, 2)
+    assert [(c.kind, c.record["order"]) for c in changes] == [("insert", 4), ("oof", 2)]
+    assert changes[1].reason == "match" and changes[1].record["qty"] == 1  # as it now is
+    frame = view.frame()
+    assert sorted(frame["order"]) == [3, 4] and frame.index.name == "key"
+    await view.close()
 
 
-async def test_a_slow_reader_gets_the_net_change_per_record(server: ServerProcess) -> None:
-    subscriber = Subscriber(server.url)
-    await subscriber.connect()
-    try:
-        view = subscriber.subscribe("orders")
-        await view.ready()
-        iterator = view.__aiter__()
-        await asyncio.to_thread(publish, server, *[{"order": 1, "qty": q} for q in range(100)])
-        await asyncio.to_thread(publish, server, {"order": 2, "qty": 1})
-        await asyncio.sleep(0.3)
-        first = await anext(iterator)
-        second = await anext(iterator)
-        assert (first.kind, first.record["qty"]) == ("insert", 99), "one change for a hundred"
-        assert second.record["order"] == 2
-    finally:
-        await subscriber.close()
+async def test_a_slow_reader_gets_the_net_change_per_record(
+    server: ServerProcess, subscriber: Subscriber
+) -> None:
+    view = subscriber.subscribe("orders")
+    await view.ready()
+    iterator = view.__aiter__()
+    await asyncio.to_thread(publish, server, *[{"order": 1, "qty": q} for q in range(100)])
+    await asyncio.to_thread(publish, server, {"order": 2, "qty": 1})
+    await asyncio.sleep(0.3)
+    first = await anext(iterator)
+    second = await anext(iterator)
+    assert (first.kind, first.record["qty"]) == ("insert", 99), "one change for a hundred"
+    assert second.record["order"] == 2
 
 
-async def test_a_viewport_keeps_its_rows_in_order_and_the_views_size(server: ServerProcess) -> None:
+async def test_a_viewport_keeps_its_rows_in_order_and_the_views_size(
+    server: ServerProcess, subscriber: Subscriber
+) -> None:
     publish(server, *[{"order": n, "qty": n % 7} for n in range(1, 21)])
-    subscriber = Subscriber(server.url)
-    await subscriber.connect()
-    try:
-        window = subscriber.viewport("orders", rows=(0, 4), orderby="/qty DESC, /order")
-        await window.ready()
-        assert [row["order"] for row in window.rows] == [6, 13, 20, 5, 12] and window.count == 20
-        await asyncio.to_thread(publish, server, {"order": 21, "qty": 9})
-        async with asyncio.timeout(10):
-            while [row["order"] for row in window.rows] != [21, 6, 13, 20, 5] or window.count != 21:
-                await asyncio.sleep(0.05)
-        groups = subscriber.aggregate(
-            "orders", grouping=["/qty"], projection=["/qty", "COUNT(/order) AS /n"], filter="/qty >= 5"
-        )
-        await groups.ready()
-        assert sorted((group["qty"], group["n"]) for group in groups.records.values()) == [
-            (5, 3),
-            (6, 3),
-            (9, 1),
-        ]
-    finally:
-        await subscriber.close()
+    window = subscriber.viewport("orders", rows=(0, 4), orderby="/qty DESC, /order")
+    await window.ready()
+    assert [row["order"] for row in window.rows] == [6, 13, 20, 5, 12] and window.count == 20
+    await asyncio.to_thread(publish, server, {"order": 21, "qty": 9})
+    async with asyncio.timeout(10):
+        while [row["order"] for row in window.rows] != [21, 6, 13, 20, 5] or window.count != 21:
+            await asyncio.sleep(0.05)
+    groups = subscriber.aggregate(
+        "orders", grouping=["/qty"], projection=["/qty", "COUNT(/order) AS /n"], filter="/qty >= 5"
+    )
+    await groups.ready()
+    assert sorted((group["qty"], group["n"]) for group in groups.records.values()) == [
+        (5, 3),
+        (6, 3),
+        (9, 1),
+    ]
 
 
-async def test_a_refused_view_raises_the_servers_reason(server: ServerProcess) -> None:
-    subscriber = Subscriber(server.url)
-    await subscriber.connect()
-    try:
-        view = subscriber.subscribe("orders", filter="/qty >")
-        with pytest.raises(SubscriptionError, match="orders: bad filter"):
-            await view.ready()
-        with pytest.raises(SubscriptionError):
-            await take(view.__aiter__(), 1)
-    finally:
-        await subscriber.close()
+async def test_a_refused_view_raises_the_servers_reason(
+    server: ServerProcess, subscriber: Subscriber
+) -> None:
+    view = subscriber.subscribe("orders", filter="/qty >")
+    with pytest.raises(SubscriptionError, match="orders: bad filter"):
+        await view.ready()
+    with pytest.raises(SubscriptionError):
+        await take(view.__aiter__(), 1)
 
 
 async def test_after_a_restart_every_view_is_subscribed_again(tmp_path: Path) -> None:
