@@ -30,7 +30,7 @@ from .delivery import CONFLATED_POLICIES, Delivery, RunBatch, TxBlock
 from .frames import array_frame
 from .index import QueuedRecords
 from .keyed import fold
-from .snapshots import FRAME_BREAK, SnapshotStream
+from .snapshots import FRAME_BREAK, SnapshotStream, counted_against
 from .tx_merge import TxMerge, records_of
 from .unsubscribing import dropped_by_relief
 
@@ -172,15 +172,10 @@ class Outbox:
         """Queue a lazy snapshot of ``count`` messages (its ``opening`` and ``closing`` ones
         included), about ``size`` bytes once encoded, that sends ``records`` (topic, key) and is
         the whole view of subscription ``whole`` (if any); the number now queued, or 0 when it
-        does not fit. Its records count at most half of each bound, its opening and closing
-        messages beside them, and the whole never more than the bounds: it fits an empty queue."""
+        does not fit (what it counts: snapshots.py, ``counted_against``)."""
         if self.max_messages <= 0:
             return 0  # closed
-        framing = (opening != b"") + (closing != b"")
-        framing_size = len(opening) + len(closing) + framing
-        counted = min(count, self.max_messages // 2 + framing, self.max_messages)
-        bytes_counted = min(size, self.max_bytes // 2 + framing_size, self.max_bytes)
-        unit = bytes_counted // counted if counted else 0  # (rounded down: the whole stays in bounds)
+        counted, unit = counted_against(self.max_messages, self.max_bytes, count, size, opening, closing)
         if counted and not self._fits(counted * unit, counted):
             return 0
         self._queued.passed(records, whole)

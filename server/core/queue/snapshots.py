@@ -27,6 +27,20 @@ SIZE_SAMPLE = 8  # records encoded to estimate what a whole snapshot will come t
 UNKNOWN_SIZE = 256  # the estimate of a record that cannot be encoded
 
 
+def counted_against(
+    max_messages: int, max_bytes: int, count: int, size: int, opening: bytes, closing: bytes
+) -> tuple[int, int]:
+    """What a snapshot of ``count`` messages and ``size`` bytes (its ``opening`` and ``closing``
+    included) counts against a queue's bounds: its messages, and the bytes each. Its records
+    count at most half of each bound, its opening and closing messages beside them, and the
+    whole never more than the bounds, so that it fits an empty queue."""
+    framing = (opening != b"") + (closing != b"")
+    framing_size = len(opening) + len(closing) + framing
+    counted = min(count, max_messages // 2 + framing, max_messages)
+    bytes_counted = min(size, max_bytes // 2 + framing_size, max_bytes)
+    return counted, bytes_counted // counted if counted else 0  # (rounded down: within bounds)
+
+
 class SnapshotStream:
     """A lazy snapshot, and what it still counts against the bounds: ``messages`` records (each
     ``unit`` bytes), the first to be written; ``records`` are the (topic, key) it sends;
