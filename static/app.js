@@ -13,7 +13,8 @@ import { Workspace } from "/static/workspace.js";
 const scheme = location.protocol === "https:" ? "wss" : "ws";
 const url = `${scheme}://${location.host}/ws`;
 // Someone is watching: a dead connection is noticed within 10 s, and retried at least every 5 s.
-const client = new PushClient(url, { heartbeatMs: 5000, maxBackoffMs: 5000 });
+// The socket says which tab it is, so the server's /status can say whose screen is slow.
+const client = new PushClient(url, { heartbeatMs: 5000, maxBackoffMs: 5000, label: tabLabel() });
 /** @type {Set<Panel>} */
 const panels = new Set();
 /** @type {Map<string, Panel>} each open view by its pane */
@@ -30,6 +31,18 @@ const keptOrdersByTopic = new Map();
 const connection = { state: "idle", attempt: 0 };
 
 document.getElementById("endpoint").textContent = url;
+
+/** "dashboard, tab 3f9a": the tab's id lives in sessionStorage, so a reload keeps it and another
+ * tab gets its own. */
+function tabLabel() {
+  const key = "sowpush.tab";
+  let tab = sessionStorage.getItem(key);
+  if (!tab) {
+    tab = Math.random().toString(16).slice(2, 6).padEnd(4, "0");
+    sessionStorage.setItem(key, tab);
+  }
+  return `dashboard, tab ${tab}`;
+}
 
 /** What every panel gets from the page. */
 const host = {

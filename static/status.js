@@ -32,6 +32,7 @@ const TOPICS = [
   ["aggregations", (t) => (t.sow ? count(t.aggregations) : null), NUMBER],
   ["groups", (t) => (t.sow ? count(t.groups) : null), NUMBER],
   ["queued", (t) => count(t.queued), NUMBER],
+  ["sent", (t) => bytes(t.sent_bytes), NUMBER],
   ["conflated", (t) => count(t.conflated), NUMBER],
   ["dropped", (t) => count(t.dropped), NUMBER],
   ["unsubscribed", (t) => count(t.unsubscribed), NUMBER],
@@ -44,6 +45,7 @@ const TOPICS = [
 const SOCKETS = [
   ["client name", (s) => s.client_name],
   ["user", (s) => s.user],
+  ["label", (s) => s.label],
   ["address", (s) => s.peer],
   ["session", (s) => s.session, NUMBER],
   ["subscriptions", (s) => count(s.subscriptions), NUMBER],
@@ -54,9 +56,20 @@ const SOCKETS = [
   ["conflation", (s) => `${(s.conflation_ratio * 100).toFixed(1)} %`, NUMBER],
   ["page", (s) => (s.hidden ? "hidden" : "visible")],
 ];
+// With --workers: which worker holds the socket, and each worker's own totals.
+const WORKER = ["worker", (s) => s.worker, NUMBER];
+const WORKERS = [
+  ["worker", (w) => w.worker, NUMBER],
+  ["answered", (w) => (w.answered ? (w.worker === answeredBy ? "yes, this page" : "yes") : "no")],
+  ["connections", (w) => count(w.connections), NUMBER],
+  ["queued", (w) => (w.answered ? bytes(w.queued_bytes) : null), NUMBER],
+  ["commands", (w) => count(w.commands), NUMBER],
+];
+let answeredBy = null;
 
 function fill(table, columns, rows, empty) {
   const head = $(table).tHead;
+  if (head.rows.length && head.rows[0].cells.length !== columns.length) head.replaceChildren();
   if (!head.rows.length) {
     const row = head.insertRow();
     for (const [title, , numeric] of columns) {
@@ -116,7 +129,11 @@ function draw(status) {
   );
   $("window").textContent = `latency over the last ${status.latency_window_s} s`;
   fill("topics", TOPICS, status.topics, "no topics");
-  fill("sockets", SOCKETS, status.slowest, "no sockets");
+  const workers = status.workers;
+  answeredBy = status.answered_by ?? null;
+  fill("sockets", workers ? [WORKER, ...SOCKETS] : SOCKETS, status.slowest, "no sockets");
+  $("workers-section").hidden = !workers;
+  if (workers) fill("workers", WORKERS, workers, "no workers");
   const cluster = status.cluster;
   $("cluster").hidden = !cluster;
   if (cluster) {

@@ -25,6 +25,9 @@ export interface ClientOptions {
   clientName?: string;
   userId?: string;
   password?: string;
+  /** What this socket is, for people reading the server's /status (a screen's user and tab,
+   * say): not an identity, and not unique. */
+  label?: string;
   /** 10000 by default; 0 turns heartbeats off. */
   heartbeatMs?: number;
   /** true by default; false: the first lost socket closes the client. */

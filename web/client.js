@@ -33,6 +33,8 @@ import { MAX_ROWS, Viewport } from "./viewport.js";
  * @property {string} [clientName]  with one, publishes carry sequence numbers (re-sent safely)
  * @property {string} [userId]
  * @property {string} [password]
+ * @property {string} [label]  what this socket is, for people reading the server's /status (a
+ *   screen's user and tab, say): not an identity, and not unique
  * @property {number} [heartbeatMs]  10000 by default; 0 turns heartbeats off
  * @property {boolean} [reconnect]  true by default; false: the first lost socket closes the client
  * @property {number} [maxBackoffMs]  the longest wait between attempts (10000)
@@ -136,6 +138,7 @@ export class PushClient extends Emitter {
     if (this.options.clientName) logon.client_name = this.options.clientName;
     if (this.options.userId) logon.user_id = this.options.userId;
     if (this.options.password) logon.pw = this.options.password;
+    if (this.options.label) logon.label = this.options.label;
     let ack;
     try {
       ack = await this.requests.request(logon, { handshake: true });

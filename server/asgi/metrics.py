@@ -69,6 +69,7 @@ class HubCollector(Collector):
         yield views
         yield grouped
         for counter, help_text in (
+            ("sent_bytes", "Bytes of messages about each topic written to sockets (snapshots included)"),
             ("conflated", "Queued messages merged into newer ones for slow sockets"),
             ("dropped", "Queued messages dropped for unsubscribe-policy topics"),
             ("unsubscribed", "Subscriptions dropped for back pressure"),
@@ -142,9 +143,14 @@ def cluster_metrics(cluster: RedisLog) -> Iterator[Metric]:
     )
 
 
-def render_metrics(hub: Hub) -> bytes:
+def node_registry(hub: Hub) -> CollectorRegistry:
+    """The node's metrics, read from ``hub`` when collected."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(HubCollector(hub))
     # The process's own: CPU seconds, resident and virtual memory, open files, start time.
     ProcessCollector(registry=registry)
-    return generate_latest(registry)
+    return registry
+
+
+def render_metrics(hub: Hub) -> bytes:
+    return generate_latest(node_registry(hub))

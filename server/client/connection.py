@@ -21,11 +21,19 @@ def messages_of(frame: str | bytes) -> list[dict[str, Any]]:
     return decoded if isinstance(decoded, list) else [decoded]
 
 
+def logon_fields(
+    client_name: str | None, user_id: str | None, password: str | None, label: str | None
+) -> dict[str, Any]:
+    """A logon's fields: who the connection is, and (``label``) what it is to people reading the
+    server's ``/status``."""
+    return {"client_name": client_name, "user_id": user_id, "pw": password, "label": label}
+
+
 async def logged_on(
     url: str, fields: dict[str, Any], refused: Callable[[str], Exception]
 ) -> tuple[websockets.ClientConnection, dict[str, Any]]:
-    """A new connection, logged on with ``fields`` (those given: ``client_name``, ``user_id``,
-    ``pw``), and the logon's ack; ``refused(reason)`` is raised when the server refuses it."""
+    """A new connection, logged on with ``fields`` (those given: ``logon_fields``), and the
+    logon's ack; ``refused(reason)`` is raised when the server refuses it."""
     ws = await websockets.connect(url, max_size=None)
     logon = {
         "c": "logon",

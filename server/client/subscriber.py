@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 import websockets
 
-from .connection import connect_again, logged_on, read_until_closed
+from .connection import connect_again, logged_on, logon_fields, read_until_closed
 
 
 class SubscriptionError(Exception):
@@ -197,12 +197,14 @@ class Subscriber:
         client_name: str | None = None,
         user_id: str | None = None,
         password: str | None = None,
+        label: str | None = None,
         reconnect: bool = True,
     ) -> None:
         self.url = url
         self.client_name = client_name
         self.user_id = user_id
         self.password = password
+        self.label = label  # what this connection is, for the server's /status
         self.reconnect = reconnect
         self.views: dict[str, View] = {}
         self._ids = itertools.count(1)
@@ -281,7 +283,7 @@ class Subscriber:
         await self._send({"c": "unsubscribe", "sub_id": view.sub_id})
 
     async def _open(self) -> None:
-        fields = {"client_name": self.client_name, "user_id": self.user_id, "pw": self.password}
+        fields = logon_fields(self.client_name, self.user_id, self.password, self.label)
         self._ws, _ = await logged_on(self.url, fields, lambda reason: SubscriptionError("logon", reason))
         for view in list(self.views.values()):  # every open view, again
             await self._send(view.command)

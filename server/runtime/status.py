@@ -170,6 +170,7 @@ class Status:
                     "session": session.id,
                     "client_name": session.client_name,
                     "user": session.user_id,
+                    "label": session.label,
                     "peer": session.peer,
                     "subscriptions": len(session.subscriptions),
                     "queued_messages": outbox.queued_messages,

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import re
 
+import orjson
+import websockets
+
 from .client import Client
 from .conftest import StartServer
 from .test_front_door import http
@@ -70,7 +73,7 @@ async def test_status_names_the_slowest_sockets_and_each_topics_figures(start_se
     # It stops reading after one frame; closing it at the end waits 1 s (not the library's 10) for
     # a close frame stuck behind what it never read.
     stalled = await Client.connect(server.url, max_queue=1, close_timeout=1)
-    await stalled.send({"c": "logon", "client_name": "stalled-desk"})
+    await stalled.send({"c": "logon", "client_name": "stalled-desk", "label": "ann, dashboard, tab 3f9a"})
     await stalled.send({"c": "subscribe", "t": "quotes", "cid": "q"})
     await reader.request({"c": "subscribe", "t": "quotes", "cid": "q"})
     away = await Client.connect(server.url)
@@ -98,6 +101,7 @@ async def test_status_names_the_slowest_sockets_and_each_topics_figures(start_se
     assert quotes["written"]["p50_ms"] is not None
     slowest = report["slowest"][0]
     assert slowest["client_name"] == "stalled-desk" and slowest["hidden"] is False
+    assert slowest["label"] == "ann, dashboard, tab 3f9a"
     assert slowest["queued_messages"] > 0 and slowest["queued_bytes"] > 0
     assert {row["client_name"]: row["hidden"] for row in report["slowest"]}["away-desk"] is True
     assert report["cluster"] is None
@@ -105,6 +109,38 @@ async def test_status_names_the_slowest_sockets_and_each_topics_figures(start_se
     assert status == 200 and "/static/status.js" in page
     for client in (publisher, reader, stalled, away):
         await client.close()
+
+
+async def test_bytes_sent_are_counted_for_the_topic_the_messages_are_about(
+    start_server: StartServer,
+) -> None:
+    server = start_server({}, TOPICS)
+    publisher = await Client.connect(server.url)
+    for n in range(50):
+        await publisher.send({"c": "publish", "t": "orders", "data": {"order": n, "note": "x" * n}})
+    await publisher.request({"c": "flush", "cid": "f"})
+    # No cid: no ack. Every frame this socket gets is about orders: its snapshot, then changes.
+    async with websockets.connect(server.url) as reader:
+        await reader.send(orjson.dumps({"c": "sow_and_subscribe", "t": "orders", "sub_id": "s"}))
+        frames = [await reader.recv(decode=False)]
+        while b"group_end" not in frames[-1]:
+            frames.append(await reader.recv(decode=False))
+        for n in range(50, 80):
+            await publisher.send({"c": "publish", "t": "orders", "data": {"order": n}})
+        while b'"order":79' not in frames[-1]:
+            frames.append(await reader.recv(decode=False))
+        _, _, metrics = http(server.http + "/metrics")
+    received = sum(len(frame) for frame in frames)
+    sent = sample(metrics, "push_sent_bytes_total", topic="orders")
+    # Each message counts its bytes and the comma after it; a frame's brackets are no topic's.
+    assert received - len(frames) <= sent <= received
+    assert sample(metrics, "push_sent_bytes_total", topic="quotes") == 0
+    _, _, body = http(server.http + "/status.json")
+    assert {row["topic"]: row["sent_bytes"] for row in json.loads(body)["topics"]} == {
+        "orders": sent,
+        "quotes": 0,
+    }
+    await publisher.close()
 
 
 async def test_status_is_guarded_like_metrics(start_server: StartServer) -> None:

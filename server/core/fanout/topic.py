@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..protocol.wire import OOF_COMMAND, P_COMMAND, head, record_body
-from ..queue.delivery import OOF, Delivery, QueuePolicy, RunBatch
+from ..queue.delivery import COUNTERS, OOF, Delivery, QueuePolicy, RunBatch
 from ..queue.latency import TopicLatency
 from ..records.keys import KeySpec
 from ..records.version import RecordVersion, trimmed
@@ -32,9 +32,6 @@ from .windows import Window
 if TYPE_CHECKING:
     from ..filters.entitlement import Entitlement
     from .ports import Derived, Subscriber
-
-
-COUNTERS = ("conflated", "dropped", "unsubscribed", "closed_slow")
 
 
 class Topic:

@@ -96,6 +96,7 @@ def complete(broker: Broker, session: Session, header: Header, body: Logon, user
     session.user = user
     session.client_name = body.client_name
     session.user_id = body.user_id
+    session.label = body.label
     session.logged_on = True
     session.outbox.conflation = parse_logon_options(body.options)
     received(session, header)

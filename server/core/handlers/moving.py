@@ -116,7 +116,7 @@ def move(
     answer = _answer(new, body.query_id, head, oofs, versions, views, end_fields)
     size = sum(map(len, oofs)) + estimated_size(head, entering) + (len(head) + 48) * len(versions)
     sent = [(topic.name, key) for key in (*keys, *left)]  # later changes of these go after it
-    session.send_stream(answer, len(oofs) + len(versions) + 2, size, sent, whole=new)
+    session.send_stream(answer, len(oofs) + len(versions) + 2, size, sent, whole=new, policy=topic.queue)
     return len(window.order), len(versions)
 
 

@@ -116,7 +116,7 @@ def _send(
     records = SnapshotRecords(topic.name, versions)
     # One item of the queue, its group_begin and group_end included: a relief that drops the
     # subscription while the snapshot is queued leaves it whole or leaves it out (Session.send_stream).
-    session.send_stream(stream, len(versions) + 2, size, records, subscription, begin, end)
+    session.send_stream(stream, len(versions) + 2, size, records, subscription, begin, end, topic.queue)
 
 
 def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> tuple[int, list[RecordVersion]]:

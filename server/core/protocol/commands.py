@@ -67,6 +67,7 @@ class Logon:
     user_id: str | None
     password: str | None
     options: str | None
+    label: str | None = None  # what the socket is, for people (a dashboard's user and tab, say)
 
 
 @dataclass(slots=True)
@@ -269,12 +270,14 @@ def decode_body(header: Header, raw: dict[str, Any]) -> Body:
         text_field(raw, "client_name", MAX_NAME_LENGTH)
         text_field(raw, "user_id", MAX_NAME_LENGTH)
         text_field(raw, "pw", MAX_PASSWORD_LENGTH)
+        text_field(raw, "label", MAX_NAME_LENGTH)
         _options_text(raw)
         return Logon(
             _optional(raw, "client_name", str),
             _optional(raw, "user_id", str),
             _optional(raw, "pw", str),
             _optional(raw, "o", str),
+            _optional(raw, "label", str),
         )
     if c == "unsubscribe":
         sub_id = raw.get("sub_id")

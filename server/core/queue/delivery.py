@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 INSERT, UPDATE, OOF, FULL = "insert", "update", "oof", "full"
 
 CONFLATED_POLICIES = ("conflate", "always")  # the topic policies whose messages are merged
+# What a topic counts of its messages in socket queues (``QueuePolicy.counters``): merged into
+# newer ones, dropped, subscriptions dropped, sockets closed with 4001, and bytes written.
+COUNTERS = ("conflated", "dropped", "unsubscribed", "closed_slow", "sent_bytes")
 
 
 class QueuePolicy:

@@ -32,6 +32,16 @@ def observe_written(entry: Delivery | RunBatch | RecordEntry | TxBlock | TxMerge
             observe_written(item, now)
 
 
+def count_sent(entry: Delivery | RunBatch | RecordEntry | TxBlock | TxMerge, size: int) -> None:
+    """``size`` bytes of ``entry`` are written: count them as its topic's ``sent_bytes`` (a
+    transaction's, as each of its messages' own sizes, for every topic it names)."""
+    if isinstance(entry, (TxBlock, TxMerge)):
+        for item in held(entry):
+            item.policy.counters["sent_bytes"] += item.size
+    else:
+        entry.policy.counters["sent_bytes"] += size
+
+
 def depth_by_topic(entries: Iterable[object]) -> dict[str, int]:
     """Messages about each topic's changes among a queue's ``entries`` (snapshots and acks are
     not counted)."""

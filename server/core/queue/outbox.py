@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from . import figures as queue_figures
 from .conflation import RecordEntry
-from .delivery import CONFLATED_POLICIES, Delivery, RunBatch, TxBlock
+from .delivery import CONFLATED_POLICIES, Delivery, QueuePolicy, RunBatch, TxBlock
 from .frames import array_frame
 from .index import QueuedRecords
 from .keyed import fold
@@ -84,12 +84,8 @@ class Outbox:
     def push_run(self, batch: RunBatch) -> int:
         """Queue a whole run in one entry; 0 when it must go one delivery at a time instead
         (it does not fit whole, or its messages are to be merged as they come)."""
-        count = len(batch.bodies)
-        if (
-            self.keyed
-            or (batch.policy.conflation == "always" and self.conflation)
-            or not self._fits(batch.size, count)
-        ):
+        count, always = len(batch.bodies), batch.policy.conflation == "always" and self.conflation
+        if self.keyed or always or not self._fits(batch.size, count):
             return 0
         return self._add(batch, batch.size, count)
 
@@ -168,9 +164,10 @@ class Outbox:
         whole: Reader | None = None,
         opening: bytes = b"",
         closing: bytes = b"",
+        policy: QueuePolicy | None = None,
     ) -> int:
-        """Queue a lazy snapshot of ``count`` messages (its ``opening`` and ``closing`` ones
-        included), about ``size`` bytes once encoded, that sends ``records`` (topic, key) and is
+        """Queue a lazy snapshot of ``count`` messages (``opening`` and ``closing`` included),
+        about ``size`` bytes encoded, of ``policy``'s topic, that sends ``records`` (topic, key),
         the whole view of subscription ``whole`` (if any); the number now queued, or 0 when it
         does not fit (what it counts: snapshots.py, ``counted_against``)."""
         if self.max_messages <= 0:
@@ -179,7 +176,7 @@ class Outbox:
         if counted and not self._fits(counted * unit, counted):
             return 0
         self._queued.passed(records, whole)
-        stream = SnapshotStream(messages, counted, unit, records, whole, opening, closing)
+        stream = SnapshotStream(messages, counted, unit, records, whole, opening, closing, policy)
         # At least 1: an empty snapshot is queued too (and the writer must wake for it).
         return max(1, self._add(stream, counted * unit, counted))
 
@@ -292,10 +289,9 @@ class Outbox:
     # -- draining -------------------------------------------------------------------------
 
     def take_frame(self, max_frame_bytes: int, now: float | None = None) -> bytes | None:
-        """The next array frame: as many queued messages as fit in ``max_frame_bytes`` (at least one).
-
-        With ``now`` (the clock of the changes' ``ts``), each message about a change is observed in
-        its topic's ``written`` latency (snapshots, replays and acks are not changes)."""
+        """The next array frame: as many queued messages as fit in ``max_frame_bytes`` (at least
+        one), each counted in its topic's ``sent_bytes``. With ``now`` (the clock of the changes'
+        ``ts``), each message about a change is observed in its topic's ``written`` latency."""
         parts: list[bytes] = []
         size = 1
         entries = self._entries
@@ -321,6 +317,7 @@ class Outbox:
                 self.queued_bytes -= entry.size
                 self.queued_messages -= 1
                 self.sent += 1
+                entry.policy.counters["sent_bytes"] += entry.size
                 if now is not None:
                     queue_figures.observe_written(entry, now)
             elif isinstance(entry, RecordEntry):
@@ -337,6 +334,7 @@ class Outbox:
                 self.queued_bytes -= entry.size
                 self.queued_messages -= entry.count
                 self.sent += len(rendered) // 2
+                entry.policy.counters["sent_bytes"] += rendered_size
                 self._queued.taken(entry)
                 if now is not None:
                     queue_figures.observe_written(entry, now)
@@ -350,6 +348,7 @@ class Outbox:
                 self.queued_bytes -= entry.counted_size
                 self.queued_messages -= entry.counted
                 self.sent += len(rendered) // 2 + 1 if rendered else 0
+                queue_figures.count_sent(entry, 0)
                 if now is not None:
                     queue_figures.observe_written(entry, now)
             elif isinstance(entry, RunBatch):
@@ -362,6 +361,7 @@ class Outbox:
                 self.queued_bytes -= taken_bytes
                 self.queued_messages -= taken
                 self.sent += taken
+                entry.policy.counters["sent_bytes"] += taken_bytes
                 if taken < count:
                     break  # the rest of the run goes in the next frame
                 entries.popleft()
@@ -382,6 +382,8 @@ class Outbox:
                 parts.append(streamed)
                 size += len(streamed) + 1
                 self.sent += entry.head_count
+                if entry.policy is not None:
+                    entry.policy.counters["sent_bytes"] += len(streamed) + 1
                 if entry.messages:
                     self._written(entry, min(entry.head_count, entry.messages))
         if not entries:

@@ -15,6 +15,7 @@ from ..protocol import wire
 from ..records.version import RecordVersion, format_timestamp
 
 if TYPE_CHECKING:
+    from .delivery import QueuePolicy
     from .reader import Reader
 
 log = logging.getLogger("server.core")
@@ -46,7 +47,10 @@ class SnapshotStream:
     ``unit`` bytes), the first to be written; ``records`` are the (topic, key) it sends;
     ``whole`` the subscription whose whole view it is, if any (index.py, ``passed``)."""
 
-    __slots__ = ("closing", "head", "head_count", "messages", "opening", "records", "source", "unit", "whole")
+    __slots__ = (
+        "closing", "head", "head_count", "messages", "opening", "policy", "records", "source", "unit",
+        "whole",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -57,8 +61,10 @@ class SnapshotStream:
         whole: Reader | None = None,
         opening: bytes = b"",
         closing: bytes = b"",
+        policy: QueuePolicy | None = None,
     ) -> None:
         self.source = source
+        self.policy = policy  # the topic whose bytes these are (None: an ack's, say)
         self.head: bytes | None = None
         self.head_count = 1  # the messages ``head`` holds (JoinedRows: several)
         self.messages = messages

@@ -87,6 +87,7 @@ class Session:
         self._try_write = port.try_write
         self.client_name: str | None = None
         self.user_id: str | None = None
+        self.label: str | None = None  # what the client says it is, for /status (not an identity)
         self.user: UserConfig | None = None
         self.peer = peer  # the remote address: logons are throttled by it
         self.logged_on = False
@@ -162,7 +163,7 @@ class Session:
         tx = self.tx_frames.tx
         if tx is None:
             message = queue_counts(policy.name_json, numbers)
-            self.send_stream(message, 1, 48 + 16 * len(numbers))
+            self.send_stream(message, 1, 48 + 16 * len(numbers), policy=policy)
             return
         if self._tx_counts[0] != tx:
             self._tx_counts = (tx, {})
@@ -245,12 +246,13 @@ class Session:
         whole: Subscription | None = None,
         opening: bytes = b"",
         closing: bytes = b"",
+        policy: QueuePolicy | None = None,
     ) -> None:
-        """Queue a lazy snapshot of ``count`` messages (about ``size`` bytes encoded), written
-        between ``opening`` and ``closing`` (counted in), that sends ``records`` (topic, key),
-        the whole view of subscription ``whole`` (if any): it counts against the queue's bounds
-        like any message, and when it does not fit the same rule applies (write, conflate,
-        close with 4001)."""
+        """Queue a lazy snapshot of ``count`` messages (about ``size`` bytes encoded) of
+        ``policy``'s topic, written between ``opening`` and ``closing`` (counted in), that
+        sends ``records`` (topic, key), the whole view of subscription ``whole`` (if any): it
+        counts against the queue's bounds like any message, and when it does not fit the same
+        rule applies (write, conflate, close with 4001)."""
         if self.close_code is None:
             self._end_run()
             outbox = self.outbox
@@ -260,7 +262,7 @@ class Session:
                     # Relief dropped the subscription (its ``unsubscribed`` is queued): nothing
                     # of it follows, this snapshot neither.
                     return outbox.queued_messages or 1
-                return outbox.push_stream(stream, count, size, records, whole, opening, closing)
+                return outbox.push_stream(stream, count, size, records, whole, opening, closing, policy)
 
             idle = not outbox  # the writer sleeps: a stream of several messages must wake it too
             self._settle(retry(), retry, None)

@@ -24,7 +24,17 @@ import orjson
 
 from server.core.filters.entitlement import UNRESTRICTED, Entitlement
 from server.core.protocol.wire import OOF_COMMAND, P_COMMAND, body, head, record_body
-from server.core.queue.delivery import FULL, INSERT, OOF, UPDATE, Delivery, QueuePolicy, RunBatch, TxBlock
+from server.core.queue.delivery import (
+    COUNTERS,
+    FULL,
+    INSERT,
+    OOF,
+    UPDATE,
+    Delivery,
+    QueuePolicy,
+    RunBatch,
+    TxBlock,
+)
 from server.core.queue.latency import TopicLatency
 from server.core.queue.outbox import Outbox
 from server.core.records.version import RecordVersion
@@ -91,7 +101,7 @@ def policy(
     match: Callable[[list[Any], Any], int | None] | None = None,
     name: str = "t",
 ) -> QueuePolicy:
-    counters = {"conflated": 0, "dropped": 0}
+    counters = dict.fromkeys(COUNTERS, 0)
     return QueuePolicy(name, orjson.dumps(name), conflation, mode, merge, match, counters, TopicLatency())
 
 

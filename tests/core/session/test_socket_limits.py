@@ -170,6 +170,8 @@ def test_views_of_a_plain_snapshot_are_made_as_it_drains(monkeypatch: pytest.Mon
     [
         ({"c": "logon", "client_name": "n" * (MAX_NAME_LENGTH + 1)}, "bad message: client_name too long"),
         ({"c": "logon", "user_id": "u" * (MAX_NAME_LENGTH + 1)}, "bad message: user_id too long"),
+        ({"c": "logon", "label": "l" * (MAX_NAME_LENGTH + 1)}, "bad message: label too long"),
+        ({"c": "logon", "label": 7}, "bad message: label"),
         ({"c": "logon", "o": "x" * (MAX_OPTIONS_LENGTH + 1)}, "invalid options: o too long"),
         ({"c": "publish", "t": "t" * (MAX_NAME_LENGTH + 1), "data": {}}, "bad message: t too long"),
         (
