@@ -16,13 +16,16 @@ from types import FrameType
 
 import uvicorn
 
-from .asgi.app import Capacity, create_app
+from .asgi.app import create_app
 from .asgi.uvicorn_protocol import BACKLOG, guarded_http_protocol
 from .asgi.uvicorn_websocket import LeanWebSocketProtocol
+from .asgi.whole_port import answering
 from .core import native
 from .core.settings.config import Config
 from .runtime.hub import Hub
 from .runtime.logstore import LogStore
+from .runtime.siblings import Siblings
+from .runtime.status import Status
 
 log = logging.getLogger("server")
 
@@ -31,10 +34,19 @@ class PushServer(uvicorn.Server):
     """uvicorn's server, with recovery before it listens, our start-up line, and a shutdown that
     closes sockets with 1001 and leaves every acknowledged durable publish on disk."""
 
-    def __init__(self, config: uvicorn.Config, hub: Hub, store: LogStore | None) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        hub: Hub,
+        store: LogStore | None,
+        siblings: Siblings | None,
+        status: Status,
+    ) -> None:
         super().__init__(config)
         self.hub = hub
         self.store = store
+        self.siblings = siblings  # when it is one of --workers: they ask it for its figures
+        self.status = status
         self._collecting: asyncio.Task[None] | None = None  # the collector's (runtime/collector.py)
         self.announce = True  # log the "listening on" line (not a worker's: its parent does)
         self.on_listening: Callable[[], None] = lambda: None
@@ -62,6 +74,8 @@ class PushServer(uvicorn.Server):
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.reload_auth)
         if self.started and self.servers:
             log.info("%s", native.describe())  # which core runs, and if pure, why
+            if self.siblings is not None:  # before it counts as serving: its siblings may ask then
+                await self.siblings.serve(answering(self.hub, self.status, self.siblings))
             if self.announce:
                 host, port = self.servers[0].sockets[0].getsockname()[:2]
                 log.info("listening on http://%s:%d", host, port)
@@ -87,6 +101,8 @@ class PushServer(uvicorn.Server):
             self._collecting.cancel()  # no collection of everything while every socket closes
         for server in self.servers:
             server.close()
+        if self.siblings is not None:
+            await self.siblings.close()
         await self.hub.shutdown()
         if self.store is not None:
             await self.store.close()
@@ -99,8 +115,8 @@ def node_name(port: int) -> str:
     return f"{socket.gethostname()}-{port}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
-def build_server(config: Config, capacity: Capacity | None = None) -> PushServer:
-    """The node of ``config``; ``capacity`` when it is one of ``--workers`` (for ``/healthz``)."""
+def build_server(config: Config, siblings: Siblings | None = None) -> PushServer:
+    """The node of ``config``; ``siblings`` when it is one of ``--workers``."""
     settings = config.server
     # With [cluster] the shared log in Redis is the cluster's transaction log: none on the node's disk.
     hub = Hub(config, node=node_name(settings.port) if config.cluster is not None else "")
@@ -116,8 +132,9 @@ def build_server(config: Config, capacity: Capacity | None = None) -> PushServer
             settings.recover_damaged_log,
         )
         hub.store = store
+    status = Status(hub)
     uv_config = uvicorn.Config(
-        create_app(hub, capacity),
+        create_app(hub, status, siblings),
         host=settings.host,
         port=settings.port,
         # Bounds the connections that have not sent a complete request head (half-open upgrades).
@@ -134,4 +151,4 @@ def build_server(config: Config, capacity: Capacity | None = None) -> PushServer
         access_log=False,
         timeout_graceful_shutdown=5,
     )
-    return PushServer(uv_config, hub, store)
+    return PushServer(uv_config, hub, store, siblings, status)

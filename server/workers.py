@@ -31,9 +31,11 @@ import logging
 import multiprocessing
 import os
 import pickle
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 from multiprocessing.connection import wait
 from multiprocessing.context import SpawnContext
@@ -43,6 +45,7 @@ from typing import Any
 
 from .core.settings.config import Config
 from .runtime.reload import with_current_auth
+from .runtime.siblings import Siblings
 
 log = logging.getLogger("server")
 
@@ -71,6 +74,7 @@ class Serving:
 
     def __init__(self, context: SpawnContext, count: int) -> None:
         self.flags = context.RawArray(ctypes.c_ubyte, count)
+        self.count = count
 
     def listening(self, index: int) -> None:
         self.flags[index] = 1
@@ -108,8 +112,11 @@ def pickled(config: Config) -> bytes:
     return buffer.getvalue()
 
 
-def run_worker(pickled_config: bytes, port: int, index: int, serving: Serving, quiet: bool) -> None:
-    """Worker ``index``: one node listening on ``port`` beside its siblings. ``quiet``: a failed
+def run_worker(
+    pickled_config: bytes, port: int, index: int, serving: Serving, directory: str, quiet: bool
+) -> None:
+    """Worker ``index``: one node listening on ``port`` beside its siblings, and answering them on
+    a Unix socket in ``directory`` (runtime/siblings.py). ``quiet``: a failed
     start of this worker was reported, its error printed; if this one fails to build its node too
     (broken code on disk, say), it exits 1 without printing the traceback again."""
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the node listens and reloads [auth] on it
@@ -120,7 +127,8 @@ def run_worker(pickled_config: bytes, port: int, index: int, serving: Serving, q
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
-        server = build_server(with_current_auth(config), capacity=serving.capacity)
+        siblings = Siblings(directory, index, serving.count, serving.capacity)
+        server = build_server(with_current_auth(config), siblings)
     except Exception:
         if not quiet:
             raise
@@ -177,9 +185,12 @@ class Pool:
         self.context = multiprocessing.get_context("spawn")
         self.serving = Serving(self.context, count)
         self.slots = [Slot(index) for index in range(count)]
+        # The workers' Unix sockets, where each asks the others for their figures: readable by
+        # this user alone (mkdtemp makes it 0700), removed when the port closes.
+        self.directory = tempfile.mkdtemp(prefix="sowpush-workers-")
 
     def start(self, slot: Slot) -> None:
-        args = (pickled(self.config), self.port, slot.index, self.serving, slot.reported)
+        args = (pickled(self.config), self.port, slot.index, self.serving, self.directory, slot.reported)
         slot.process = self.context.Process(target=run_worker, args=args, daemon=False)
         slot.process.start()
         slot.started, slot.seen = time.monotonic(), False
@@ -255,6 +266,7 @@ class Pool:
             if worker.is_alive():
                 worker.kill()
                 worker.join()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def serve_workers(config: Config, count: int) -> int:

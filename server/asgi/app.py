@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -16,19 +15,18 @@ from starlette.websockets import WebSocket
 from ..core.session.access import topic_listing
 from ..core.settings.server_names import ServerNames
 from ..runtime.hub import Hub
+from ..runtime.siblings import Siblings
 from ..runtime.status import Status
 from .guards import check_metrics, topics_reader
 from .hosts import HttpHostRefusal
 from .metrics import render_metrics
 from .uvicorn_protocol import TransportMiddleware
 from .websocket import websocket_endpoint
+from .whole_port import port_metrics, port_status
 
 ROOT = Path(__file__).resolve().parents[2]
 WEB_DIR = ROOT / "web"
 STATIC_DIR = ROOT / "static"
-
-# (workers that accept connections, workers) of the port a ``--workers`` node shares
-Capacity = Callable[[], tuple[int, int]]
 
 
 async def dashboard(request: Request) -> Response:
@@ -46,19 +44,20 @@ async def healthz(request: Request) -> Response:
     hub: Hub = request.app.state.hub
     if not hub.ready:  # a cluster node loading its state, or cut off from Redis (docs/protocol.md, Cluster)
         return PlainTextResponse("unavailable", status_code=503)
-    capacity: Capacity | None = request.app.state.capacity
-    if capacity is None:
+    siblings: Siblings | None = request.app.state.siblings
+    if siblings is None:
         return PlainTextResponse("ok")
     # A port that lost a worker still serves: 200 keeps it in a load balancer's rotation, and the
     # count tells whoever watches that it runs short.
-    serving, workers = capacity()
+    serving, workers = siblings.capacity()
     return PlainTextResponse(f"ok: {serving} of {workers} workers")
 
 
 async def metrics(request: Request) -> Response:
     hub = request.app.state.hub
     check_metrics(request, hub)
-    body = render_metrics(hub)
+    siblings: Siblings | None = request.app.state.siblings
+    body = render_metrics(hub) if siblings is None else await port_metrics(hub, siblings)
     return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
@@ -70,7 +69,9 @@ async def status_report(request: Request) -> Response:
     """What the status page shows (guarded like ``/metrics``: it names clients and addresses)."""
     check_metrics(request, request.app.state.hub)
     status: Status = request.app.state.status
-    return JSONResponse(await status.report(), headers={"Cache-Control": "no-store"})
+    siblings: Siblings | None = request.app.state.siblings
+    report = await status.report() if siblings is None else await port_status(status, siblings)
+    return JSONResponse(report, headers={"Cache-Control": "no-store"})
 
 
 async def topics(request: Request) -> Response:
@@ -115,7 +116,8 @@ def _route_path(scope: Scope) -> str:
     return path[len(root) :] if root and path.startswith(root) else path
 
 
-def create_app(hub: Hub, capacity: Capacity | None = None) -> ASGIApp:
+def create_app(hub: Hub, status: Status, siblings: Siblings | None = None) -> ASGIApp:
+    """The application of ``hub``'s node; ``siblings`` when it is one of ``--workers``."""
     app = Starlette(
         routes=[
             Route("/", dashboard),
@@ -132,7 +134,7 @@ def create_app(hub: Hub, capacity: Capacity | None = None) -> ASGIApp:
     settings = hub.config.server
     names = ServerNames(settings.server_names, settings.host, settings.allowed_origins)
     app.state.hub = hub
-    app.state.capacity = capacity
-    app.state.status = Status(hub)
+    app.state.siblings = siblings
+    app.state.status = status
     app.state.names = names
     return TransportMiddleware(WebSocketFirst(app, "/ws", names))

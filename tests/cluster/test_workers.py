@@ -4,6 +4,7 @@ and ``/healthz`` says how many serve."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -28,32 +29,28 @@ from .conftest import TOPICS, StartNode
 pytestmark = pytest.mark.slow
 
 T = TypeVar("T")
-NODE = re.compile(r'push_cluster_node\{node="([^"]+)"\} 1\.0')
+NODE = re.compile(r'push_cluster_node\{node="([^"]+)",worker="(\d+)"\} 1\.0')
 BACK = re.compile(r"worker \d \(pid (\d+)\) accepts connections \((\d) of 2 workers serve\)")
 
 
-def node_names(http: str, attempts: int = 200) -> set[str]:
-    """The nodes that answer ``/metrics`` on new connections (the kernel picks the worker)."""
-    seen: set[str] = set()
-    for _ in range(attempts):
-        with urllib.request.urlopen(http + "/metrics", timeout=5) as answer:
-            seen.update(NODE.findall(answer.read().decode()))
-        if len(seen) >= 2:
-            break
-    return seen
+def metrics(http: str) -> str:
+    with urllib.request.urlopen(http + "/metrics", timeout=5) as answer:
+        return str(answer.read().decode())
 
 
-def connections_on(http: str, pid: int, attempts: int = 200) -> int:
-    """``push_connections`` of the worker with process id ``pid`` (its node name holds it), asked
-    on new connections until that worker answers."""
-    for _ in range(attempts):
-        with urllib.request.urlopen(http + "/metrics", timeout=5) as answer:
-            text = answer.read().decode()
-        if any(f"-{pid}-" in name for name in NODE.findall(text)):
-            found = re.search(r"^push_connections (\S+)$", text, re.MULTILINE)
-            assert found is not None
-            return int(float(found.group(1)))
-    raise AssertionError(f"worker {pid} never answered")
+def node_names(http: str) -> dict[str, str]:
+    """Each worker's node name, by its index, from one scrape of ``/metrics`` (whichever worker
+    takes it answers for all)."""
+    return {worker: name for name, worker in NODE.findall(metrics(http))}
+
+
+def connections_on(http: str, pid: int) -> int:
+    """``push_connections`` of the worker with process id ``pid`` (its node name holds it)."""
+    text = metrics(http)
+    [worker] = [worker for name, worker in NODE.findall(text) if f"-{pid}-" in name]
+    found = re.search(rf'^push_connections\{{worker="{worker}"\}} (\S+)$', text, re.MULTILINE)
+    assert found is not None
+    return int(float(found.group(1)))
 
 
 def healthz(http: str) -> tuple[int, str]:
@@ -138,6 +135,42 @@ async def test_two_workers_share_one_port_and_serve_one_state(start_node: StartN
         assert [m["data"]["id"] for m in got if m.get("c") == "p"] == list(range(5))
     assert node.stop() == 0
     assert " ERROR " not in node.output() and "Traceback" not in node.output()
+
+
+async def test_any_worker_answers_metrics_and_status_for_every_worker(start_node: StartNode) -> None:
+    node = workers_ready(start_node(args=["--workers", "2"]))
+    clients = [await Client.connect(node.url) for _ in range(12)]
+    for n, client in enumerate(clients):
+        await client.request({"c": "logon", "cid": "l", "label": f"desk {n}"})
+        await client.request({"c": "subscribe", "t": "orders", "sub_id": "s", "cid": "q"})
+    for _ in range(6):  # on new connections: the kernel picks the worker that answers
+        text = metrics(node.http)
+        up = dict(re.findall(r'^push_worker_up\{worker="(\d)"\} (\S+)$', text, re.MULTILINE))
+        assert up == {"0": "1.0", "1": "1.0"}
+        connections = re.findall(r'^push_connections\{worker="(\d)"\} (\S+)$', text, re.MULTILINE)
+        assert sorted(worker for worker, _ in connections) == ["0", "1"]
+        assert sum(float(count) for _, count in connections) == 12
+        # Every sample names its worker: the process's own figures too.
+        assert len(re.findall(r'^process_cpu_seconds_total\{worker="\d"\} ', text, re.MULTILINE)) == 2
+        samples = [line for line in text.splitlines() if line and not line.startswith("#")]
+        assert all('worker="' in line for line in samples)
+        with urllib.request.urlopen(node.http + "/status.json", timeout=5) as answer:
+            report = json.loads(answer.read())
+        assert report["connections"] == 12
+        assert [(w["worker"], w["answered"]) for w in report["workers"]] == [(0, True), (1, True)]
+        assert sum(w["connections"] for w in report["workers"]) == 12
+        assert {row["label"] for row in report["slowest"]} <= {f"desk {n}" for n in range(12)}
+        assert {row["worker"] for row in report["slowest"]} == {0, 1}
+        [orders] = [row for row in report["topics"] if row["topic"] == "orders"]
+        assert orders["subscriptions"] == 12
+    # A worker that is gone is said to be, by whichever worker answers.
+    victim = min(worker_pids(node))
+    [index] = [w for w, name in node_names(node.http).items() if f"-{victim}-" in name]
+    os.kill(victim, signal.SIGKILL)
+    eventually(lambda: f'push_worker_up{{worker="{index}"}} 0.0' in metrics(node.http))
+    for client in clients:
+        await client.close()
+    assert node.stop() == 0
 
 
 async def test_a_killed_worker_is_replaced_by_one_that_serves(start_node: StartNode) -> None:
