@@ -12,6 +12,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -52,14 +53,18 @@ def run_until_stopped(
     stop: Stop,
     every_s: float = math.inf,
     summary: Callable[[], str] | None = None,
+    heartbeat: Path | None = None,
 ) -> int:
-    """Wait for a signal or for a query to end, logging ``summary()`` every ``every_s``; then stop
-    the queries and Spark. Returns the exit status: 0 when stopped by a signal or done, 1 when a
-    query failed (its error in one line)."""
+    """Wait for a signal or for a query to end, logging ``summary()`` every ``every_s`` and
+    touching ``heartbeat`` (a file a health check can look at) every second while every query
+    runs; then stop the queries and Spark. Returns the exit status: 0 when stopped by a signal or
+    done, 1 when a query failed (its error in one line)."""
     queries = list(queries)
     status = 0
     next_summary = time.monotonic() + every_s
     while not stop.requested.is_set():
+        if heartbeat is not None and all(query.isActive for query in queries):
+            heartbeat.touch()
         if spark.streams.awaitAnyTermination(1):  # seconds: the signal is seen within one
             failed = [q for q in queries if not q.isActive and q.exception() is not None]
             for query in failed:

@@ -54,6 +54,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--summary-seconds", type=float, default=10.0, help="seconds between summary lines (default: 10)"
     )
+    parser.add_argument(
+        "--heartbeat",
+        type=Path,
+        metavar="FILE",
+        help="touch FILE every second while every query runs, for a health check (default: none)",
+    )
     add_feed_options(parser)
     return parser.parse_args(argv)
 
@@ -124,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     stop.install()  # again: PySpark's SparkContext puts in a SIGINT handler of its own
     queries = start(spark, args)
     log.info("demo feed started: %s", ", ".join(q.name for q in queries))
-    sys.exit(run_until_stopped(spark, queries, stop, args.summary_seconds, Summary(queries)))
+    summary = Summary(queries)
+    sys.exit(run_until_stopped(spark, queries, stop, args.summary_seconds, summary, args.heartbeat))
 
 
 if __name__ == "__main__":

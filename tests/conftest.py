@@ -31,6 +31,7 @@ LONG = (
     "tests/browser/test_demo_dashboard.py",
     "tests/browser/test_dashboard_viewport.py",
     "tests/spark/test_feeds.py",
+    "tests/spark/test_compose_topology.py",
     "tests/spark/test_demo_transforms.py",
     "tests/spark/test_python310.py",
     "tests/browser/test_adapters.py",

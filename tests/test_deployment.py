@@ -145,17 +145,20 @@ def test_commands_and_volumes() -> None:
     assert "org.apache.spark.deploy.master.Master" in services["spark-master"]["command"]
     assert "spark://spark-master:7077" in services["spark-worker"]["command"]
     feed = services["demo-feed"]["command"]
-    assert (
-        feed[0].endswith("spark-submit") and feed[feed.index("--master") + 1] == "spark://spark-master:7077"
-    )
+    # The driver is the Python process, so that SIGTERM reaches it (not spark-submit's JVM first);
+    # init: true reaps the JVM it starts.
+    assert feed[0] == "python3" and services["demo-feed"]["init"] is True
+    assert services["demo-feed"]["environment"]["SPARK_MASTER"] == "spark://spark-master:7077"
     assert feed[feed.index("--url") + 1] == "ws://lb:8000/ws", "the feed publishes into the cluster"
     checkpoint = feed[feed.index("--checkpoint") + 1]
     assert any(v == f"checkpoints:{Path(checkpoint).parent}" for v in services["demo-feed"]["volumes"])
     assert "checkpoints:/checkpoints" in services["spark-worker"]["volumes"]
     assert set(spec["volumes"]) == {"redis-data", "checkpoints"}
     assert services["checkpoints-owner"]["image"] == services["spark-worker"]["image"]
-    entry = feed[feed.index("--master") + 2].replace("/app/", "")
+    entry = feed[1].replace("/app/", "")
     assert (ROOT / entry).is_file()
+    heartbeat = feed[feed.index("--heartbeat") + 1]
+    assert heartbeat in " ".join(services["demo-feed"]["healthcheck"]["test"])
     assert services["demo-feed"]["depends_on"]["lb"]["condition"] == "service_healthy"
 
 
@@ -235,3 +238,29 @@ def test_ruff_holds_the_feed_to_python_3_10() -> None:
     ruff = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]
     assert ruff["per-file-target-version"]["spark_feeds/**"] == "py310"
     assert ruff["per-file-target-version"]["docker/*.py"] == "py310"
+
+
+def test_every_service_that_keeps_running_has_a_health_check_and_waits_for_healthy_ones() -> None:
+    services = compose()["services"]
+    one_shot = {"checkpoints-owner"}
+    for name, service in services.items():
+        if name in one_shot:
+            continue
+        test = service["healthcheck"]["test"]
+        assert test[0] == "CMD" and len(test) > 1, name
+        for needed, condition in service.get("depends_on", {}).items():
+            expected = "service_completed_successfully" if needed in one_shot else "service_healthy"
+            assert condition["condition"] == expected, (name, needed)
+
+
+def test_the_feed_image_runs_the_spark_the_tests_run() -> None:
+    """pyproject.toml pins PySpark to the Spark of the images: the tests' local Spark, the feed's
+    driver and the cluster's master and worker are one version."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    [pin] = [r for r in project["project"]["optional-dependencies"]["spark"] if r.startswith("pyspark")]
+    version = re.fullmatch(r"pyspark==(\d+\.\d+\.\d+)", pin)
+    assert version is not None, f"{pin}: pinned to one version"
+    images = {base_image("docker/feed.Dockerfile")} | {
+        service["image"] for service in compose()["services"].values() if "spark" in service.get("image", "")
+    }
+    assert images == {f"apache/spark:{version.group(1)}-scala2.13-java17-python3-ubuntu"}
