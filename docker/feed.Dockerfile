@@ -17,3 +17,5 @@ COPY docker/demo_feed.py /app/docker/demo_feed.py
 ENV SPARK_HOME=/opt/spark
 ENV PYTHONPATH=/app:/opt/spark/python:/opt/spark/python/lib/py4j-src.zip
 USER spark
+# The build fails here, not the feed at run time, if PySpark or its py4j cannot be imported so.
+RUN python3 -c "import py4j, pyspark, spark_feeds.demo"

@@ -55,6 +55,7 @@ STEADY_S = 30.0  # a worker that ran this long was healthy: its death is not one
 FIRST_RETRY_S = 1.0  # the pause after a death within STEADY_S of the start; doubles with each
 LAST_RETRY_S = 30.0  # and stops doubling here
 WATCH_S = 0.2  # the longest the parent waits before it looks at the signals again
+MAX_SOCKET_PATH = 100  # bytes of a Unix socket's path (107 on Linux, 103 on macOS), with room
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -176,18 +177,39 @@ class Slot:
         return min(FIRST_RETRY_S * 2 ** (self.failures - 1), LAST_RETRY_S) if self.failures else 0.0
 
 
+class SocketDirectoryError(Exception):
+    """The workers' Unix sockets cannot be made (the reason is the message)."""
+
+
+def socket_directory(count: int) -> str:
+    """A new directory for the workers' Unix sockets, where each asks the others for their
+    figures: readable by this user alone (mkdtemp makes it 0700), under TMPDIR."""
+    try:
+        directory = tempfile.mkdtemp(prefix="sowpush-workers-")
+    except OSError as error:
+        raise SocketDirectoryError(
+            f"cannot make the workers' socket directory ({error}): set TMPDIR to a writable directory"
+        ) from None
+    longest = os.path.join(directory, f"worker-{count - 1}.sock")
+    if len(os.fsencode(longest)) > MAX_SOCKET_PATH:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise SocketDirectoryError(
+            f"the workers' sockets would be at {longest}, longer than a Unix socket's path may be "
+            f"({MAX_SOCKET_PATH} bytes): set TMPDIR to a shorter directory"
+        )
+    return directory
+
+
 class Pool:
     """The workers, and everything they share, kept by the parent for the whole run."""
 
-    def __init__(self, config: Config, port: int, count: int) -> None:
+    def __init__(self, config: Config, port: int, count: int, directory: str) -> None:
         self.config = config
         self.port = port
         self.context = multiprocessing.get_context("spawn")
         self.serving = Serving(self.context, count)
         self.slots = [Slot(index) for index in range(count)]
-        # The workers' Unix sockets, where each asks the others for their figures: readable by
-        # this user alone (mkdtemp makes it 0700), removed when the port closes.
-        self.directory = tempfile.mkdtemp(prefix="sowpush-workers-")
+        self.directory = directory  # removed when the port closes (stop)
 
     def start(self, slot: Slot) -> None:
         args = (pickled(self.config), self.port, slot.index, self.serving, self.directory, slot.reported)
@@ -274,7 +296,23 @@ def serve_workers(config: Config, count: int) -> int:
     once if they do not all start listening."""
     settings = config.server
     sock = bind(settings.host, settings.port)  # holds the port (0: picks one) without listening
-    port = sock.getsockname()[1]
+    try:
+        directory = socket_directory(count)
+    except SocketDirectoryError as error:
+        sock.close()
+        log.error("%s", error)
+        return 1
+    pool = Pool(config, sock.getsockname()[1], count, directory)
+    try:
+        return _serve(pool, sock)
+    finally:
+        pool.stop()  # (every worker stopped, the socket directory removed, whatever happened)
+        sock.close()
+
+
+def _serve(pool: Pool, sock: socket.socket) -> int:
+    """Starts ``pool``'s workers and watches them until SIGINT/SIGTERM; the exit status."""
+    port, count = pool.port, len(pool.slots)
     stopping = False
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -283,7 +321,6 @@ def serve_workers(config: Config, count: int) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    pool = Pool(config, port, count)
     for slot in pool.slots:
         pool.start(slot)
 
@@ -312,6 +349,4 @@ def serve_workers(config: Config, count: int) -> int:
         stopping, status = True, 1
     while not stopping:
         pool.watch(WATCH_S)
-    pool.stop()
-    sock.close()
     return status

@@ -36,10 +36,16 @@ document.getElementById("endpoint").textContent = url;
  * tab gets its own. */
 function tabLabel() {
   const key = "sowpush.tab";
-  let tab = sessionStorage.getItem(key);
-  if (!tab) {
-    tab = Math.random().toString(16).slice(2, 6).padEnd(4, "0");
-    sessionStorage.setItem(key, tab);
+  let tab = null;
+  try {
+    tab = sessionStorage.getItem(key);
+    if (!tab) {
+      tab = Math.random().toString(16).slice(2, 6).padEnd(4, "0");
+      sessionStorage.setItem(key, tab);
+    }
+  } catch {
+    // Storage refused (a sandboxed frame, say): an id for this page load only.
+    tab ??= Math.random().toString(16).slice(2, 6).padEnd(4, "0");
   }
   return `dashboard, tab ${tab}`;
 }

@@ -16,6 +16,7 @@ function millis(value) {
 }
 
 function bytes(n) {
+  if (n === null || n === undefined) return null; // (a worker of another version may not say)
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;

@@ -264,3 +264,6 @@ def test_the_feed_image_runs_the_spark_the_tests_run() -> None:
         service["image"] for service in compose()["services"].values() if "spark" in service.get("image", "")
     }
     assert images == {f"apache/spark:{version.group(1)}-scala2.13-java17-python3-ubuntu"}
+    # Its driver imports the image's own PySpark (not pip's): the build proves that it can.
+    dockerfile = (ROOT / "docker" / "feed.Dockerfile").read_text()
+    assert re.search(r'^RUN python3 -c "import py4j, pyspark, spark_feeds\.demo"$', dockerfile, re.M)

@@ -89,13 +89,19 @@ def test_every_query_names_exported_metrics_and_their_labels(exported: set[str])
         assert names <= known, f"{query}: {names - known} not exported"
         used |= names
         for grouping in re.findall(r"\bby \(([^)]*)\)", query):
-            assert {label.strip() for label in grouping.split(",")} <= LABELS, query
+            labels = {label.strip() for label in grouping.split(",")}
+            assert labels <= LABELS, query
+            # Worker 0 of one node is not worker 0 of another: a worker is named by both.
+            assert "worker" not in labels or "instance" in labels, query
         for selector in re.findall(r"\{([^}]*)\}", query):
             for label, value in re.findall(r'(\w+)=~?"([^"]*)"', selector):
                 assert label in LABELS, query
                 assert not value.startswith("$") or value[1:] in variables, query
         words = set(re.findall(r"\b([a-z_]+)\s*\(", query))
         assert words <= PROMQL_WORDS, query
+    # Subscriptions are each worker's own: the topic's are their sum, never one worker's.
+    one_workers = re.compile(r"\b(max|min|avg) by \([^)]*\) \(push_subscriptions")
+    assert not [query for query in queries(load()) if one_workers.search(query)]
     # The figures an operator asks for first are on it.
     assert {"push_changes_total", "push_sent_bytes_total", "push_worker_up", "push_queued_messages"} <= used
     assert {"process_cpu_seconds_total", "process_resident_memory_bytes"} <= used

@@ -13,20 +13,21 @@ say which.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from ..runtime.hub import Hub
 from ..runtime.siblings import Answer, Siblings
 from ..runtime.status import Status
-from ..runtime.status_merge import merged_report
+from ..runtime.status_merge import mergeable, merged_report
 from .metrics import node_registry
 
 WORKER_LABEL = "worker"
+UP_HELP = "1 for each worker whose figures are in this scrape, 0 for one that did not answer"
 
 
 class _Labelled(Collector):
@@ -44,14 +45,6 @@ class _Labelled(Collector):
             yield labelled
 
 
-class _Families(Collector):
-    def __init__(self, families: list[Metric]) -> None:
-        self.families = families
-
-    def collect(self) -> Iterator[Metric]:
-        return iter(self.families)
-
-
 def worker_metrics(hub: Hub, worker: int) -> bytes:
     """This worker's metrics in the text format, each sample labelled with ``worker``."""
     registry = CollectorRegistry(auto_describe=False)
@@ -61,24 +54,30 @@ def worker_metrics(hub: Hub, worker: int) -> bytes:
 
 def merged_metrics(answers: dict[int, bytes | None]) -> bytes:
     """The workers' metrics (None: a worker that did not answer) as one exposition: each family
-    once, with every worker's samples."""
-    families: dict[str, Metric] = {}
+    once, its HELP and TYPE then every worker's samples. Each worker's text is already labelled,
+    so the texts are merged as they are, never parsed: a scrape costs the answering worker (whose
+    event loop also serves sockets) a pass over lines, not a parse of every sample."""
+    headers: dict[str, list[str]] = {}
+    samples: dict[str, list[str]] = {}
     for text in answers.values():
         if text is None:
             continue
-        for family in text_string_to_metric_families(text.decode("utf-8")):
-            into = families.setdefault(family.name, family)
-            if into is not family:
-                into.samples.extend(family.samples)
-    up = GaugeMetricFamily(
-        "push_worker_up", "1 for each worker whose figures are in this scrape, 0 for one that did not answer",
-        labels=[WORKER_LABEL],
-    )  # fmt: skip
+        family = ""
+        for line in text.decode("utf-8").splitlines():
+            if line.startswith("# HELP "):
+                family = line.split(" ", 3)[2]
+                headers.setdefault(family, [line])
+                samples.setdefault(family, [])
+            elif line.startswith("# TYPE "):
+                if len(headers.get(family, ())) == 1:
+                    headers[family].append(line)
+            elif line and not line.startswith("#") and family in samples:
+                samples[family].append(line)
+    up = [f"# HELP push_worker_up {UP_HELP}", "# TYPE push_worker_up gauge"]
     for worker in sorted(answers):
-        up.add_metric([str(worker)], 0 if answers[worker] is None else 1)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Families([up, *families.values()]))
-    return generate_latest(registry)
+        up.append(f'push_worker_up{{{WORKER_LABEL}="{worker}"}} {0.0 if answers[worker] is None else 1.0}')
+    lines = up + [line for family in headers for line in (*headers[family], *samples[family])]
+    return ("\n".join(lines) + "\n").encode("utf-8")
 
 
 async def port_metrics(hub: Hub, siblings: Siblings) -> bytes:
@@ -87,11 +86,20 @@ async def port_metrics(hub: Hub, siblings: Siblings) -> bytes:
 
 
 async def port_status(status: Status, siblings: Siblings) -> dict[str, object]:
-    others = {
-        index: orjson.loads(answer) if answer is not None else None
-        for index, answer in (await siblings.ask("status")).items()
-    }
+    others = {index: report_of(answer) for index, answer in (await siblings.ask("status")).items()}
     return merged_report(siblings.index, await status.report(), others)
+
+
+def report_of(answer: bytes | None) -> dict[str, Any] | None:
+    """A sibling's status report, or None when it is not one this worker can merge (a worker of
+    another version, started from other code on disk, say): that sibling counts as not answering."""
+    if answer is None:
+        return None
+    try:
+        report = orjson.loads(answer)
+    except orjson.JSONDecodeError:
+        return None
+    return report if isinstance(report, dict) and mergeable(report) else None
 
 
 def answering(hub: Hub, status: Status, siblings: Siblings) -> Answer:

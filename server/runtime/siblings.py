@@ -5,10 +5,11 @@ whichever of them the kernel gives the connection. So that either answers for th
 every worker also listens on a Unix socket of its own, ``worker-<index>.sock`` in a directory
 that the parent made for this run, readable by the server's user alone (mode 0700), and answers
 one request there: a line naming what it is asked for (``metrics`` or ``status``), answered with
-the bytes and the end of the stream. The worker that takes the request asks every sibling at
-once, each within ``ASK_TIMEOUT_S``, and merges what they say (asgi/metrics.py,
-runtime/status_merge.py): a sibling that is restarting, or too busy to answer in time, is
-reported as not answering, never waited for.
+a line holding the answer's length, then the answer. The worker that takes the request asks every
+sibling at once, each within ``ASK_TIMEOUT_S``, and merges what they say (asgi/whole_port.py,
+runtime/status_merge.py): a sibling that is restarting, too busy to answer in time, or cut off
+before its whole answer (killed while it wrote) is reported as not answering, never waited for
+and never half read.
 """
 
 from __future__ import annotations
@@ -53,12 +54,15 @@ class Siblings:
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             try:
+                # The whole answer within the asker's patience: a worker that stops waits for
+                # no handler longer than that.
                 async with asyncio.timeout(ASK_TIMEOUT_S):
                     line = await reader.readline()
-                question = line[:MAX_REQUEST_BYTES].decode("ascii", "replace").strip()
-                if question in QUESTIONS:
-                    writer.write(await answer(question))
-                    await writer.drain()
+                    question = line[:MAX_REQUEST_BYTES].decode("ascii", "replace").strip()
+                    if question in QUESTIONS:
+                        said = await answer(question)
+                        writer.write(b"%d\n" % len(said) + said)
+                        await writer.drain()
             except (OSError, TimeoutError):
                 pass  # the asking sibling gave up or went away: it reports this one as not answering
             except Exception:
@@ -88,10 +92,10 @@ class Siblings:
                 reader, writer = await asyncio.open_unix_connection(str(self.path(index)))
                 writer.write(question.encode("ascii") + b"\n")
                 await writer.drain()
-                answer = await reader.read()
-        except (OSError, TimeoutError):
-            return None
+                length = int(await reader.readline())
+                return await reader.readexactly(length)
+        except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError):
+            return None  # gone, too slow, or cut off mid-answer: not answering
         finally:
             if writer is not None:
                 writer.close()
-        return answer or None

@@ -21,6 +21,20 @@ WORKER_TOTALS = ("connections", "commands", "queued_bytes")
 
 
 Report = dict[str, Any]
+TOPIC_FIELDS = ("topic", "records", *LATENCIES)
+SOCKET_FIELDS = ("queued_messages", "queued_bytes")
+
+
+def mergeable(report: Report) -> bool:
+    """Whether ``report`` holds what merging reads (a worker of another version may not)."""
+    try:
+        return (
+            all(isinstance(report[name], int) for name in WORKER_TOTALS)
+            and all(all(name in row for name in TOPIC_FIELDS) for row in report["topics"])
+            and all(all(name in row for name in SOCKET_FIELDS) for row in report["slowest"])
+        )
+    except (KeyError, TypeError):
+        return False
 
 
 def merged_report(index: int, own: Report, others: dict[int, Report | None]) -> Report:
@@ -54,7 +68,7 @@ def _merged_topics(tables: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
                 continue
             into["records"] = max(into["records"], row["records"])
             for name, value in row.items():
-                if name not in NOT_SUMMED:
+                if name not in NOT_SUMMED and type(value) in (int, float):
                     into[name] = into.get(name, 0) + value
             for kind in LATENCIES:
                 _worst_of(into[kind], row[kind])

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -20,7 +21,7 @@ from typing import TypeVar
 
 import pytest
 
-from server.workers import STEADY_S, Slot
+from server.workers import STEADY_S, Slot, SocketDirectoryError, socket_directory
 
 from ..integration.client import Client
 from ..integration.server_process import ROOT, ServerProcess, sow_records, write_config
@@ -277,3 +278,35 @@ def test_workers_without_a_cluster_is_a_configuration_error(tmp_path: Path) -> N
         done.stderr.strip()
         == "error: --workers needs a [cluster] section: nodes share their state through Redis"
     )
+
+
+def test_workers_whose_sockets_would_not_fit_say_why_and_leave_nothing(tmp_path: Path) -> None:
+    """The workers' sockets live under TMPDIR: one so deep that a Unix socket's path would not fit
+    stops the port at once, with the reason and what to do."""
+    cluster = '\n[cluster]\nredis_url = "redis://127.0.0.1:1/0"\nname = "test"\n'
+    config = write_config(tmp_path / "node.toml", {}, TOPICS, cluster)
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    command = [sys.executable, "-m", "server", "--config", str(config), "--workers", "2", "--port", "0"]
+    environment = {**os.environ, "TMPDIR": str(deep)}
+    done = subprocess.run(
+        command, check=False, cwd=ROOT, capture_output=True, text=True, timeout=60, env=environment
+    )
+    assert done.returncode == 1
+    said = done.stdout + done.stderr
+    assert "longer than a Unix socket's path may be" in said and "set TMPDIR to a shorter directory" in said
+    assert "Traceback" not in said and list(deep.iterdir()) == []
+
+
+def test_no_socket_directory_is_an_error_that_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "nowhere"))
+    with pytest.raises(SocketDirectoryError, match="set TMPDIR to a writable directory"):
+        socket_directory(2)
+    monkeypatch.undo()
+    made = Path(socket_directory(2))
+    try:
+        assert made.parent == Path(tempfile.gettempdir()) and made.stat().st_mode & 0o777 == 0o700
+    finally:
+        made.rmdir()

@@ -32,14 +32,20 @@ def observe_written(entry: Delivery | RunBatch | RecordEntry | TxBlock | TxMerge
             observe_written(item, now)
 
 
-def count_sent(entry: Delivery | RunBatch | RecordEntry | TxBlock | TxMerge, size: int) -> None:
-    """``size`` bytes of ``entry`` are written: count them as its topic's ``sent_bytes`` (a
-    transaction's, as each of its messages' own sizes, for every topic it names)."""
-    if isinstance(entry, (TxBlock, TxMerge)):
-        for item in held(entry):
-            item.policy.counters["sent_bytes"] += item.size
-    else:
-        entry.policy.counters["sent_bytes"] += size
+def count_sent(entry: TxBlock | TxMerge, written: int) -> None:
+    """A transaction's ``written`` bytes (its marks included) are sent: shared among the topics of
+    its messages by their queued sizes, so that the topics' counts add up to what was written (a
+    transaction of one topic's changes, the usual one, counts exactly)."""
+    items = held(entry)
+    estimated = sum(item.size for item in items)
+    if not written or not estimated:
+        return
+    counted = 0
+    for item in items[:-1]:
+        share = written * item.size // estimated
+        item.policy.counters["sent_bytes"] += share
+        counted += share
+    items[-1].policy.counters["sent_bytes"] += written - counted
 
 
 def depth_by_topic(entries: Iterable[object]) -> dict[str, int]:

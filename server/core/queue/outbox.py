@@ -6,11 +6,10 @@ snapshot streams (encoded as the writer drains them) and transactions (a ``TxBlo
 ``TxMerge`` of several once relieved: tx_merge.py). The queue is bounded in bytes and in
 messages, and everything in it counts: a snapshot counts its records as messages and an estimate
 of their encoded size as bytes from the moment it is queued, each record's share coming off as it
-is written. (What one snapshot counts is capped at half of each bound: it holds only a pointer a
-record until it is written, and a snapshot bigger than the whole queue must still be possible,
-with room left for the live messages behind it.) A push that does not fit is refused; the
-session then calls ``relieve``, which conflates what is queued by the topics' policies, and
-pushes again.
+is written. (What one snapshot counts is capped (snapshots.py): it holds only a pointer a record
+until it is written, and a snapshot bigger than the whole queue must still be possible.) A push
+that does not fit is refused; the session then calls ``relieve``, which conflates what is queued
+by the topics' policies, and pushes again.
 
 After a relief the outbox stays *keyed* until it drains: each new delivery for a conflated topic
 folds straight into the queued ``RecordEntry`` of its record (conflation.py), so a stalled socket
@@ -343,12 +342,13 @@ class Outbox:
                     break  # a transaction is one frame, of its own when it must be
                 entries.popleft()
                 rendered = entry.render()  # (nothing, when nothing is left for anyone)
+                written = sum(len(part) + 1 for part in rendered)
                 parts.extend(rendered)
-                size += sum(len(part) + 1 for part in rendered)
+                size += written
                 self.queued_bytes -= entry.counted_size
                 self.queued_messages -= entry.counted
                 self.sent += len(rendered) // 2 + 1 if rendered else 0
-                queue_figures.count_sent(entry, 0)
+                queue_figures.count_sent(entry, written)
                 if now is not None:
                     queue_figures.observe_written(entry, now)
             elif isinstance(entry, RunBatch):

@@ -115,13 +115,26 @@ def state(views: Views) -> bytes:
     return orjson.dumps(views, option=orjson.OPT_SORT_KEYS)
 
 
+PLAIN = ("ack", "unsubscribed")  # messages about no topic's changes
+
+
+def sent_bytes(peer: Peer) -> int:
+    return sum(topic.counters["sent_bytes"] for topic in peer.engine.broker.topics.values())
+
+
 def received(peer: Peer) -> list[list[dict[str, Any]]]:
     outbox = peer.session.outbox
     frames = []
+    before, written = sent_bytes(peer), 0
     while (frame := outbox.take_frame(1 << 30)) is not None:
         frames.append(orjson.loads(frame))
+        # A frame's messages, each with its separator: the topics' bytes, but for plain ones.
+        written += len(frame) - 1
+        written -= sum(len(orjson.dumps(m)) + 1 for m in frames[-1] if m["c"] in PLAIN)
     # What the queue counted came off with what it wrote, merged or not.
     assert (outbox.queued_messages, outbox.queued_bytes) == (0, 0)
+    # And what it wrote is counted, merged or not, as the bytes sent of the topics (exactly).
+    assert sent_bytes(peer) - before == written
     return frames
 
 
