@@ -70,9 +70,22 @@ def haproxy_config(directory: Path, port: int, nodes: list[ServerProcess]) -> Pa
     return path
 
 
+# The JVMs' options of the tests' Spark (tests/conftest.py) for the master and the worker, and
+# through a spark-defaults.conf for the executors they start: a quarter of the CPU for the small
+# jobs a test runs, which compute the same.
+JVM_OPTIONS = os.environ.get("SPARK_SUBMIT_OPTS", "")
+
+
 def spark_class(*args: str, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """``spark-class`` of the PySpark package, its own process group, its output in ``log``."""
-    environment = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
+    environment = {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_DAEMON_JAVA_OPTS": JVM_OPTIONS,
+        "SPARK_DAEMON_MEMORY": "256m",
+        **(env or {}),
+    }
     with log.open("wb") as output:
         return subprocess.Popen(
             [str(SPARK_HOME / "bin" / "spark-class"), *args],
@@ -131,6 +144,9 @@ def test_the_compose_topology_on_loopback_carries_the_feed_to_every_node(
     front = f"127.0.0.1:{balancer}"
     eventually(lambda: urllib.request.urlopen(f"http://{front}/healthz", timeout=2).status == 200, "no LB")
 
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(f"spark.executor.extraJavaOptions {JVM_OPTIONS}\n")
     master_port, master_ui, worker_ui = free_port(), free_port(), free_port()
     master = spark_class(
         "org.apache.spark.deploy.master.Master",
@@ -163,6 +179,7 @@ def test_the_compose_topology_on_loopback_carries_the_feed_to_every_node(
         *args,
         env={
             "SPARK_MASTER": f"spark://127.0.0.1:{master_port}",
+            "SPARK_CONF_DIR": str(conf),
             "SPARK_LOCAL_IP": "127.0.0.1",
             "PYSPARK_PYTHON": sys.executable,
             "PYTHONPATH": str(ROOT),
