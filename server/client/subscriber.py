@@ -15,9 +15,12 @@ view as a pandas DataFrame, when pandas is installed.
 
 A reader slower than the stream gets, per record, the net change since it last looked (as the
 JavaScript client's ``for await``), never a backlog. After the connection is lost the subscriber
-connects again with jittered backoff and subscribes every open view again; the fresh snapshot is
-the view, and records it no longer holds leave with an ``oof`` of reason ``stale``. A refused
-view raises ``SubscriptionError`` from ``ready()`` and from its iteration.
+connects again with jittered backoff and subscribes every open view again. A ``subscribe`` view
+resumes from the newest bookmark it received (docs/protocol.md, Resuming a view): the server sends
+only what changed meanwhile, and ``view.resumed`` is true. Otherwise (a viewport, an aggregated
+view, or a server that cannot resume) the fresh snapshot is the view, and records it no longer
+holds leave with an ``oof`` of reason ``stale``. A refused view raises ``SubscriptionError`` from
+``ready()`` and from its iteration.
 """
 
 from __future__ import annotations
@@ -67,6 +70,11 @@ class View:
         self.keys: list[str] = []
         self.count: int | None = None  # a viewport's whole view's size, when the server counts
         self.error: SubscriptionError | None = None
+        # Resuming (the resume option): the newest bookmark received, and whether the last
+        # snapshot was the net change since the one before (None until a reconnect).
+        self.resumable = "resume" in str(command.get("o", "")).split(",")
+        self.bookmark: str | None = None
+        self.resumed: bool | None = None
         self._ready = asyncio.Event()
         self._collecting: dict[str, Any] | None = None
         self._window: list[tuple[int, str]] = []
@@ -138,8 +146,18 @@ class View:
             self._waiting[change.key] = Change(change.key, change.record, kind, change.reason)
         self._wake.set()
 
+    def resubscription(self) -> dict[str, Any]:
+        """The command that follows this view on a new connection: from its bookmark, when it
+        resumes and has one."""
+        if self.resumable and self.bookmark is not None:
+            return {**self.command, "bm": self.bookmark}
+        return self.command
+
     def _handle(self, message: dict[str, Any]) -> None:
         c = message.get("c")
+        if self.resumable and c in ("group_end", "p", "oof") and "bm" in message:
+            # (A snapshot record's is its version's LSN: not a point to resume from.)
+            self.bookmark = str(message["bm"])
         if c == "group_begin":
             self._collecting, self._window = {}, []
         elif c == "sow" and self._collecting is not None:
@@ -148,8 +166,11 @@ class View:
             self._window.append((int(message.get("pos", len(self._window) + 1)), key))
         elif c == "group_end" and self._collecting is not None:
             fresh, self._collecting = self._collecting, None
+            net = bool(message.get("resumed"))  # only what changed since the bookmark was sent
+            if "resumed" in message:
+                self.resumed = net
             for key, record in list(self.records.items()):
-                if key not in fresh:  # gone while the connection was down
+                if key not in fresh and not net:  # gone while the connection was down
                     del self.records[key]
                     self._note(Change(key, record, "oof", "stale"))
             for key, record in fresh.items():
@@ -218,8 +239,9 @@ class Subscriber:
         self._reader = asyncio.create_task(self._read(), name="subscriber")
 
     def subscribe(self, topic: str, *, filter: str | None = None, options: str = "") -> View:
-        """A view of ``topic``'s records that match ``filter``: its snapshot, then every change."""
-        return self._view(topic, {"filter": filter}, options)
+        """A view of ``topic``'s records that match ``filter``: its snapshot, then every change
+        (resumed after a lost connection from the newest bookmark it received)."""
+        return self._view(topic, {"filter": filter}, ",".join(_present(["resume", options])))
 
     def viewport(
         self,
@@ -286,7 +308,7 @@ class Subscriber:
         fields = logon_fields(self.client_name, self.user_id, self.password, self.label)
         self._ws, _ = await logged_on(self.url, fields, lambda reason: SubscriptionError("logon", reason))
         for view in list(self.views.values()):  # every open view, again
-            await self._send(view.command)
+            await self._send(view.resubscription())
 
     async def _read(self) -> None:
         while not self._closing:

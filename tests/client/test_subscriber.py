@@ -139,6 +139,52 @@ async def test_after_a_restart_every_view_is_subscribed_again(tmp_path: Path) ->
         await subscriber.close()
 
 
+async def test_a_view_resumes_from_its_bookmark_with_only_what_changed_meanwhile(
+    server: ServerProcess,
+) -> None:
+    publish(server, *[{"order": n, "qty": n} for n in range(1, 4)])
+    subscriber = Subscriber(server.url)
+    await subscriber.connect()
+    try:
+        view = subscriber.subscribe("orders")
+        await view.ready()
+        reader = view.__aiter__()
+        await take(reader, 3)
+        assert view.resumed is None and view.bookmark is not None
+        # Cut off, and kept away (its reconnects find nobody) while the records change.
+        subscriber.url = "ws://127.0.0.1:9/ws"
+        assert subscriber._ws is not None
+        await subscriber._ws.close()
+        await asyncio.to_thread(
+            request,
+            server.url,
+            [
+                {"c": "publish", "t": "orders", "data": {"order": 2, "qty": 20}},
+                {
+                    "c": "sow_delete",
+                    "t": "orders",
+                    "sow_keys": next(k for k, r in view.records.items() if r["order"] == 3),
+                },
+                {"c": "publish", "t": "orders", "data": {"order": 4, "qty": 4}},
+            ],
+        )
+        subscriber.url = server.url
+        changes = await take(reader, 3)
+        # The net change only: record 1 is not sent again, nothing is stale.
+        assert sorted((c.kind, c.reason, c.record["order"]) for c in changes) == [
+            ("insert", None, 4),
+            ("oof", "deleted", 3),
+            ("update", None, 2),
+        ]
+        assert view.resumed is True
+        assert sorted((r["order"], r["qty"]) for r in view.records.values()) == [(1, 1), (2, 20), (4, 4)]
+        await asyncio.to_thread(publish, server, {"order": 1, "qty": 100})  # and it is live again
+        [change] = await take(reader, 1)
+        assert (change.kind, change.record) == ("update", {"order": 1, "qty": 100})
+    finally:
+        await subscriber.close()
+
+
 async def test_close_ends_a_readers_loop_cleanly(server: ServerProcess) -> None:
     subscriber = Subscriber(server.url)
     await subscriber.connect()
