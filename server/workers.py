@@ -36,6 +36,7 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from multiprocessing.connection import wait
 from multiprocessing.context import SpawnContext
@@ -55,6 +56,7 @@ STEADY_S = 30.0  # a worker that ran this long was healthy: its death is not one
 FIRST_RETRY_S = 1.0  # the pause after a death within STEADY_S of the start; doubles with each
 LAST_RETRY_S = 30.0  # and stops doubling here
 WATCH_S = 0.2  # the longest the parent waits before it looks at the signals again
+PARENT_CHECK_S = 0.5  # how often a worker looks whether its parent is still there
 MAX_SOCKET_PATH = 100  # bytes of a Unix socket's path (107 on Linux, 103 on macOS), with room
 
 
@@ -113,13 +115,28 @@ def pickled(config: Config) -> bytes:
     return buffer.getvalue()
 
 
+def watch_parent(parent: int, index: int) -> None:
+    """Stop this worker cleanly (SIGTERM to itself) once process ``parent`` is no longer its
+    parent: a parent killed with SIGKILL stops nothing, and its workers would serve on,
+    unwatched, never restarted, beside the workers of the next start on the same port."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_S)
+        log.error("worker %d: its parent (pid %d) is gone; stopping", index, parent)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def run_worker(
-    pickled_config: bytes, port: int, index: int, serving: Serving, directory: str, quiet: bool
+    pickled_config: bytes, port: int, index: int, serving: Serving, directory: str, parent: int, quiet: bool
 ) -> None:
-    """Worker ``index``: one node listening on ``port`` beside its siblings, and answering them on
-    a Unix socket in ``directory`` (runtime/siblings.py). ``quiet``: a failed
+    """Worker ``index`` of parent ``parent``: one node listening on ``port`` beside its siblings,
+    and answering them on a Unix socket in ``directory`` (runtime/siblings.py). ``quiet``: a failed
     start of this worker was reported, its error printed; if this one fails to build its node too
     (broken code on disk, say), it exits 1 without printing the traceback again."""
+    watch_parent(parent, index)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the node listens and reloads [auth] on it
     config: Config = pickle.loads(pickled_config)
     try:
@@ -212,7 +229,8 @@ class Pool:
         self.directory = directory  # removed when the port closes (stop)
 
     def start(self, slot: Slot) -> None:
-        args = (pickled(self.config), self.port, slot.index, self.serving, self.directory, slot.reported)
+        config, parent = pickled(self.config), os.getpid()
+        args = (config, self.port, slot.index, self.serving, self.directory, parent, slot.reported)
         slot.process = self.context.Process(target=run_worker, args=args, daemon=False)
         slot.process.start()
         slot.started, slot.seen = time.monotonic(), False

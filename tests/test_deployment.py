@@ -131,6 +131,10 @@ def test_the_load_balancer_sends_sockets_to_healthy_nodes() -> None:
     assert servers == [(name, name, "last,libc,none") for name in NODES], "resolved at run time"
     assert re.search(r"^resolvers docker\n\s+nameserver \S+ 127\.0\.0\.11:53$", cfg, re.M)
     assert re.search(r"^\s*option forwardfor$", cfg, re.M), "the nodes see the client's address"
+    frontend = cfg[cfg.index("frontend sowpush") : cfg.index("backend nodes")]
+    assert re.search(r"^\s*http-request del-header X-Forwarded-For$", frontend, re.M), (
+        "and none a client made up"
+    )
     for name in NODES:
         assert services[name]["environment"]["FORWARDED_ALLOW_IPS"] == "*"
     assert re.search(r"option httpchk GET /healthz", cfg) and re.search(r"expect status 200", cfg)
@@ -267,3 +271,14 @@ def test_the_feed_image_runs_the_spark_the_tests_run() -> None:
     # Its driver imports the image's own PySpark (not pip's): the build proves that it can.
     dockerfile = (ROOT / "docker" / "feed.Dockerfile").read_text()
     assert re.search(r'^RUN python3 -c "import py4j, pyspark, spark_feeds\.demo"$', dockerfile, re.M)
+
+
+def test_the_server_image_runs_the_compiled_core_and_takes_nothing_of_the_host() -> None:
+    dockerfile = (ROOT / "docker" / "server.Dockerfile").read_text()
+    _, build, run = re.split(r"^FROM ", dockerfile, flags=re.M)
+    assert "scripts/compile_core.py" in build and "native.running_compiled()" in build, "built, and checked"
+    assert "gcc" in build and "gcc" not in run, "a compiler to build with, none to run with"
+    assert "COPY --from=build /app/sowpush_core__mypyc*.so ./" in run
+    assert "COPY --from=build /app/server/core ./server/core" in run, "with the stamp of its sources"
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".git", ".venv", "build", "data", "**/*.so", "server/core/native.stamp"} <= set(ignored)

@@ -102,6 +102,11 @@ def test_every_query_names_exported_metrics_and_their_labels(exported: set[str])
     # Subscriptions are each worker's own: the topic's are their sum, never one worker's.
     one_workers = re.compile(r"\b(max|min|avg) by \([^)]*\) \(push_subscriptions")
     assert not [query for query in queries(load()) if one_workers.search(query)]
+    # Every worker and cluster node applies every change: summed, a publish rate would be N times.
+    assert not [
+        query for query in queries(load()) if re.search(r"\bsum\b[^(]*\(rate\(push_changes_total", query)
+    ]
+    assert any("max by (topic) (rate(push_changes_total" in query for query in queries(load()))
     # The figures an operator asks for first are on it.
     assert {"push_changes_total", "push_sent_bytes_total", "push_worker_up", "push_queued_messages"} <= used
     assert {"process_cpu_seconds_total", "process_resident_memory_bytes"} <= used

@@ -28,6 +28,9 @@ export interface ClientOptions {
   /** What this socket is, for people reading the server's /status (a screen's user and tab,
    * say): not an identity, and not unique. */
   label?: string;
+  /** The WebSocket class to connect with: the runtime's own by default (browsers, Node.js 22+);
+   * on Node.js 20, the ws package's (`import { WebSocket } from "ws"`). */
+  WebSocket?: typeof WebSocket;
   /** 10000 by default; 0 turns heartbeats off. */
   heartbeatMs?: number;
   /** true by default; false: the first lost socket closes the client. */

@@ -15,6 +15,7 @@ import { Emitter } from "./emitter.js";
 import { CommandRefused, ConnectionClosed, PushError } from "./errors.js";
 import { Queries } from "./queries.js";
 import { Requests } from "./requests.js";
+import { Transport } from "./transport.js";
 import { open, receive, unsubscribe } from "./routing.js";
 import { View } from "./view.js";
 import { MAX_ROWS, Viewport } from "./viewport.js";
@@ -35,6 +36,8 @@ import { MAX_ROWS, Viewport } from "./viewport.js";
  * @property {string} [password]
  * @property {string} [label]  what this socket is, for people reading the server's /status (a
  *   screen's user and tab, say): not an identity, and not unique
+ * @property {typeof WebSocket} [WebSocket]  the WebSocket class to connect with: the runtime's own
+ *   by default (browsers, Node.js 22+); on Node.js 20, the ws package's
  * @property {number} [heartbeatMs]  10000 by default; 0 turns heartbeats off
  * @property {boolean} [reconnect]  true by default; false: the first lost socket closes the client
  * @property {number} [maxBackoffMs]  the longest wait between attempts (10000)
@@ -63,6 +66,7 @@ export class PushClient extends Emitter {
       connectTimeoutMs: this.options.connectTimeoutMs,
       backoff: { maxMs: this.options.maxBackoffMs, ...this.options.backoff },
       isFinal: (code) => !reconnect || FINAL_CLOSE_CODES.has(code),
+      createTransport: (address) => new Transport(address, this.options.WebSocket),
     });
     this.connection.on("state", (/** @type {StateEvent} */ event) => this._changed(event));
     this.connection.on("frame", ({ messages, bytes }) => this._receive(messages, bytes));

@@ -25,7 +25,9 @@ export interface TransportEvents {
 
 /** The only module that touches WebSocket. */
 export declare class Transport extends Emitter<TransportEvents> {
-  constructor(url: string);
+  /** `WebSocketClass`: the runtime's own by default (browsers, Node.js 22+); another
+   * implementation of the same API (Node.js 20 and the ws package, say). */
+  constructor(url: string, WebSocketClass?: typeof WebSocket);
   readonly url: string;
   /** True once "close" was emitted. */
   ended: boolean;

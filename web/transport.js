@@ -13,12 +13,23 @@ import { PushError } from "./errors.js";
  * @typedef {{ code: number, reason: string }} CloseEvent
  */
 
+// The socket's ready states, as every WebSocket implementation numbers them (not read from the
+// runtime's WebSocket, which another implementation replaces).
+const OPEN = 1;
+const CLOSING = 2;
+const CLOSED = 3;
+
 /** @extends {Emitter<any>} */
 export class Transport extends Emitter {
-  /** @param {string} url */
-  constructor(url) {
+  /**
+   * @param {string} url
+   * @param {typeof WebSocket} [WebSocketClass] the runtime's own by default (a browser's, Node's
+   *   from version 22); another implementation of the same API (Node 20 and the ws package, say)
+   */
+  constructor(url, WebSocketClass = globalThis.WebSocket) {
     super();
     this.url = url;
+    this.WebSocketClass = WebSocketClass;
     /** @type {WebSocket | null} */
     this.socket = null;
     this.decoder = new TextDecoder();
@@ -29,7 +40,13 @@ export class Transport extends Emitter {
   /** Open the socket. Emits "open" when it is open, "frame" per frame, then "close" exactly once. */
   open() {
     if (this.socket || this.ended) throw new Error("a Transport opens once");
-    const socket = new WebSocket(this.url);
+    if (typeof this.WebSocketClass !== "function") {
+      // (Like a URL the runtime refuses: the connection ends for good, with this as its reason.)
+      throw new Error(
+        "this runtime has no WebSocket: use Node.js 22 or later, or pass one: new PushClient(url, { WebSocket })",
+      );
+    }
+    const socket = new this.WebSocketClass(this.url);
     socket.binaryType = "arraybuffer";
     this.socket = socket;
     socket.onopen = () => {
@@ -52,7 +69,7 @@ export class Transport extends Emitter {
 
   /** True while the socket is open and can send. */
   get isOpen() {
-    return !this.ended && this.socket !== null && this.socket.readyState === WebSocket.OPEN;
+    return !this.ended && this.socket !== null && this.socket.readyState === OPEN;
   }
 
   /** @param {object | object[]} message @returns {boolean} whether it was handed to the socket */
@@ -70,7 +87,7 @@ export class Transport extends Emitter {
    */
   close(code = 1000, reason = "") {
     const socket = this.socket;
-    if (socket && socket.readyState !== WebSocket.CLOSED && socket.readyState !== WebSocket.CLOSING) {
+    if (socket && socket.readyState !== CLOSED && socket.readyState !== CLOSING) {
       socket.close(code, reason);
     }
     this._end(code, reason);

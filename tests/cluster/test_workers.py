@@ -310,3 +310,24 @@ def test_no_socket_directory_is_an_error_that_says_what_to_do(
         assert made.parent == Path(tempfile.gettempdir()) and made.stat().st_mode & 0o777 == 0o700
     finally:
         made.rmdir()
+
+
+async def test_workers_stop_when_their_parent_is_killed(start_node: StartNode) -> None:
+    """A parent killed with SIGKILL stops nothing itself: its workers notice they are orphans and
+    stop cleanly, so the port is free for the next start, never shared with old workers."""
+    node = workers_ready(start_node(args=["--workers", "2"]))
+    workers = worker_pids(node)
+    assert len(workers) == 2
+    node.process.kill()
+    node.process.wait()
+
+    def gone() -> bool:
+        return not any(
+            Path(f"/proc/{pid}").exists() and b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+            for pid in workers
+        )
+
+    eventually(gone, timeout=20)
+    with pytest.raises(OSError):
+        urllib.request.urlopen(node.http + "/healthz", timeout=2)
+    assert "its parent (pid" in node.output() and "is gone; stopping" in node.output()

@@ -200,6 +200,21 @@ def test_the_compose_topology_on_loopback_carries_the_feed_to_every_node(
         while not live:
             assert time.monotonic() < deadline, "no live change through the load balancer"
             live = [m for m in orjson.loads(subscriber.recv(timeout=30)) if m.get("c") == "p"]
+    # Logons are throttled per client address, which the nodes take from the balancer's
+    # X-Forwarded-For: a client cannot name another address itself.
+    spoofed = {"X-Forwarded-For": "6.6.6.6"}
+    with connect(f"ws://{front}/ws", open_timeout=5, additional_headers=spoofed) as spoofer:
+        spoofer.send(orjson.dumps({"c": "logon", "cid": "l", "label": "spoofer"}).decode())
+        spoofer.recv(timeout=10)
+        peers = [
+            row["peer"]
+            for node in nodes
+            for row in orjson.loads(urllib.request.urlopen(node.http + "/status.json", timeout=5).read())[
+                "slowest"
+            ]
+            if row["label"] == "spoofer"
+        ]
+        assert peers == ["127.0.0.1"]
     # docker compose stop: SIGTERM to the feed's main process (under init: true, to Python).
     err = stop(feed, signal.SIGTERM)
     assert_quiet_exit(feed, err)
