@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from server.client.subscriber import Change, Subscriber, SubscriptionError
+from server.client.subscriber import Change, Subscriber, SubscriptionError, View
 
 from ..browser.feed import publish, request
 from ..integration.server_process import ServerProcess, write_config
@@ -40,6 +40,15 @@ async def take(changes: Any, count: int) -> list[Change]:
     records held when it starts, as the JavaScript client's ``for await`` does)."""
     async with asyncio.timeout(10):
         return [await anext(changes) for _ in range(count)]
+
+
+async def followed(subscriber: Subscriber, records: int) -> tuple[View, Any]:
+    """A view of every order, and a reader that has read its snapshot of ``records``."""
+    view = subscriber.subscribe("orders")
+    await view.ready()
+    reader = view.__aiter__()
+    await take(reader, records)
+    return view, reader
 
 
 async def test_a_view_gets_its_snapshot_then_every_change(
@@ -116,10 +125,7 @@ async def test_after_a_restart_every_view_is_subscribed_again(tmp_path: Path) ->
     subscriber = Subscriber(first.url)
     await subscriber.connect()
     try:
-        view = subscriber.subscribe("orders")
-        await view.ready()
-        reader = view.__aiter__()
-        await take(reader, 2)
+        view, reader = await followed(subscriber, 2)
         first.stop()
         second = ServerProcess(config, tmp_path / "data", port=port)  # the same address, no records kept
         try:
@@ -146,10 +152,7 @@ async def test_a_view_resumes_from_its_bookmark_with_only_what_changed_meanwhile
     subscriber = Subscriber(server.url)
     await subscriber.connect()
     try:
-        view = subscriber.subscribe("orders")
-        await view.ready()
-        reader = view.__aiter__()
-        await take(reader, 3)
+        view, reader = await followed(subscriber, 3)
         assert view.resumed is None and view.bookmark is not None
         # Cut off, and kept away (its reconnects find nobody) while the records change.
         subscriber.url = "ws://127.0.0.1:9/ws"
