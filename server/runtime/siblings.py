@@ -74,10 +74,17 @@ class Siblings:
         os.chmod(path, 0o600)
 
     async def close(self) -> None:
+        """Stop answering; remove this worker's socket, and the directory once it is empty (the
+        parent removes it when the port closes, but a parent killed with SIGKILL cannot: then
+        the last of its workers to stop does)."""
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
             self._server = None
+            with contextlib.suppress(OSError):
+                self.path(self.index).unlink()
+            with contextlib.suppress(OSError):
+                self.directory.rmdir()  # (not empty while a sibling still answers)
 
     async def ask(self, question: str) -> dict[int, bytes | None]:
         """Every other worker's answer to ``question`` by its index (None: it did not answer)."""

@@ -312,10 +312,17 @@ def test_no_socket_directory_is_an_error_that_says_what_to_do(
         made.rmdir()
 
 
-async def test_workers_stop_when_their_parent_is_killed(start_node: StartNode) -> None:
+async def test_workers_stop_when_their_parent_is_killed(
+    start_node: StartNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A parent killed with SIGKILL stops nothing itself: its workers notice they are orphans and
-    stop cleanly, so the port is free for the next start, never shared with old workers."""
+    stop cleanly, so the port is free for the next start, never shared with old workers, and the
+    last of them removes their sockets' directory."""
+    temp = Path(tempfile.mkdtemp(prefix="sp"))  # short: a Unix socket's path must fit
+    monkeypatch.setenv("TMPDIR", str(temp))
     node = workers_ready(start_node(args=["--workers", "2"]))
+    [directory] = temp.iterdir()
+    assert directory.name.startswith("sowpush-workers-")
     workers = worker_pids(node)
     assert len(workers) == 2
     node.process.kill()
@@ -331,3 +338,5 @@ async def test_workers_stop_when_their_parent_is_killed(start_node: StartNode) -
     with pytest.raises(OSError):
         urllib.request.urlopen(node.http + "/healthz", timeout=2)
     assert "its parent (pid" in node.output() and "is gone; stopping" in node.output()
+    eventually(lambda: list(temp.iterdir()) == [])
+    temp.rmdir()
