@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import random
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -21,25 +22,34 @@ def messages_of(frame: str | bytes) -> list[dict[str, Any]]:
     return decoded if isinstance(decoded, list) else [decoded]
 
 
-def logon_fields(
-    client_name: str | None, user_id: str | None, password: str | None, label: str | None
-) -> dict[str, Any]:
-    """A logon's fields: who the connection is, and (``label``) what it is to people reading the
-    server's ``/status``."""
-    return {"client_name": client_name, "user_id": user_id, "pw": password, "label": label}
+@dataclass(frozen=True, slots=True)
+class Logon:
+    """Who a connection is, and (``label``) what it is to people reading the server's ``/status``."""
+
+    client_name: str | None = None
+    user_id: str | None = None
+    password: str | None = None
+    label: str | None = None
+
+    def command(self) -> dict[str, Any]:
+        """The ``logon`` command, with the fields given."""
+        fields = {
+            "client_name": self.client_name,
+            "user_id": self.user_id,
+            "pw": self.password,
+            "label": self.label,
+        }
+        given = {name: value for name, value in fields.items() if value is not None}
+        return {"c": "logon", "cid": "logon", **given}
 
 
 async def logged_on(
-    url: str, fields: dict[str, Any], refused: Callable[[str], Exception]
+    url: str, identity: Logon, refused: Callable[[str], Exception]
 ) -> tuple[websockets.ClientConnection, dict[str, Any]]:
-    """A new connection, logged on with ``fields`` (those given: ``logon_fields``), and the
-    logon's ack; ``refused(reason)`` is raised when the server refuses it."""
+    """A new connection, logged on as ``identity``, and the logon's ack; ``refused(reason)`` is
+    raised when the server refuses it."""
     ws = await websockets.connect(url, max_size=None)
-    logon = {
-        "c": "logon",
-        "cid": "logon",
-        **{name: value for name, value in fields.items() if value is not None},
-    }
+    logon = identity.command()
     await ws.send(orjson.dumps(logon).decode())
     while True:
         for message in messages_of(await ws.recv()):

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 import websockets
 
-from .connection import connect_again, logged_on, logon_fields, read_until_closed
+from .connection import Logon, connect_again, logged_on, read_until_closed
 from .store import MemoryPublishStore, PublishStore
 
 log = logging.getLogger("server.client")
@@ -56,9 +56,7 @@ class Publisher:
     ) -> None:
         self.url = url
         self.client_name = client_name
-        self.user_id = user_id
-        self.password = password
-        self.label = label  # what this connection is, for the server's /status
+        self.identity = Logon(client_name, user_id, password, label)
         self.store: PublishStore = store if store is not None else MemoryPublishStore()
         self.reconnect = reconnect
         self.max_frame_bytes = max_frame_bytes
@@ -78,8 +76,7 @@ class Publisher:
         self._reader = asyncio.create_task(self._read(), name=f"publisher-{self.client_name}")
 
     async def _open(self) -> None:
-        fields = logon_fields(self.client_name, self.user_id, self.password, self.label)
-        ws, ack = await logged_on(self.url, fields, lambda reason: PublishError(None, reason))
+        ws, ack = await logged_on(self.url, self.identity, lambda reason: PublishError(None, reason))
         self._ws = ws
         await self._caught_up(int(ack.get("s", 0)))
         await self._resend()

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 import websockets
 
-from .connection import connect_again, logged_on, logon_fields, read_until_closed
+from .connection import Logon, connect_again, logged_on, read_until_closed
 
 
 class SubscriptionError(Exception):
@@ -222,10 +222,7 @@ class Subscriber:
         reconnect: bool = True,
     ) -> None:
         self.url = url
-        self.client_name = client_name
-        self.user_id = user_id
-        self.password = password
-        self.label = label  # what this connection is, for the server's /status
+        self.identity = Logon(client_name, user_id, password, label)
         self.reconnect = reconnect
         self.views: dict[str, View] = {}
         self._ids = itertools.count(1)
@@ -305,8 +302,7 @@ class Subscriber:
         await self._send({"c": "unsubscribe", "sub_id": view.sub_id})
 
     async def _open(self) -> None:
-        fields = logon_fields(self.client_name, self.user_id, self.password, self.label)
-        self._ws, _ = await logged_on(self.url, fields, lambda reason: SubscriptionError("logon", reason))
+        self._ws, _ = await logged_on(self.url, self.identity, lambda why: SubscriptionError("logon", why))
         for view in list(self.views.values()):  # every open view, again
             await self._send(view.resubscription())
 
