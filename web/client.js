@@ -9,6 +9,7 @@
 // Commands made before connect(), or while reconnecting, wait and are sent once the client is
 // logged on; commands made once it is closed for good fail at once with its ConnectionClosed.
 
+import { logonCommand, publishCommand, sowCommand, sowDeleteCommand } from "./commands.js";
 import { Connection, FINAL_CLOSE_CODES } from "./connection.js";
 import { underDeadline } from "./deadline.js";
 import { Emitter } from "./emitter.js";
@@ -137,15 +138,9 @@ export class PushClient extends Emitter {
 
   /** The handshake of every attempt: log on (a refusal is final: retrying cannot fix it). */
   async _logon() {
-    /** @type {Record<string, any>} */
-    const logon = { c: "logon" };
-    if (this.options.clientName) logon.client_name = this.options.clientName;
-    if (this.options.userId) logon.user_id = this.options.userId;
-    if (this.options.password) logon.pw = this.options.password;
-    if (this.options.label) logon.label = this.options.label;
     let ack;
     try {
-      ack = await this.requests.request(logon, { handshake: true });
+      ack = await this.requests.request(logonCommand(this.options), { handshake: true });
     } catch (error) {
       if (error instanceof CommandRefused) throw Object.assign(error, { final: true });
       throw error;
@@ -231,7 +226,7 @@ export class PushClient extends Emitter {
    * @param {string} topic @param {any} data @param {PublishOptions} [options]
    */
   publish(topic, data, { expiration, ...options } = {}) {
-    return this._send(withExpiration({ c: "publish", t: topic, data }, expiration), options, true);
+    return this._send(publishCommand("publish", topic, data, expiration), options, true);
   }
 
   /**
@@ -239,7 +234,7 @@ export class PushClient extends Emitter {
    * @param {string} topic @param {any} data @param {PublishOptions} [options]
    */
   deltaPublish(topic, data, { expiration, ...options } = {}) {
-    return this._send(withExpiration({ c: "delta_publish", t: topic, data }, expiration), options, true);
+    return this._send(publishCommand("delta_publish", topic, data, expiration), options, true);
   }
 
   /**
@@ -248,12 +243,7 @@ export class PushClient extends Emitter {
    * @param {string} topic @param {SowDeleteOptions} which
    */
   sowDelete(topic, { filter, keys, data, ...options }) {
-    /** @type {Record<string, any>} */
-    const message = { c: "sow_delete", t: topic };
-    if (filter !== undefined) message.filter = filter;
-    if (keys !== undefined) message.sow_keys = keys.join(",");
-    if (data !== undefined) message.data = data;
-    return this._send(message, options, true);
+    return this._send(sowDeleteCommand(topic, { filter, keys, data }), options, true);
   }
 
   /**
@@ -283,14 +273,7 @@ export class PushClient extends Emitter {
    */
   sow(topic, { filter, orderby, topN, skipN, options, signal, timeoutMs } = {}) {
     if (this.state === "closed") return Promise.reject(this._closedError("sow"));
-    const queryId = `q${this.requests.nextId()}`;
-    /** @type {Record<string, any>} */
-    const message = { c: "sow", t: topic, query_id: queryId };
-    if (filter) message.filter = filter;
-    if (orderby) message.orderby = orderby;
-    if (topN !== undefined) message.top_n = topN;
-    if (skipN !== undefined) message.skip_n = skipN;
-    if (options) message.o = options;
+    const message = sowCommand(topic, `q${this.requests.nextId()}`, { filter, orderby, topN, skipN, options });
     const deadline = { signal, timeoutMs: timeoutMs ?? this.options.requestTimeoutMs };
     return this.queries.ask(message, deadline, () => this._waitHint());
   }
@@ -395,10 +378,4 @@ export class PushClient extends Emitter {
     const held = this.views.get(typeof view === "string" ? view : view.subId);
     return held ? held.close() : Promise.resolve();
   }
-}
-
-/** @param {Record<string, any>} message @param {number | undefined} expiration */
-function withExpiration(message, expiration) {
-  if (expiration !== undefined) message.e = expiration;
-  return message;
 }

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { ChangeIterator } from "../../../web/changes.js";
+import { logonCommand, publishCommand, sowCommand, sowDeleteCommand } from "../../../web/commands.js";
 import { Deadline, underDeadline } from "../../../web/deadline.js";
 import { mergeRecord } from "../../../web/merge.js";
 import { applyPatch } from "../../../web/patch.js";
@@ -58,4 +59,27 @@ test("a deadline rejects a request that gets no answer, and an abort rejects it 
   deadline.clear();
   await new Promise((done) => setTimeout(done, 30));
   assert.equal(fired, 0);
+});
+
+test("a command carries the fields its caller gave, and no others", () => {
+  assert.deepEqual(logonCommand({ clientName: "desk-1", label: "ann, blotter" }), {
+    c: "logon",
+    client_name: "desk-1",
+    label: "ann, blotter",
+  });
+  assert.deepEqual(publishCommand("publish", "orders", { order: 1 }), { c: "publish", t: "orders", data: { order: 1 } });
+  assert.deepEqual(publishCommand("delta_publish", "orders", { order: 1 }, 0), {
+    c: "delta_publish",
+    t: "orders",
+    data: { order: 1 },
+    e: 0,
+  });
+  assert.deepEqual(sowDeleteCommand("orders", { keys: ["a", "b"] }), { c: "sow_delete", t: "orders", sow_keys: "a,b" });
+  assert.deepEqual(sowCommand("orders", "q1", { orderby: "/qty DESC", topN: 0 }), {
+    c: "sow",
+    t: "orders",
+    query_id: "q1",
+    orderby: "/qty DESC",
+    top_n: 0,
+  });
 });
