@@ -13,7 +13,7 @@ import websockets
 from ..integration.client import Client
 from ..integration.server_process import auth_section
 from .conftest import StartNode
-from .test_workers import node_names
+from .test_workers import eventually, node_names
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +22,8 @@ USERS = [{"user_id": name, "password": "pw", "read": ["*"], "write": ["*"]} for 
 
 async def test_every_worker_reloads_auth(start_node: StartNode, tmp_path: Path) -> None:
     node = start_node(args=["--workers", "2"], extra=auth_section(*USERS))
-    assert len(node_names(node.http)) == 2  # both serve (a node still loading answers 503)
+    # Both serve (start_node waits for one /healthz 200; a worker still loading is not serving).
+    eventually(lambda: len(node_names(node.http)) == 2)
     sockets = []
     for _ in range(8):  # the kernel spreads them over both workers
         client = await Client.connect(node.url)

@@ -123,7 +123,7 @@ def errors(node: ServerProcess) -> list[str]:
 async def test_two_workers_share_one_port_and_serve_one_state(start_node: StartNode) -> None:
     node = workers_ready(start_node(args=["--workers", "2"]))
     assert node.output().count("listening on") == 1
-    assert len(node_names(node.http)) == 2
+    eventually(lambda: len(node_names(node.http)) == 2)
     assert healthz(node.http) == (200, "ok: 2 of 2 workers")
     subscribers = [await Client.connect(node.url) for _ in range(8)]
     for client in subscribers:
