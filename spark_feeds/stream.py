@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .session import apply_trigger
+from .session import SPARK_DEFAULT_SHUFFLE_PARTITIONS, apply_trigger, shuffle_partitions
 from .sink import ProtocolSink, client_name_for
 
 log = logging.getLogger("spark_feeds")
@@ -52,6 +52,7 @@ def publish_stream(
     ``timeout_s``, ``frame_bytes``, ``user_id``, ``password``). The sink's connection is closed
     when the query ends.
     """
+    _say_if_shuffles_are_many(frame)
     sink = ProtocolSink(
         url,
         topic,
@@ -74,6 +75,25 @@ def publish_stream(
     _sinks[str(query.id)] = sink
     threading.Thread(target=_close_when_over, args=(query, sink), name=f"close {topic}", daemon=True).start()
     return query
+
+
+def _say_if_shuffles_are_many(frame: Any) -> None:
+    """One warning when a local session shuffles into Spark's default 200 partitions: an
+    aggregation's micro-batch of a few thousand rows then runs 200 tasks, tens of seconds on a
+    laptop (``session.local_session`` sets few; README, Your own job)."""
+    session = frame.sparkSession
+    master = session.sparkContext.master
+    partitions = session.conf.get("spark.sql.shuffle.partitions")
+    if master.startswith("local") and partitions == SPARK_DEFAULT_SHUFFLE_PARTITIONS:
+        log.warning(
+            "spark.sql.shuffle.partitions is %s (Spark's default) on %s: an aggregation or a join "
+            "runs that many tasks a micro-batch; spark_feeds.session.local_session() sets %s "
+            "(SPARK_SHUFFLE_PARTITIONS overrides it; a stateful query keeps the number its "
+            "checkpoint was started with)",
+            partitions,
+            master,
+            shuffle_partitions(master),
+        )
 
 
 def _close_when_over(query: Any, sink: ProtocolSink) -> None:
