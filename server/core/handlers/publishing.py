@@ -10,7 +10,7 @@ here (``retries``), on the newer version.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..broker.changelog import ABSENT, PLAIN_STREAM, Proposal, stream_id
@@ -134,10 +134,15 @@ def sow_delete(broker: Broker, session: Session, header: Header, body: SowDelete
 
 
 def decide_delete(
-    broker: Broker, session: Session, body: SowDelete, pending: Decided = NOTHING_DECIDED
+    broker: Broker,
+    session: Session,
+    body: SowDelete,
+    pending: Decided = NOTHING_DECIDED,
+    checked_only: bool = False,
 ) -> tuple[list[LogEntry], list[str | None]]:
     """The log entries of a ``sow_delete`` (one per record it deletes), and the version each was
-    decided against."""
+    decided against. ``checked_only``: refused as it would be, but a filter never passed over the
+    records (for a transaction refused whatever it matches: transactions.py)."""
     topic = broker.topics.get(body.topic)
     if topic is None or topic.key_spec is None:
         raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
@@ -149,7 +154,8 @@ def decide_delete(
         admit_filter_pass(body.filter, len(topic.records) + len(pending))
         match = compile_filter(body.filter)
         ctx = entitlement.ctx  # USER() and CLIENT_NAME() are the deleting session's
-        matched = {key: data for key, data in _records(topic, pending) if match.matches(data, ctx)}
+        candidates: Iterable[tuple[str, Any]] = () if checked_only else _records(topic, pending)
+        matched = {key: data for key, data in candidates if match.matches(data, ctx)}
     else:
         if body.sow_keys is not None:
             named = list(dict.fromkeys(body.sow_keys))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..broker.changelog import PLAIN_STREAM, Proposal
 from ..errors import CommandError
 from ..protocol.commands import Header, Publish, Transaction
-from ..session.quota import TransactionWork
+from ..session.quota import TransactionWork, over_budget
 from ..sow.txlog import TX, LogEntry
 from .acks import ack_duplicate, received
 from .publishing import decide_delete, decide_publish, is_duplicate
@@ -43,14 +43,17 @@ def transact(broker: Broker, session: Session, header: Header, body: Transaction
     expects: dict[str, str] = {}  # per record: the version its first change was decided against
     changes: list[list[Any]] = []
     work = TransactionWork()
+    doomed_at = TransactionWork.doomed_at(body.commands, broker.topics)
     for index, command in enumerate(body.commands):
         try:
+            if index == doomed_at:
+                raise over_budget()
             work.charge(command, broker.topics.get(command.topic), len(pending))
             if isinstance(command, Publish):
                 entry, expect = decide_publish(broker, session, command, pending)
                 decided, expected = [entry], [expect]
-            else:
-                decided, expected = decide_delete(broker, session, command, pending)
+            else:  # (a doomed transaction's deletes are checked, never passed over the topic)
+                decided, expected = decide_delete(broker, session, command, pending, doomed_at is not None)
             work.changed(broker.topics.get(command.topic), len(decided))
         except CommandError as error:
             raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None

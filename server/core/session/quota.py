@@ -20,7 +20,7 @@ with its ``sub_id``) is not a new one: its old filter stops counting.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BAD_FILTER, BAD_MESSAGE, INVALID_OPTIONS, INVALID_ORDER_BY, CommandError, FilterError
@@ -236,6 +236,22 @@ class TransactionWork:
         else:
             self._spend(PUBLISH_UNITS)
 
+    @classmethod
+    def doomed_at(cls, commands: Sequence[Publish | SowDelete], topics: Mapping[str, Topic]) -> int | None:
+        """The command at which the transaction passes the budget even at its least (no change of
+        its own pending, no delivery counted), or None. A transaction that is doomed from the
+        start is still checked command by command (the first bad one is named), but without the
+        passes its deletes by filter would make: a refusal must not cost the work it refuses (five
+        refused transactions of 600 deletes by filter each spent the whole budget, a second of
+        everyone's time, before being refused)."""
+        least = cls()
+        for index, command in enumerate(commands):
+            try:
+                least.charge(command, topics.get(command.topic), 0)
+            except CommandError:
+                return index
+        return None
+
     def changed(self, topic: Topic | None, changes: int) -> None:
         """Count the delivery of ``changes`` changes to ``topic``'s subscriptions."""
         if topic is None or not changes:
@@ -250,12 +266,16 @@ class TransactionWork:
     def _spend(self, units: int) -> None:
         self.spent += units
         if self.spent > TX_WORK_BUDGET:
-            raise CommandError(
-                BAD_MESSAGE,
-                f"this transaction would do more than {TX_WORK_BUDGET} units of work in one step "
-                "(records read, filters evaluated, deliveries to its topics' subscriptions): "
-                "split it into smaller transactions",
-            )
+            raise over_budget()
+
+
+def over_budget() -> CommandError:
+    return CommandError(
+        BAD_MESSAGE,
+        f"this transaction would do more than {TX_WORK_BUDGET} units of work in one step "
+        "(records read, filters evaluated, deliveries to its topics' subscriptions): "
+        "split it into smaller transactions",
+    )
 
 
 def _pass_cost(text: str) -> int:

@@ -148,6 +148,22 @@ def test_a_transaction_is_bounded_by_the_work_of_its_one_step_not_its_count() ->
     assert ack["status"] == "success", ack["reason"]
 
 
+def test_a_transaction_over_the_budget_from_the_start_still_names_its_first_bad_command() -> None:
+    # Refused before any pass over the records (quota.TransactionWork.doomed_at), yet checked in
+    # order: a command refused for its own reason before the budget is passed is the one named.
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 20_000)
+    deletes = [{"c": "sow_delete", "t": "orders", "filter": f"/qty = {n % 97}"} for n in range(600)]
+    bad = {"c": "sow_delete", "t": "orders", "filter": "/qty = = 1"}
+    ack = processed(peer.send({"c": "tx", "cid": "t", "cmds": [*deletes[:3], bad, *deletes[3:]]}), "t")
+    assert ack["reason"].startswith("bad filter: cmds[3]: "), ack
+    unkept = {"c": "sow_delete", "t": "nowhere", "filter": "/qty = 1"}
+    ack = processed(peer.send({"c": "tx", "cid": "u", "cmds": [deletes[0], unkept, *deletes]}), "u")
+    assert ack["reason"].startswith("invalid topic: cmds[1]"), ack
+    assert len(h.broker.topics["orders"].records) == 20_000  # nothing applied
+
+
 def test_a_transaction_counts_the_deliveries_its_changes_make() -> None:
     # 10,000 publishes in one transaction to a topic whose subscriptions carry costly filters held
     # every other socket for 12 s: each change is evaluated for every subscription in that step.
