@@ -8,9 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
 from ..integration.server_process import ServerProcess, running
+from ..waiting import HANG_S
+
+# Playwright's waits are hang guards too (tests/waiting.py): its defaults (5 s for an assertion,
+# 30 s for an action) are time limits a page on two busy cores can outrun.
+expect.set_options(timeout=HANG_S * 1000)
 
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -71,6 +76,7 @@ class Errors(list[str]):
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context()
+    context.set_default_timeout(HANG_S * 1000)
     page = context.new_page()
     errors = Errors()
     page.on("pageerror", lambda error: errors.append(f"page error: {error}"))

@@ -4,14 +4,15 @@ their field in `data-field`)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Locator, Page
 
+from .. import waiting
 from ..integration.server_process import ServerProcess
+from ..waiting import HANG_S
 from .feed import publish_many
 
 SCREENSHOTS = Path(__file__).parent / "screenshots"
@@ -115,16 +116,18 @@ def menu(page: Page, field: str, item: str) -> None:
     page.locator(".view .column-popup").get_by_role("button", name=item).first.click()
 
 
-def eventually(read: Callable[[], object], check: Callable[[object], bool], timeout: float = 5) -> object:
-    """``read()`` once ``check`` holds for it, within ``timeout`` seconds (else an assertion).
+def eventually(
+    read: Callable[[], object], check: Callable[[object], bool], timeout: float = HANG_S
+) -> object:
+    """``read()`` once ``check`` holds for it (tests/waiting.py: the timeout is a hang guard).
     ``read`` must ask the page (a Playwright call), not read a value Playwright caches."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = read()
-        if check(value):
-            return value
-        assert time.monotonic() < deadline, f"still {value!r}"
-        time.sleep(0.1)
+    last: list[object] = []
+
+    def holds() -> tuple[object] | None:
+        last[:] = [read()]
+        return (last[0],) if check(last[0]) else None
+
+    return waiting.eventually(holds, lambda: f"still {last[0]!r}" if last else "never read", timeout)[0]
 
 
 def url_with(page: Page, part: str) -> str:

@@ -196,7 +196,7 @@ def test_rows_are_marked_stale_while_the_server_is_away(
     config = server.process.args[server.process.args.index("--config") + 1]
     restarted = ServerProcess(config, tmp_path / "data", port=port)
     server.process = restarted.process  # the fixture stops whichever process runs now
-    expect(page.locator("#state")).to_have_attribute("data-state", "open", timeout=15000)
+    expect(page.locator("#state")).to_have_attribute("data-state", "open")
     expect(page.locator(f"{ROWS}.sow-stale")).to_have_count(0)
     expect(page.locator(ROWS)).to_have_count(3)
     publish(restarted, {"id": 2, "ref": "L2 again"}, topic="ledger")

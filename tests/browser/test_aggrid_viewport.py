@@ -6,7 +6,6 @@ changes that move rows, and after sorting by a column header."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 from playwright.sync_api import Page
 
 from ..integration.server_process import ServerProcess
+from ..waiting import eventually
 from .client_page import open_client_page
 from .feed import request
 from .viewport_data import NO_COUNT, ORDER, publish_many, record, window
@@ -48,15 +48,14 @@ def open_grid(page: Page, server: ServerProcess, settings: str) -> None:
 
 def wait_for_screen(page: Page, server: ServerProcess, orderby: str = ORDER) -> dict[str, Any]:
     """Wait until the rows on screen are the server's rows at those positions."""
-    deadline = time.monotonic() + 10
-    while True:
+    seen: dict[str, Any] = {}
+
+    def drawn() -> dict[str, Any] | None:
         shown = page.evaluate(SHOWN)
-        expected = window(server, shown["first"], shown["last"], orderby=orderby)
-        if shown["rows"] == expected and shown["rows"]:
-            return dict(shown)
-        if time.monotonic() > deadline:
-            assert shown["rows"] == expected
-        time.sleep(0.05)
+        seen.update(shown=shown, expected=window(server, shown["first"], shown["last"], orderby=orderby))
+        return dict(shown) if shown["rows"] == seen["expected"] and shown["rows"] else None
+
+    return eventually(drawn, lambda: f"on screen {seen.get('shown')}, the server's {seen.get('expected')}")
 
 
 def test_the_grid_shows_the_servers_window_as_it_scrolls_changes_and_sorts(

@@ -82,8 +82,8 @@ def test_the_dashboard_survives_a_server_restart(page: Page, server: ServerProce
     server.process = restarted.process
     try:
         publish(restarted, {"id": 3, "ref": "order-3"}, {"id": 1, "ref": "order-1b"}, topic="ledger")
-        expect(page.locator("#connection")).to_have_attribute("data-state", "open", timeout=15000)
-        expect(page.locator(ROW)).to_have_count(3, timeout=15000)
+        expect(page.locator("#connection")).to_have_attribute("data-state", "open")
+        expect(page.locator(ROW)).to_have_count(3)
         expect(page.locator(ROW).first).to_contain_text("order-1b")
         expect(page.locator(".view")).not_to_have_class(re.compile(r"\bstale\b"))
         expect(page.locator(".figures .rows")).to_have_text("3")

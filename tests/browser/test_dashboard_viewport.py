@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess, running
+from ..waiting import HANG_S
 from .conftest import TOPICS
 from .desk import HELD, body_rows, book, column, eventually, header, shot, url_with, view
 from .feed import publish, publish_many
@@ -43,7 +44,7 @@ def desk_page(page: Page, server: ServerProcess, query: str, publish_book: bool 
         publish_many(server, BOOK)
     page.set_viewport_size({"width": 1400, "height": 900})
     page.goto(f"{server.http}/?{query}")
-    expect(view(page).locator(".rows")).not_to_have_text("0", timeout=20_000)
+    expect(view(page).locator(".rows")).not_to_have_text("0")
 
 
 def numbers(texts: list[str]) -> list[float]:
@@ -55,7 +56,9 @@ def consecutive(texts: list[str]) -> bool:
     return texts == [str(n) for n in range(int(texts[0]), int(texts[0]) + len(texts))]
 
 
-def on_screen(page: Page, field: str, check: Callable[[list[str]], bool], timeout: float = 5) -> list[str]:
+def on_screen(
+    page: Page, field: str, check: Callable[[list[str]], bool], timeout: float = HANG_S
+) -> list[str]:
     found = eventually(lambda: column(page, field), lambda texts: bool(texts) and check(texts), timeout)  # type: ignore[arg-type]
     assert isinstance(found, list)
     return found
@@ -160,7 +163,7 @@ def test_groups_with_totals_open_two_levels_deep(page: Page, book_server: Server
     desk_page(page, book_server, "topic=orders&group=/desk,/sym&orderby=/qty%20DESC", publish_book=False)
     desks = group_sums(BOOK, "desk")
     groups = view(page).locator("regular-table tbody tr.group-row")
-    expect(groups).to_have_count(4, timeout=20_000)  # the server groups 100,000 records first
+    expect(groups).to_have_count(4)  # the server groups 100,000 records first
     expect(view(page).locator(".rows")).to_have_text("100,000")
     expect(view(page).locator(".groups")).to_have_text("4")
     # Groups sorted by their total qty, descending, each with its count and sum.
@@ -211,7 +214,7 @@ def test_groups_with_totals_open_two_levels_deep(page: Page, book_server: Server
     assert "orderby=/qty%20DESC" in link
     page.goto("about:blank")
     page.goto(link)
-    expect(view(page).locator("regular-table tbody tr.group-row")).to_have_count(4, timeout=20_000)
+    expect(view(page).locator("regular-table tbody tr.group-row")).to_have_count(4)
     assert page.errors == []  # type: ignore[attr-defined]
 
 
@@ -233,10 +236,10 @@ def test_a_lost_connection_keeps_the_window_and_the_order(
     window = page.evaluate(HELD)[0]
 
     def same_window(field: str = "order", shown: list[str] = before) -> None:
-        expect(view(page)).not_to_have_class(re.compile(r"\bstale\b"), timeout=15_000)
+        expect(view(page)).not_to_have_class(re.compile(r"\bstale\b"))
         # The last row on screen, partly below the edge, is at times left as it was drawn before
         # until the next draw (a known gap): the rows above it are compared.
-        on_screen(page, field, lambda texts: texts[:-1] == shown[:-1], timeout=15)
+        on_screen(page, field, lambda texts: texts[:-1] == shown[:-1])
         again = page.evaluate(HELD)[0]
         assert (again["first"], again["orderby"], again["count"]) == (window["first"], "/qty DESC", SIZE)
 
@@ -257,13 +260,13 @@ def test_a_lost_connection_keeps_the_window_and_the_order(
     restarted = ServerProcess(Path(config), tmp_path / "data", port=port)
     server.process = restarted.process
     publish_many(restarted, BOOK)
-    expect(page.locator("#connection")).to_have_attribute("data-state", "open", timeout=15_000)
+    expect(page.locator("#connection")).to_have_attribute("data-state", "open")
     # The view came back while the book was published again, so it was smaller for a moment and
     # the table's scroll position with it: its size, its order and the middle of the book are back.
-    expect(view(page).locator(".rows")).to_have_text(f"{SIZE:,}", timeout=15_000)
+    expect(view(page).locator(".rows")).to_have_text(f"{SIZE:,}")
     expect(view(page)).not_to_have_class(re.compile(r"\bstale\b"))
     page.evaluate(SCROLL_TO_THE_MIDDLE)
-    middle = on_screen(page, "qty", lambda texts: 4_000 < numbers(texts)[0] < 6_000, timeout=15)
+    middle = on_screen(page, "qty", lambda texts: 4_000 < numbers(texts)[0] < 6_000)
     assert numbers(middle[:-1]) == sorted(numbers(middle[:-1]), reverse=True)
     assert page.evaluate(HELD)[0]["orderby"] == "/qty DESC"
     assert page.errors == []  # type: ignore[attr-defined]

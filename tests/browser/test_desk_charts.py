@@ -47,7 +47,7 @@ def test_a_chart_draws_the_selected_rows_column_live(page: Page, server: ServerP
     expect(pane.locator(".u-legend")).to_contain_text("order 3")
     # Sampled once a second as well: the lines reach the present while nothing changes.
     points = lines()["points"]
-    eventually(lines, lambda got: got["points"] >= points + 2, timeout=5)
+    eventually(lines, lambda got: got["points"] >= points + 2)
     shot(page, "desk-chart.png")
 
     # The link keeps it; the column's menu stops it.

@@ -98,7 +98,7 @@ def test_the_table_ends_as_the_servers_view(page: Page, server: ServerProcess, g
                     if row["group"]
                 ]
 
-            eventually(lambda: page.evaluate(STATE), lambda s, w=want: groups(s) == w, timeout=15)
+            eventually(lambda: page.evaluate(STATE), lambda s, w=want: groups(s) == w)
         else:
 
             def settled(state: object, ranked: list[dict[str, Any]] = ranked) -> bool:
@@ -107,6 +107,6 @@ def test_the_table_ends_as_the_servers_view(page: Page, server: ServerProcess, g
                 shown = [int(row["qty"].replace(",", "")) for row in state["rows"]]
                 return bool(shown) and shown == [r["qty"] for r in ranked[: len(shown)]]
 
-            state = eventually(lambda: page.evaluate(STATE), settled, timeout=15)
+            state = eventually(lambda: page.evaluate(STATE), settled)
             assert isinstance(state, dict), f"wave {wave}"
     assert page.errors == []  # type: ignore[attr-defined]

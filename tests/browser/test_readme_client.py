@@ -42,7 +42,7 @@ def test_the_client_example_runs_as_printed(page: Page, demo_server: ServerProce
     page.add_script_tag(
         type="module", content=code.replace(ADDRESS, demo_server.url) + "\nwindow.ran = true;\n"
     )
-    page.wait_for_function("window.ran === true", timeout=15000)
+    page.wait_for_function("window.ran === true")
     assert page.errors == []  # type: ignore[attr-defined]
     assert sorted((r["id"], r["qty"]) for r in sow_records(demo_server.url, "examples")) == [(1, 6), (2, 5)]
     assert sorted(r["qty"] for r in sow_records(demo_server.url, "orders")) == [10, 20, 30], "left alone"

@@ -114,7 +114,7 @@ def test_after_a_dropped_socket_the_viewport_is_the_servers_window(page: Page, s
     )
     # A move asked while disconnected is where the viewport comes back.
     page.evaluate("() => { window.late = vp.moveTo(12, 31); }")
-    page.wait_for_function("() => client.state === 'open' && !vp.stale", timeout=10000)
+    page.wait_for_function("() => client.state === 'open' && !vp.stale")
     assert page.evaluate("async () => (await late).first") == 12
     wait_for_window(page, server, 12, 31)
     assert page.evaluate("() => stales") == [True, False]

@@ -4,7 +4,6 @@ with a viewport open on it, its rows, and the wait for them to equal the server'
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import orjson
@@ -12,6 +11,7 @@ from playwright.sync_api import Page
 from websockets.sync.client import connect
 
 from ..integration.server_process import ServerProcess
+from ..waiting import HANG_S, eventually
 from .client_page import open_client_page
 from .feed import request
 
@@ -28,7 +28,7 @@ def record(n: int) -> dict[str, Any]:
 
 def publish_many(server: ServerProcess, records: list[dict[str, Any]], topic: str = "orders") -> None:
     """Publish in frames of 1,000 over one socket, then wait for a flush."""
-    with connect(server.url, open_timeout=5, max_size=None) as ws:
+    with connect(server.url, open_timeout=HANG_S, max_size=None) as ws:
         for start in range(0, len(records), 1000):
             batch = [{"c": "publish", "t": topic, "data": r} for r in records[start : start + 1000]]
             ws.send(orjson.dumps(batch).decode())
@@ -56,19 +56,21 @@ def rows_of(page: Page, name: str = "vp") -> list[Any]:
 
 def wait_for_window(page: Page, server: ServerProcess, first: int, last: int, **query: str) -> list[Any]:
     """Wait until the page's viewport holds the server's window (rows, keys unique, not stale)."""
-    deadline = time.monotonic() + 10
-    while True:
+    seen: dict[str, Any] = {}
+
+    def held() -> list[Any] | None:
         expected = window(server, first, last, **query)
         got = page.evaluate(
             "() => ({ rows: vp.rows, stale: vp.stale, held: vp.records.size,"
             " unique: new Set(vp.keys).size === vp.keys.length && vp.keys.length === vp.rows.length })"
         )
-        if got["rows"] == expected and got["unique"] and not got["stale"] and got["held"] == len(expected):
-            return expected
-        if time.monotonic() > deadline:
-            assert got["rows"] == expected
-            assert got["unique"] and not got["stale"] and got["held"] == len(expected), got
-        time.sleep(0.05)
+        seen.update(got=got, expected=expected)
+        whole = got["unique"] and not got["stale"] and got["held"] == len(expected)
+        return expected if got["rows"] == expected and whole else None
+
+    return eventually(
+        held, lambda: f"the viewport holds {seen.get('got')}, the server {seen.get('expected')}"
+    )
 
 
 def open_viewport(page: Page, server: ServerProcess, settings: str, client_options: str = "{}") -> None:

@@ -15,6 +15,7 @@ import websockets
 
 from ..core.engine_model import Filter
 from ..integration.server_process import ServerProcess
+from ..waiting import HANG_S
 
 TOPIC = "model"
 STREAM = "{test}:stream:" + TOPIC
@@ -87,7 +88,7 @@ class Cluster:
                 m.get("c") == "group_end" and m.get("query_id") == qid for m in socket.messages[start:]
             )
 
-        await until(ended, 10, lambda: f"no answer to a sow on node {node}")
+        await until(ended, HANG_S, lambda: f"no answer to a sow on node {node}")
         got = socket.messages[start:]
         del socket.messages[start:]
         return {m["data"]["id"]: m["data"] for m in got if m.get("c") == "sow" and m.get("query_id") == qid}

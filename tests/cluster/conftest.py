@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ..integration.server_process import ServerProcess, write_config
+from ..waiting import HANG_S
 from .redis_process import RedisProcess
 
 TOPICS = [
@@ -54,7 +55,7 @@ def start_node(tmp_path: Path, redis_server: RedisProcess) -> Iterator[StartNode
         node.stop()
 
 
-def wait_ready(node: ServerProcess, timeout: float = 20.0) -> None:
+def wait_ready(node: ServerProcess, timeout: float = HANG_S) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:

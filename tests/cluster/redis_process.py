@@ -6,11 +6,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import redis
+
+from ..waiting import eventually
 
 REDIS_SERVER = shutil.which("redis-server")
 
@@ -44,17 +45,10 @@ class RedisProcess:
         command = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
         command += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.directory)]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                if client.ping():
-                    break
-            except redis.exceptions.RedisError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("redis-server did not start") from None
-                time.sleep(0.02)
-        client.close()
+        with redis.Redis(port=self.port, socket_connect_timeout=0.2) as client:
+            eventually(
+                client.ping, "redis-server did not start", step=0.02, ignoring=(redis.exceptions.RedisError,)
+            )
 
     def kill(self) -> None:
         """kill -9: whatever was not fsynced is gone (with ``appendfsync always``: nothing acked)."""
@@ -85,3 +79,10 @@ class RedisProcess:
 
     def client(self) -> redis.Redis:
         return redis.Redis(port=self.port)
+
+    def snapshotted(self, topic: str, below: int, prefix: str = "test") -> bool:
+        """Whether the cluster has written ``topic``'s snapshot and trimmed its stream to fewer
+        than ``below`` entries (what a node cut off meanwhile must resynchronise from)."""
+        with self.client() as client:
+            stream = client.xlen(f"{{{prefix}}}:stream:{topic}")
+            return bool(client.exists(f"{{{prefix}}}:snapshot:{topic}")) and int(stream) < below

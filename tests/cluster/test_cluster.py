@@ -9,31 +9,11 @@ from typing import Any
 import pytest
 
 from ..integration.client import Client, Message
-from ..integration.server_process import ServerProcess
+from ..waiting import HANG_S
+from .agreement import quiet, sow
 from .conftest import StartNode
 
 pytestmark = pytest.mark.slow
-
-
-async def sow(node: ServerProcess, topic: str) -> dict[Any, Any]:
-    """The records of ``topic`` on ``node``, by their key field."""
-    client = await Client.connect(node.url)
-    try:
-        got = await client.request({"c": "sow", "t": topic, "cid": "q"})
-        got += await client.until(lambda m: m.get("c") == "group_end")
-        return {m["data"]["id"]: m["data"] for m in got if m["c"] == "sow"}
-    finally:
-        await client.close()
-
-
-async def quiet_sows(nodes: list[ServerProcess], topic: str, expected: int) -> list[dict[Any, Any]]:
-    """Every node's SOW of ``topic`` once each has ``expected`` records and they agree."""
-    for _ in range(100):
-        sows = [await sow(node, topic) for node in nodes]
-        if all(len(s) == expected for s in sows) and all(s == sows[0] for s in sows):
-            return sows
-        await asyncio.sleep(0.1)
-    return sows
 
 
 def data_messages(messages: list[Message]) -> list[Message]:
@@ -57,7 +37,7 @@ async def test_a_publish_on_one_node_reaches_subscribers_on_every_node(start_nod
         ]
     # processed means applied on the acking node: a sow right after it sees the publish.
     assert (await sow(nodes[0], "orders"))[0] == {"id": 0, "v": "last"}
-    sows = await quiet_sows(nodes, "orders", 20)
+    sows = await quiet(nodes, "orders", 20)
     assert sows[0] == sows[1] == sows[2]
 
 
@@ -82,15 +62,18 @@ async def test_concurrent_delta_publishes_from_two_nodes_lose_no_field(start_nod
             assert acks[-1]["status"] == "success", acks[-1]
 
     await asyncio.gather(write(writers[0], "a"), write(writers[1], "b"))
-    sows = await quiet_sows(nodes, "orders", 3)
+    sows = await quiet(nodes, "orders", 3)
     for key in range(3):
         last = max(i for i in range(rounds) if i % 3 == key)
         assert sows[0][key] == {"id": key, "a": last, "b": last}
     view: dict[Any, Any] = {}
-    for message in await watcher.silence(1.0):
+
+    def caught_up(message: Message) -> bool:  # every delta merged into what the watcher holds
         if message.get("c") == "p":
             view[message["data"]["id"]] = message["data"]
-    assert view == sows[2]
+        return view == sows[2]
+
+    await watcher.until(caught_up, timeout=HANG_S)
 
 
 async def test_a_publisher_that_moves_nodes_and_resends_gets_duplicates(start_node: StartNode) -> None:
@@ -146,7 +129,7 @@ async def test_a_record_expires_once_with_the_same_oof_on_every_node(start_node:
         assert not [m for m in await client.silence(1.5) if m.get("c") == "oof"]
     assert seen[0] == seen[1] == seen[2]
     assert seen[0][-1]["reason"] == "expired"
-    assert await quiet_sows(nodes, "quotes", 0) == [{}, {}, {}]
+    assert await quiet(nodes, "quotes", 0) == [{}, {}, {}]
 
 
 async def test_a_logon_ack_bookmark_replays_what_changed_after_the_logon_on_any_node(

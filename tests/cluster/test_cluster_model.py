@@ -54,6 +54,7 @@ from hypothesis.stateful import (
 )
 
 from ..core.engine_model import FILTERS, Filter
+from ..waiting import HANG_S, eventually_async
 from .cluster_driver import NODES, TOPIC, UNIQUE, Cluster, Publisher, Socket, Subscriber, until
 from .cluster_model import (
     AckViolation,
@@ -141,15 +142,18 @@ class ClusterMachine(RuleBasedStateMachine):
             await socket.send([{"c": "sow_delete", "t": TOPIC, "filter": "1 = 1", "cid": "clear"}])
             await until(
                 lambda: any(m.get("cid") == "clear" for m in socket.messages),
-                10,
+                HANG_S,
                 lambda: "no ack to the delete of every record",
             )
             socket.messages.clear()
-            for _ in range(50):
-                if not any(await self.cluster.sows()):
-                    self.log_from = self.cluster.tail()
-                    return
-                await asyncio.sleep(0.05)
+
+            async def agreed() -> list[dict[int, Any]] | None:  # (the acking node applied it already)
+                sows = await self.cluster.sows()
+                return sows if all(sow == sows[0] for sow in sows) else None
+
+            if not any(await eventually_async(agreed, "the nodes never agreed on what is left")):
+                self.log_from = self.cluster.tail()
+                return
             if attempt == 5:
                 raise NotQuiet(f"the nodes keep records after deleting all: {await self.cluster.sows()}")
 
@@ -195,7 +199,7 @@ class ClusterMachine(RuleBasedStateMachine):
         if then == "pause":
             await asyncio.sleep(0.05)
         elif then == "acks":
-            await self._answered(10)
+            await self._answered(HANG_S)
 
     async def _logon(self, node: int) -> Publisher:
         socket = await Socket.open(self.cluster.nodes[node].url, node)
@@ -203,7 +207,7 @@ class ClusterMachine(RuleBasedStateMachine):
         await socket.send([{"c": "logon", "client_name": publisher.name, "cid": "logon"}])
         await until(
             lambda: any(m.get("cid") == "logon" for m in socket.messages),
-            10,
+            HANG_S,
             lambda: f"no logon ack for {publisher.name}: {socket.messages}",
         )
         ack = socket.messages.pop()
@@ -290,7 +294,7 @@ class ClusterMachine(RuleBasedStateMachine):
     async def _quiet(self) -> Log:
         """Once every command is answered: the log, when no expiry is due and every node's SOW is
         the log's (docs/protocol.md, Cluster: once the cluster is quiet, sow is the same on every node)."""
-        await self._answered(10)
+        await self._answered(HANG_S)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + QUIET_TIMEOUT
         while True:

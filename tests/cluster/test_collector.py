@@ -4,10 +4,10 @@ collected what loading left behind: a full collection of its own, not one that w
 from __future__ import annotations
 
 import re
-import time
 
 from server.client import Publisher
 
+from ..waiting import eventually
 from .conftest import StartNode, wait_ready
 
 LOADED = re.compile(r"collector: (\d+) objects frozen after loading (\d+) records from Redis \((\d+) freed")
@@ -24,9 +24,7 @@ async def test_a_node_freezes_the_records_it_loads_from_redis(start_node: StartN
     second = start_node()
     wait_ready(second)
     # The freeze follows the load's log line by a collection: its line may come a moment later.
-    deadline = time.monotonic() + 10
-    while not (found := LOADED.findall(second.output())) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    found = eventually(lambda: LOADED.findall(second.output()), second.output)
     assert len(found) == 1, second.output()
     frozen, records, _freed = map(int, found[0])
     assert records == RECORDS and frozen > RECORDS

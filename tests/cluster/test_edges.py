@@ -10,11 +10,19 @@ import signal
 import pytest
 
 from ..integration.client import Client, Message
+from ..waiting import HANG_S, eventually_async
+from .agreement import quiet, sow
 from .conftest import StartNode, wait_ready
 from .redis_process import RedisProcess
-from .test_cluster import quiet_sows, sow
 
 pytestmark = pytest.mark.slow
+
+
+async def snapshotted(redis_server: RedisProcess, topic: str, below: int) -> None:
+    async def done() -> bool:
+        return redis_server.snapshotted(topic, below)
+
+    await eventually_async(done, f"a snapshot of {topic} and its stream trimmed below {below} entries")
 
 
 async def test_one_frame_keeps_its_order_a_delete_sees_the_publishes_before_it(start_node: StartNode) -> None:
@@ -81,10 +89,19 @@ async def test_changes_in_flight_when_redis_dies_are_never_both_refused_and_appl
     while redis.xlen("{test}:stream:orders") < 1500:
         await asyncio.sleep(0.001)
     redis_server.kill()
-    acks: list[Message] = await client.silence(1.0)
+    answered: set[int] = set()
+
+    def answer(message: Message) -> bool:
+        if message.get("a") == "processed":
+            answered.add(message["cid"])
+        return len(answered) == count
+
+    # Redis comes back once the node has noticed it gone: what it could not send by then is
+    # refused, or in doubt until Redis answers again.
+    assert await node.logged("lost Redis", timeout=HANG_S), node.output()
     redis_server.start()
     wait_ready(node)
-    acks += await client.silence(3.0)
+    acks = await client.until(answer, timeout=HANG_S)
     succeeded = {m["cid"] for m in acks if m.get("a") == "processed" and m["status"] == "success"}
     refused = {m["cid"] for m in acks if m.get("a") == "processed" and m["status"] == "failure"}
     assert all(m["reason"].startswith("unavailable") for m in acks if m.get("status") == "failure")
@@ -94,7 +111,9 @@ async def test_changes_in_flight_when_redis_dies_are_never_both_refused_and_appl
     assert succeeded | refused == set(range(count)), "every publish has its answer"
 
 
-async def test_a_node_cut_off_longer_than_the_retention_resynchronises(start_node: StartNode) -> None:
+async def test_a_node_cut_off_longer_than_the_retention_resynchronises(
+    start_node: StartNode, redis_server: RedisProcess
+) -> None:
     cluster = {"retention": "1ms", "snapshot_interval": "300ms"}
     ahead, behind = start_node(cluster=cluster), start_node(cluster=cluster)
     watcher = await Client.connect(behind.url)
@@ -109,19 +128,28 @@ async def test_a_node_cut_off_longer_than_the_retention_resynchronises(start_nod
     publisher = await Client.connect(ahead.url)
     await publisher.send(*[{"c": "publish", "t": "orders", "data": {"id": i}} for i in range(500)])
     await publisher.request({"c": "publish", "t": "orders", "data": {"id": 500}, "cid": "p"})
-    await asyncio.sleep(1.5)
+    await snapshotted(redis_server, "orders", 501)  # the others snapshot and trim meanwhile
     behind.process.send_signal(signal.SIGCONT)
-    sows = await quiet_sows([ahead, behind], "orders", 501)
+    sows = await quiet([ahead, behind], "orders", 501)
     assert sows[0] == sows[1]
-    told = await watcher.silence(1.0)
-    view = {m["data"]["id"] for m in told if m.get("c") == "p" and m["sids"] == ["w"]}
+    view: set[int] = set()
+    counts: list[int] = []
+
+    def caught_up(message: Message) -> bool:
+        if message.get("c") == "p" and message["sids"] == ["w"]:
+            view.add(message["data"]["id"])
+        if message.get("c") == "p" and message["sids"] == ["n"]:
+            counts.append(message["data"]["n"])
+        return len(view) == 501 and bool(counts) and counts[-1] == 501
+
+    await watcher.until(caught_up, timeout=HANG_S)  # its subscriber and its aggregation: what they missed
     assert view == set(range(501)), "its subscriber was sent what it missed"
-    counts = [m["data"]["n"] for m in told if m.get("c") == "p" and m["sids"] == ["n"]]
-    assert counts and counts[-1] == 501, "its aggregation was fed what it missed"
     assert "resynchronising from the snapshot" in behind.output()
 
 
-async def test_a_node_reading_on_past_trimmed_entries_notices_the_gap_itself(start_node: StartNode) -> None:
+async def test_a_node_reading_on_past_trimmed_entries_notices_the_gap_itself(
+    start_node: StartNode, redis_server: RedisProcess
+) -> None:
     # The lagging node looks for trims once a minute: what it reads must tell it that entries
     # before it were trimmed away, or it would apply the stream's tail over a SOW missing the rest.
     ahead = start_node(cluster={"retention": "1ms", "snapshot_interval": "200ms"})
@@ -133,10 +161,17 @@ async def test_a_node_reading_on_past_trimmed_entries_notices_the_gap_itself(sta
     publisher = await Client.connect(ahead.url)
     await publisher.send(*[{"c": "publish", "t": "orders", "data": {"id": i}} for i in range(300)])
     await publisher.request({"c": "publish", "t": "orders", "data": {"id": 300}, "cid": "p"})
-    await asyncio.sleep(1.0)  # snapshots written and the stream trimmed to its last entry
+    await snapshotted(redis_server, "orders", 2)  # snapshots written, the stream trimmed to its last entry
     behind.process.send_signal(signal.SIGCONT)
     await publisher.request({"c": "publish", "t": "orders", "data": {"id": 301}, "cid": "p2"})
-    sows = await quiet_sows([ahead, behind], "orders", 302)
+    sows = await quiet([ahead, behind], "orders", 302)
     assert sows[0] == sows[1]
-    told = await watcher.silence(1.0)
-    assert {m["data"]["id"] for m in told if m.get("c") == "p"} == set(range(302))
+    told: set[int] = set()
+
+    def caught_up(message: Message) -> bool:
+        if message.get("c") == "p":
+            told.add(message["data"]["id"])
+        return len(told) == 302
+
+    await watcher.until(caught_up, timeout=HANG_S)
+    assert told == set(range(302))

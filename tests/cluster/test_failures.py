@@ -3,7 +3,6 @@ mid-stream, a node that starts from a snapshot, a node that starts before Redis 
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import urllib.error
 import urllib.request
@@ -13,9 +12,11 @@ import websockets
 
 from ..integration.client import Client
 from ..integration.server_process import ServerProcess
+from ..waiting import HANG_S, eventually_async
+from .agreement import quiet
 from .conftest import StartNode, wait_ready
 from .redis_process import RedisProcess
-from .test_cluster import data_messages, quiet_sows
+from .test_cluster import data_messages
 
 pytestmark = pytest.mark.slow
 
@@ -64,7 +65,7 @@ async def test_a_node_killed_mid_stream_loses_nothing_acked_and_a_restart_catche
     seen = data_messages(await watcher.until(lambda m: m.get("data") == {"id": 121}))
     assert [m["data"]["id"] for m in seen] == list(range(1, 122))  # nothing lost, nothing twice
     restarted = start_node()
-    sows = await quiet_sows([nodes[1], restarted], "orders", 121)
+    sows = await quiet([nodes[1], restarted], "orders", 121)
     assert sows[0] == sows[1] and len(sows[0]) == 121
 
 
@@ -77,16 +78,16 @@ async def test_redis_killed_mid_stream_refuses_changes_and_resumes_with_nothing_
         command = {"c": "publish", "t": "orders", "data": {"id": s}, "s": s, "cid": s, "a": "persisted"}
         await publisher.request(command, "persisted")
     redis_server.kill()
+
     # Each node notices once its Redis client has given up reconnecting (redis-py retries for about
     # 5 s; longer on two loaded cores). A change sent before that may already be on its way to the
     # dead Redis, in doubt until it is back (test_edges.py covers those): this one is sent after.
-    for _ in range(600):
-        if health(nodes[0].http) == 503 and health(nodes[1].http) == 503:
-            break
-        await asyncio.sleep(0.1)
-    assert health(nodes[0].http) == health(nodes[1].http) == 503
+    async def both_unavailable() -> bool:
+        return health(nodes[0].http) == health(nodes[1].http) == 503
+
+    await eventually_async(both_unavailable, "both nodes answering 503 without Redis")
     await publisher.send({"c": "publish", "t": "orders", "data": {"id": 99}, "s": 31, "cid": 0})
-    refused = await publisher.ack(0, timeout=10.0)
+    refused = await publisher.ack(0, timeout=HANG_S)
     assert refused[-1]["status"] == "failure" and refused[-1]["reason"].startswith("unavailable")
     # Reads go on from what the node has; the subscription stays open.
     redis_server.start()
@@ -95,7 +96,7 @@ async def test_redis_killed_mid_stream_refuses_changes_and_resumes_with_nothing_
     await publisher.request({"c": "publish", "t": "orders", "data": {"id": 31}, "s": 31, "cid": "y"})
     got = data_messages(await watcher.until(lambda m: m.get("data") == {"id": 31}))
     assert [m["data"]["id"] for m in got] == list(range(1, 32))  # every persisted change survived
-    sows = await quiet_sows(nodes, "orders", 31)
+    sows = await quiet(nodes, "orders", 31)
     assert 99 not in sows[0]
 
 
@@ -108,15 +109,14 @@ async def test_a_new_node_starts_from_a_snapshot_and_the_stream_after_it(
     for i in range(300):
         await publisher.send({"c": "publish", "t": "orders", "data": {"id": i, "v": 1}})
     await publisher.request({"c": "publish", "t": "orders", "data": {"id": 0, "v": 2}, "cid": "p"})
-    redis = redis_server.client()
-    for _ in range(100):
-        if redis.exists("{test}:snapshot:orders") and redis.xlen("{test}:stream:orders") < 301:
-            break
-        await asyncio.sleep(0.1)
-    assert redis.xlen("{test}:stream:orders") < 301  # trimmed: the snapshot stands for the rest
+
+    async def trimmed() -> bool:  # the snapshot stands for the rest
+        return redis_server.snapshotted("orders", 301)
+
+    await eventually_async(trimmed, "a snapshot of orders and its stream trimmed")
     await publisher.request({"c": "delta_publish", "t": "orders", "data": {"id": 1, "w": 3}, "cid": "d"})
     second = start_node(cluster=cluster)
-    sows = await quiet_sows([first, second], "orders", 300)
+    sows = await quiet([first, second], "orders", 300)
     assert sows[1][0] == {"id": 0, "v": 2} and sows[1][1] == {"id": 1, "v": 1, "w": 3}
 
 

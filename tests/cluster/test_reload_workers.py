@@ -3,7 +3,6 @@ file itself (docs/protocol.md, Reloading entitlements)."""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import websockets
 
 from ..integration.client import Client
 from ..integration.server_process import auth_section
+from ..waiting import eventually_async
 from .conftest import StartNode
 from .test_workers import eventually, node_names
 
@@ -36,11 +36,11 @@ async def test_every_worker_reloads_auth(start_node: StartNode, tmp_path: Path) 
         with pytest.raises(websockets.ConnectionClosed):
             await client.recv(10)
         assert client.ws.close_code == 1008
-    for _ in range(200):
-        if node.output().count("SIGHUP: reloaded [auth]") == 2:
-            break
-        await asyncio.sleep(0.025)
-    assert node.output().count("SIGHUP: reloaded [auth]") == 2, node.output()
+
+    async def both_reloaded() -> bool:
+        return node.output().count("SIGHUP: reloaded [auth]") == 2
+
+    await eventually_async(both_reloaded, node.output)
     carol = await Client.connect(node.url)
     replies = await carol.request({"c": "logon", "cid": "l", "user_id": "carol", "pw": "pw"})
     assert replies[-1]["status"] == "success"

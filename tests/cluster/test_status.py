@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import time
+from typing import Any
 
 from ..integration.test_front_door import http
+from ..waiting import eventually
 from .conftest import StartNode
 
 
@@ -18,13 +19,13 @@ def status(node_http: str) -> dict[str, object]:
 
 def test_each_node_lists_the_live_nodes_of_its_cluster(start_node: StartNode) -> None:
     first, second = start_node(), start_node()
-    deadline = time.monotonic() + 15
-    while True:
+
+    def both_listed() -> dict[str, Any] | None:
         cluster = status(first.http)["cluster"]
         assert isinstance(cluster, dict)
-        if len(cluster["nodes"]) == 2 or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+        return cluster if len(cluster["nodes"]) == 2 else None
+
+    cluster = eventually(both_listed, "both nodes in the first one's /status")
     assert cluster["healthy"] is True
     assert cluster["node"] in cluster["nodes"] and len(cluster["nodes"]) == 2
     other = status(second.http)["cluster"]

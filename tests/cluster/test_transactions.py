@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from ..integration.client import Client
+from .agreement import quiet
 from .conftest import StartNode
-from .test_cluster import quiet_sows
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +44,7 @@ async def test_concurrent_transactions_of_delta_publishes_lose_no_field(start_no
     nodes = [start_node() for _ in range(2)]
     clients = [await Client.connect(node.url) for node in nodes]
     await clients[0].request({"c": "publish", "t": "orders", "data": {"id": 1}, "cid": "p"})
-    await asyncio.sleep(0.3)  # both nodes have it
+    await quiet(nodes, "orders", 1)  # both nodes have it
 
     async def run(client: Client, side: str) -> None:
         for n in range(30):
@@ -52,7 +52,7 @@ async def test_concurrent_transactions_of_delta_publishes_lose_no_field(start_no
             assert got[-1]["status"] == "success", got[-1]
 
     await asyncio.gather(run(clients[0], "a"), run(clients[1], "b"))
-    sows = await quiet_sows(nodes, "orders", 2)
+    sows = await quiet(nodes, "orders", 2)
     record = sows[0][1]
     assert all(record.get(f"{side}{n}") == n for side in "ab" for n in range(30)), record
     for client in clients:

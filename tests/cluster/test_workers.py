@@ -23,8 +23,10 @@ import pytest
 
 from server.workers import STEADY_S, Slot, SocketDirectoryError, socket_directory
 
+from .. import waiting
 from ..integration.client import Client
 from ..integration.server_process import ROOT, ServerProcess, sow_records, write_config
+from ..waiting import HANG_S
 from .conftest import TOPICS, StartNode
 
 pytestmark = pytest.mark.slow
@@ -75,18 +77,10 @@ def worker_pids(node: ServerProcess) -> set[int]:
     return workers
 
 
-def eventually(check: Callable[[], T | None], timeout: float = 30.0) -> T:
-    """The first true answer of ``check``, asked every 50 ms (a refused connection is no answer)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            answer = check()
-        except OSError:
-            answer = None
-        if answer:
-            return answer
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout} s")
+def eventually(check: Callable[[], T | None], timeout: float = HANG_S) -> T:
+    """The first true answer of ``check``, asked every 50 ms (a refused connection is no answer;
+    tests/waiting.py: the timeout is a hang guard)."""
+    return waiting.eventually(check, "the workers never got there", timeout, ignoring=(OSError,))
 
 
 def when(check: Callable[[], object]) -> float:
@@ -334,7 +328,7 @@ async def test_workers_stop_when_their_parent_is_killed(
             for pid in workers
         )
 
-    eventually(gone, timeout=20)
+    eventually(gone)
     with pytest.raises(OSError):
         urllib.request.urlopen(node.http + "/healthz", timeout=2)
     assert "its parent (pid" in node.output() and "is gone; stopping" in node.output()

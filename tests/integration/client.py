@@ -10,6 +10,8 @@ from typing import Any
 import orjson
 import websockets
 
+from ..waiting import HANG_S
+
 Message = dict[str, Any]
 
 
@@ -21,6 +23,11 @@ class Client:
 
     @classmethod
     async def connect(cls, url: str, **kwargs: Any) -> Client:
+        # No keepalive pings of the client's own: one answered late (this test's loop busy reading
+        # 100,000 acks on two loaded cores) closes the socket with 1011, a time limit in disguise.
+        # The server's heartbeat (heartbeat_s) still tells a live socket from a dead one.
+        kwargs.setdefault("ping_interval", None)
+        kwargs.setdefault("open_timeout", HANG_S)
         return cls(await websockets.connect(url, **kwargs))
 
     async def close(self) -> None:
@@ -29,7 +36,7 @@ class Client:
     async def send(self, *commands: Message) -> None:
         await self.ws.send(orjson.dumps(commands[0] if len(commands) == 1 else list(commands)).decode())
 
-    async def recv(self, timeout: float = 5.0) -> Message:
+    async def recv(self, timeout: float = HANG_S) -> Message:
         while not self.pending:
             async with asyncio.timeout(timeout):
                 frame = await self.ws.recv()
@@ -38,7 +45,7 @@ class Client:
             self.pending.extend(decoded if isinstance(decoded, list) else [decoded])
         return self.pending.popleft()
 
-    async def until(self, done: Callable[[Message], bool], timeout: float = 10.0) -> list[Message]:
+    async def until(self, done: Callable[[Message], bool], timeout: float = HANG_S) -> list[Message]:
         """Every message up to and including the first for which ``done`` is true."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -49,7 +56,7 @@ class Client:
             if done(message):
                 return seen
 
-    async def ack(self, cid: Any, kind: str = "processed", timeout: float = 10.0) -> list[Message]:
+    async def ack(self, cid: Any, kind: str = "processed", timeout: float = HANG_S) -> list[Message]:
         return await self.until(
             lambda m: m.get("c") == "ack" and m.get("cid") == cid and m["a"] == kind, timeout
         )

@@ -23,6 +23,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from tests.fuzzing.extremes import Volley, volleys
 
+from ..waiting import HANG_S
 from .hostile import VictimProbe, peak_rss_mb, rss_mb, stored
 from .hostile_arena import ORDERS, TOPICS, publish_all
 from .server_process import ServerProcess, write_config
@@ -106,7 +107,7 @@ class Attacker:
             # loopback a close frame that can come does so in milliseconds: a longer wait only idles
             # (with 2 s, the closes took a third of the test's time).
             opened = connect(
-                self.server.url, open_timeout=10, close_timeout=0.5, max_size=None, ping_interval=None
+                self.server.url, open_timeout=HANG_S, close_timeout=0.5, max_size=None, ping_interval=None
             )
             self.ws = self._opened.enter_context(opened)
         return self.ws

@@ -19,6 +19,8 @@ from typing import Any
 import orjson
 from websockets.sync.client import connect
 
+from ..waiting import HANG_S
+
 ROOT = Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"listening on http://([\d.]+):(\d+)")
 
@@ -73,7 +75,7 @@ class ServerProcess:
         self._listening = threading.Event()
         self.port = 0
         threading.Thread(target=self._read_output, daemon=True).start()
-        if not self._listening.wait(30):
+        if not self._listening.wait(HANG_S):
             self.stop()
             raise RuntimeError("server did not start:\n" + "".join(self.lines))
 
@@ -94,7 +96,7 @@ class ServerProcess:
     def http(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = HANG_S) -> int:
         if self.process.poll() is None:
             self.process.send_signal(sig)
             try:
@@ -133,11 +135,11 @@ def running(tmp_path: Path, topics: list[dict[str, Any]], name: str = "server") 
 
 def sow_records(url: str, topic: str) -> list[Any]:
     """Every record of ``topic`` (a ``sow`` over a synchronous client)."""
-    with connect(url, open_timeout=5) as ws:
+    with connect(url, open_timeout=HANG_S) as ws:
         ws.send(orjson.dumps({"c": "sow", "t": topic, "cid": "q"}).decode())
         got: list[Any] = []
         while not any(m.get("c") == "group_end" for m in got):
-            got += orjson.loads(ws.recv(timeout=10))
+            got += orjson.loads(ws.recv(timeout=HANG_S))
         return [m["data"] for m in got if m["c"] == "sow"]
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from ..work import Stopwatch
 from .client import Client
+from .server_process import ServerProcess
 
 Connect = Callable[..., Any]
 
@@ -97,12 +98,14 @@ async def test_a_bad_filter_names_the_column(loaded: Client) -> None:
     assert ack["reason"] == "bad filter: expected an expression but found end of filter at column 20"
 
 
-async def test_a_catastrophic_like_pattern_does_not_stall_other_sockets(connect: Connect) -> None:
+async def test_a_catastrophic_like_pattern_does_not_stall_other_sockets(
+    connect: Connect, server: ServerProcess
+) -> None:
     attacker, bystander = await connect(), await connect()
     await attacker.send({"c": "publish", "t": "orders", "data": {"order": 1, "s": "a" * 50_000 + "!"}})
     await attacker.send({"c": "subscribe", "t": "orders", "cid": "evil", "filter": "/s LIKE '^(a+)+$'"})
     for n in range(50):
         await attacker.send({"c": "publish", "t": "orders", "data": {"order": n, "s": "a" * 50_000 + "!"}})
-    loop_start = time.perf_counter()
+    waited = Stopwatch(server.process.pid)  # (what other work on the machine takes is not counted)
     assert (await bystander.request({"c": "heartbeat", "cid": "hb"}))[-1]["status"] == "success"
-    assert time.perf_counter() - loop_start < 2.0
+    assert waited.elapsed() < 2.0

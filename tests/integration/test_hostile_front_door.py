@@ -12,6 +12,7 @@ import urllib.request
 import pytest
 import websockets
 
+from ..waiting import HANG_S
 from .client import Client
 from .conftest import StartServer
 from .hostile import (
@@ -68,7 +69,7 @@ async def test_half_open_upgrade_requests_are_bounded(start_server: StartServer)
             for _, writer in streams:
                 writer.close()
             # A real client can still connect once the half-open ones are gone.
-            late = await Client.connect(server.url, open_timeout=5)
+            late = await Client.connect(server.url, open_timeout=HANG_S)
             assert (await late.request({"c": "heartbeat", "cid": "late"}))[-1]["status"] == "success"
             await late.close()
         probe.result.assert_healthy(LATENCY_S, "1,000 half-open upgrade requests")

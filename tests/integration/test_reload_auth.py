@@ -3,7 +3,6 @@ Reloading entitlements), over the real server process and real sockets."""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 import websockets
 
+from ..waiting import eventually_async
 from .client import Client, Message
 from .server_process import ServerProcess, auth_section, write_config
 
@@ -43,11 +43,11 @@ class Server:
         """Send SIGHUP and wait for the server to log ``log_line``."""
         lines = len(self.process.lines)
         self.process.process.send_signal(signal.SIGHUP)
-        for _ in range(200):
-            if any(log_line in line for line in self.process.lines[lines:]):
-                return
-            await asyncio.sleep(0.025)
-        raise AssertionError(f"no {log_line!r} in:\n{self.process.output()}")
+
+        async def logged() -> bool:
+            return any(log_line in line for line in self.process.lines[lines:])
+
+        await eventually_async(logged, lambda: f"no {log_line!r} in:\n{self.process.output()}")
 
 
 @pytest.fixture

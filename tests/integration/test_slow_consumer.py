@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import urllib.request
 
 import pytest
 import websockets
 
+from ..waiting import HANG_S, eventually_async
 from .client import Client
 from .conftest import StartServer
 
@@ -121,16 +121,14 @@ async def test_background_conflation_conflates_a_stalled_queue_before_it_fills(
             ]
         )
     await publisher.request({"c": "flush", "cid": "f"})
+
     # The background pass runs on its own timer: watched for (on two loaded cores one second was
     # at times too short), while the stalled socket still reads nothing.
-    deadline = time.monotonic() + 10
-    while True:
-        with urllib.request.urlopen(server.http + "/metrics", timeout=5) as response:
-            metrics = response.read().decode()
-        if "push_background_conflations_total 0.0" not in metrics or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.1)
-    assert "push_background_conflations_total 0.0" not in metrics
+    async def conflated_in_the_background() -> bool:
+        with urllib.request.urlopen(server.http + "/metrics", timeout=HANG_S) as response:
+            return "push_background_conflations_total 0.0" not in response.read().decode()
+
+    await eventually_async(conflated_in_the_background, "no background conflation counted")
     latest: dict[object, object] = {}
     for message in await drain_until_quiet(stalled):
         if message["c"] == "p":

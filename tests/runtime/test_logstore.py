@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from pathlib import Path
@@ -21,6 +20,8 @@ from server.runtime import logstore
 from server.runtime.logstore import LogStore
 from server.runtime.pump import Pump
 from tests.core.harness import QUIET
+
+from ..waiting import eventually_async
 
 
 async def test_a_failed_sync_is_cut_off_retried_and_acknowledged(tmp_path: Path, monkeypatch: Any) -> None:
@@ -47,10 +48,11 @@ async def test_a_failed_sync_is_cut_off_retried_and_acknowledged(tmp_path: Path,
     ]
     engine.receive(session, orjson.dumps(commands))
     pump()  # as the runtime does after it feeds the engine: the log writer wakes
-    deadline = time.monotonic() + 10
-    while engine.broker.durability.durable_lsn < engine.broker.durability.last_lsn:
-        assert time.monotonic() < deadline, "the group commit was retried until it was on disk"
-        await asyncio.sleep(0.05)
+
+    async def on_disk() -> bool:
+        return engine.broker.durability.durable_lsn >= engine.broker.durability.last_lsn
+
+    await eventually_async(on_disk, "the group commit was retried until it was on disk")
     await store.close()
     assert failures, "the first sync failed"
     acks: list[Any] = []

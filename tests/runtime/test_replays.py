@@ -14,6 +14,7 @@ from server.runtime import logreader, redis_log, replays
 from server.runtime.pump import Pump
 from server.runtime.replays import Replays
 from tests.core.harness import Harness, Peer, entries_of
+from tests.waiting import eventually_async
 
 TOPICS = [{"name": "orders", "key": ["/id"], "durable": True}]
 
@@ -48,6 +49,13 @@ class RecordingLog:
             self.running[session] -= 1
 
 
+async def runner_idle(runner: Replays) -> None:
+    async def idle() -> bool:
+        return not runner._tasks
+
+    await eventually_async(idle, "replays still running", step=0.002)
+
+
 def durable(h: Harness) -> list[LogEntry]:
     """What the log writer does: everything pending is on disk."""
     log = entries_of(h)
@@ -70,10 +78,7 @@ async def test_a_sockets_replays_run_a_few_at_a_time_in_order_then_go_live() -> 
         runner.add(h.broker.replays.popleft())
     feed.send({"c": "publish", "t": "orders", "data": {"id": 99}})  # live, while they wait
     durable(h)
-    for _ in range(2000):
-        if not runner._tasks:
-            break
-        await asyncio.sleep(0.002)
+    await runner_idle(runner)
     assert not runner._tasks and not runner._lanes
     assert source.most_running == replays.PER_SOCKET
     assert source.most_reading <= replays.READS_IN_FLIGHT
@@ -104,8 +109,5 @@ async def test_a_replay_unsubscribed_while_it_waits_never_starts() -> None:
     while h.broker.replays:
         runner.add(h.broker.replays.popleft())
     watcher.send({"c": "unsubscribe", "sub_id": 5})
-    for _ in range(2000):
-        if not runner._tasks:
-            break
-        await asyncio.sleep(0.002)
+    await runner_idle(runner)
     assert [n for _, n in source.started] == [0, 1, 2, 3, 4] and not runner._lanes

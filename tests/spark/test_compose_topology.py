@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import tomllib
 import urllib.request
 from collections.abc import Iterator
@@ -27,9 +26,11 @@ import pyspark
 import pytest
 from websockets.sync.client import connect
 
+from .. import waiting
 from ..cluster.conftest import wait_ready
 from ..cluster.redis_process import RedisProcess, free_port
 from ..integration.server_process import ServerProcess, sow_records, toml_value, write_config
+from ..waiting import HANG_S
 from .jobs import ROOT, group_alive, kill, launch, wait_until
 from .test_demo_console import assert_quiet_exit, stop
 
@@ -101,16 +102,8 @@ def master_state(ui: int) -> dict[str, Any]:
         return dict(orjson.loads(answer.read()))
 
 
-def eventually(check: Any, what: str, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, what
-        time.sleep(0.5)
+def eventually(check: Any, what: str, timeout: float = HANG_S) -> None:
+    waiting.eventually(check, what, timeout, step=0.5, ignoring=(OSError,))
 
 
 @pytest.fixture
@@ -191,19 +184,19 @@ def test_the_compose_topology_on_loopback_carries_the_feed_to_every_node(
         return all(sow_records(node.url, topic) for node in nodes for topic in ("orders", "positions"))
 
     wait_until(feed, on_every_node, "the feed's records did not reach every node", timeout=180)
-    assert (tmp_path / "alive").stat().st_mtime > time.time() - 10, "the health check's heartbeat"
+    touched = (tmp_path / "alive").stat().st_mtime
+    eventually(lambda: (tmp_path / "alive").stat().st_mtime > touched, "the health check's heartbeat")
     assert master_state(master_ui)["activeapps"][0]["name"] == "sowpush demo"
-    with connect(f"ws://{front}/ws", open_timeout=5) as subscriber:
+    with connect(f"ws://{front}/ws", open_timeout=HANG_S) as subscriber:
         subscriber.send(orjson.dumps({"c": "subscribe", "t": "orders", "sub_id": "live"}).decode())
-        deadline = time.monotonic() + 30
-        live: list[Any] = []
-        while not live:
-            assert time.monotonic() < deadline, "no live change through the load balancer"
-            live = [m for m in orjson.loads(subscriber.recv(timeout=30)) if m.get("c") == "p"]
+        eventually(
+            lambda: [m for m in orjson.loads(subscriber.recv(timeout=HANG_S)) if m.get("c") == "p"],
+            "no live change through the load balancer",
+        )
     # Logons are throttled per client address, which the nodes take from the balancer's
     # X-Forwarded-For: a client cannot name another address itself.
     spoofed = {"X-Forwarded-For": "6.6.6.6"}
-    with connect(f"ws://{front}/ws", open_timeout=5, additional_headers=spoofed) as spoofer:
+    with connect(f"ws://{front}/ws", open_timeout=HANG_S, additional_headers=spoofed) as spoofer:
         spoofer.send(orjson.dumps({"c": "logon", "cid": "l", "label": "spoofer"}).decode())
         spoofer.recv(timeout=10)
         peers = [

@@ -18,6 +18,7 @@ from websockets.sync.client import connect
 from spark_feeds.stream import publish_stream
 
 from ..integration.server_process import sow_records
+from ..waiting import eventually
 from .test_sink_connection import Restartable, restartable  # noqa: F401 - the fixture
 
 
@@ -69,20 +70,18 @@ def test_a_query_rides_out_a_server_restart_and_delivers_every_row_once(
     )
     try:
         before = Watcher(restartable.url)
-        deadline = time.monotonic() + 90
-        while len(before.changes) < 40:
-            assert time.monotonic() < deadline, "the feed published nothing"
-            time.sleep(0.2)
+        eventually(lambda: len(before.changes) >= 40, "the feed published nothing")
         restartable.stop()
         before.stop()
         time.sleep(2)  # micro-batches meanwhile find no server, and wait for it
         restartable.start()
         after = Watcher(restartable.url)
-        deadline = time.monotonic() + 90
-        while len(after.changes) < 80:
-            assert time.monotonic() < deadline, "the feed did not come back"
+
+        def came_back() -> bool:
             assert query.isActive, f"the query failed: {query.exception()}"
-            time.sleep(0.2)
+            return len(after.changes) >= 80
+
+        eventually(came_back, "the feed did not come back")
         assert query.isActive and query.exception() is None
     finally:
         query.stop()

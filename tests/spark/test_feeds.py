@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from spark_feeds.sink import FeedError, ProtocolSink, client_name_for
 from spark_feeds.stream import publish_stream
 
 from ..integration.server_process import ServerProcess, sow_records
+from ..waiting import eventually
 
 
 def sow(server: ServerProcess, topic: str) -> list[dict[str, Any]]:
@@ -143,16 +143,16 @@ def test_the_demo_pipelines_feed_positions_and_orders(
     )
     queries = demo.start(spark, args)
     try:
-        deadline = time.time() + 90
-        while time.time() < deadline and not (sow(server, "positions") and len(sow(server, "orders")) >= 50):
-            time.sleep(0.5)
+        eventually(
+            lambda: sow(server, "positions") and len(sow(server, "orders")) >= 50, "no positions", step=0.5
+        )
         before = {r["trader"]: r["trades"] for r in sow(server, "positions")}
-        deadline = time.time() + 30  # until the next micro-batches have traded (0.5 s triggers)
-        while True:
+
+        def traded_since() -> dict[Any, Any] | None:  # the next micro-batches (0.5 s triggers)
             after = {r["trader"]: r["trades"] for r in sow(server, "positions")}
-            if sum(after.values()) > sum(before.values()) or time.time() > deadline:
-                break
-            time.sleep(0.5)
+            return after if sum(after.values()) > sum(before.values()) else None
+
+        after = eventually(traded_since, "no trades after the first positions", step=0.5)
     finally:
         for query in queries:
             query.stop()
@@ -194,11 +194,10 @@ def test_the_driver_keeps_no_job_of_a_published_batch(
     assert query.lastProgress["batchId"] == 2
     assert len(sow(server, "orders")) == 15
     # The scheduler lets go of an execution's jobs on its event thread, soon after it ends.
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (
-        scheduler.activeJobs().size() or (filed is not None and set(filed.keySet()) - before)
-    ):
-        time.sleep(0.2)
+    eventually(
+        lambda: not (scheduler.activeJobs().size() or (filed is not None and set(filed.keySet()) - before)),
+        "jobs of the published batches are still held",
+    )
     assert scheduler.activeJobs().size() == 0, "jobs of the published batches are still active"
     held = set(filed.keySet()) - before if filed is not None else set()
     assert not held, f"the driver still holds the jobs of SQL executions {sorted(held)}, long over"

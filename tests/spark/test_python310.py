@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ..integration.server_process import ServerProcess, sow_records
+from ..waiting import eventually
 from .python310 import Unavailable, feed_environment, image_layout
 
 
@@ -124,13 +124,13 @@ def feed_process(
 def test_the_demo_feed_runs_on_python_3_10(
     feed_process: subprocess.Popen[str], server: ServerProcess
 ) -> None:
-    deadline = time.monotonic() + 150
-    while not (sow_records(server.url, "orders") and sow_records(server.url, "positions")):
+    def published() -> bool:
         if feed_process.poll() is not None:
             pytest.fail(
                 "the demo feed stopped:\n" + (feed_process.stdout.read() if feed_process.stdout else "")
             )
-        assert time.monotonic() < deadline, "the demo feed published nothing"
-        time.sleep(1)
+        return bool(sow_records(server.url, "orders") and sow_records(server.url, "positions"))
+
+    eventually(published, "the demo feed published nothing", step=1)
     orders = sow_records(server.url, "orders")
     assert {"order", "sym", "trader", "qty", "filled", "status"} <= set(orders[0])

@@ -1,12 +1,10 @@
 """Filters can never stall the server: regular expressions, string functions and arrays are
 bounded per evaluation, patterns at compile time, and compiled things by bytes (docs/protocol.md,
-Limits). Timings are asserted with generous bounds: what used to take seconds must take
-milliseconds."""
+Limits). Costs are asserted in CPU time with generous bounds (tests/work.py): what used to take
+seconds must take milliseconds."""
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +13,8 @@ import pytest
 from server.core.errors import FilterError
 from server.core.filters import compile_filter, parse_orderby
 from server.core.filters.compiler import general_filter
+
+from ...work import cpu_timed
 
 # The limits as docs/protocol.md states them (server/core/filters/*.py, server/core/filters/cache.py).
 MAX_GROWN_TEXT = 64 * 1024
@@ -27,14 +27,9 @@ SLOW_S = 0.05
 
 
 def timed(action: Callable[[], Any], tries: int = 3) -> tuple[Any, float]:
-    """The action's outcome and its quickest time of a few tries: an attack is slow every time,
-    while a busy machine (the suite on four workers) or a collection delays only one try."""
-    fastest = math.inf
-    for _ in range(tries):
-        started = time.perf_counter()
-        outcome = action()
-        fastest = min(fastest, time.perf_counter() - started)
-    return outcome, fastest
+    """The action's outcome and the least CPU time it took in a few tries (tests/work.py): an
+    attack is slow every time, and no other work on the machine adds to a thread's CPU time."""
+    return cpu_timed(action, tries)
 
 
 def refused(text: str) -> FilterError:

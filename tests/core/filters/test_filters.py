@@ -60,9 +60,9 @@ def test_a_long_flat_chain_of_or_compiles_and_runs() -> None:
 
 def test_like_runs_in_linear_time() -> None:
     evil = compile_filter("/s LIKE '^(a+)+$'")
-    started = time.perf_counter()
+    started = time.thread_time()  # its own work, whatever else runs (tests/work.py)
     assert not evil.matches({"s": "a" * 100_000 + "!"})
-    assert time.perf_counter() - started < 1.0
+    assert time.thread_time() - started < 1.0
 
 
 def test_compiled_filters_are_cached_per_text() -> None:
