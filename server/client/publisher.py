@@ -61,7 +61,7 @@ class Publisher:
         self.reconnect = reconnect
         self.max_frame_bytes = max_frame_bytes
         self.persisted_seq = 0  # the highest sequence the server has on disk
-        self._next_seq = 0
+        self._next_seq = self.store.last_seq  # (a file store reopened: after what it holds)
         self._ws: websockets.ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
         self._progress = asyncio.Condition()
