@@ -100,11 +100,15 @@ async def connect_again(
     """Say that ``who`` lost its connection and ``why``, then call ``open_`` until it connects (or
     ``closing()`` says to stop), waiting 0.1 s, then twice as long each time up to MAX_BACKOFF_S,
     each wait stretched by up to as much again at random (so that many clients cut off at once
-    do not all come back at once); and say when it is back."""
+    do not all come back at once); and say when it is back. An attempt that fails for another
+    reason than the server being out of reach (it refuses the logon, say) is one line each time
+    the reason changes, and the attempts go on (a person may fix it meanwhile): this runs in the
+    client's reading task, where an exception would reach nobody but the garbage collector."""
     log.warning("%s: %s; reconnecting", who, why)
     lost = time.monotonic()
     backoff = 0.1
     attempts = 0
+    said = ""
     while not closing():
         await asyncio.sleep(backoff * (1 + random.random()))
         backoff = min(backoff * 2, MAX_BACKOFF_S)
@@ -113,5 +117,18 @@ async def connect_again(
             await open_()
         except (OSError, websockets.WebSocketException):
             continue
+        except Exception as error:
+            # (PublishError and SubscriptionError carry the server's words as ``reason``.)
+            reason = getattr(error, "reason", None)
+            failure = f"the server refused the logon: {reason}" if reason else _described(error)
+            if failure != said:
+                said = failure
+                log.error("%s: %s; trying again", who, failure)
+            continue
         log.warning("%s: reconnected after %.1f s, at attempt %d", who, time.monotonic() - lost, attempts)
         return
+
+
+def _described(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
