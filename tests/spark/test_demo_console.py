@@ -10,10 +10,11 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ..integration.server_process import ServerProcess, sow_records
+from ..integration.server_process import ServerProcess, auth_section, sow_records, write_config
 from .jobs import group_alive, kill, launch, wait_until
 
 
@@ -82,3 +83,38 @@ def test_the_demo_stops_at_once_while_it_waits_for_a_stopped_server(
     err = stop(feed, signal.SIGTERM, timeout=60)
     assert_quiet_exit(feed, err)
     assert time.monotonic() - started < 45
+
+
+@pytest.mark.slow
+def test_a_demo_refused_by_its_server_says_why_in_one_line_and_exits_1(tmp_path: Path) -> None:
+    """A wrong password: the server refuses the sinks' logon. One line says so (the sink's own
+    words), with no Python or Java stack trace around it, Spark stops, and the exit status is 1."""
+    desk = {"user_id": "desk", "password": "right", "read": ["*"], "write": ["*"]}
+    topics: list[dict[str, Any]] = [
+        {"name": "orders", "key": ["/order"], "durable": True},
+        {"name": "positions", "key": ["/trader"]},
+    ]
+    config = write_config(tmp_path / "server.toml", {}, topics, auth_section(desk))
+    server = ServerProcess(config, tmp_path / "data")
+    try:
+        feed = launch(
+            *("-m", "spark_feeds.demo", "--url", server.url, "--checkpoint", str(tmp_path / "cp")),
+            *("--trigger-seconds", "0.5"),
+            env={"SPARK_MASTER": "local[2]", "SOWPUSH_USER": "desk", "SOWPUSH_PASSWORD": "wrong"},
+        )
+        try:
+            err = feed.communicate(timeout=240)[1]  # a hang guard: it stops by itself
+        except subprocess.TimeoutExpired:
+            kill(feed)
+            raise
+    finally:
+        server.stop()
+    assert feed.returncode == 1, err
+    errors = [line for line in err.splitlines() if " ERROR " in line]
+    assert len(errors) == 1, err
+    assert (
+        "failed: orders: logon refused: auth failure" in errors[0]
+        or "failed: positions: logon refused" in errors[0]
+    )
+    for noise in ("Traceback", "Exception", "\tat ", "[Stage", " WARN "):
+        assert noise not in err, f"{noise!r} on the console:\n{err}"
