@@ -115,18 +115,20 @@ async def connect_again(
         attempts += 1
         try:
             await open_()
+        except websockets.InvalidStatus as error:  # an answer, not an outage: 403, 503 ...
+            failure = f"the server refused the WebSocket: HTTP {error.response.status_code}"
         except (OSError, websockets.WebSocketException):
-            continue
+            continue  # out of reach (said once, above)
         except Exception as error:
             # (PublishError and SubscriptionError carry the server's words as ``reason``.)
             reason = getattr(error, "reason", None)
             failure = f"the server refused the logon: {reason}" if reason else _described(error)
-            if failure != said:
-                said = failure
-                log.error("%s: %s; trying again", who, failure)
-            continue
-        log.warning("%s: reconnected after %.1f s, at attempt %d", who, time.monotonic() - lost, attempts)
-        return
+        else:
+            log.warning("%s: reconnected after %.1f s, at attempt %d", who, time.monotonic() - lost, attempts)
+            return
+        if failure != said:
+            said = failure
+            log.error("%s: %s; trying again", who, failure)
 
 
 def _described(error: BaseException) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import http.server
 import logging
 import signal
 import threading
@@ -175,3 +176,36 @@ def test_the_library_ending_a_connection_is_not_a_stack_trace_on_the_console(
     sink.close()
     said = [(r.levelname, r.getMessage(), r.exc_info) for r in caplog.records if r.name == LIBRARY_LOG.name]
     assert said == [("ERROR", "unexpected internal error: ValueError: a defect", None)]
+
+
+class Forbidding(http.server.BaseHTTPRequestHandler):
+    """A proxy in front of a server that is gone, answering every handshake with HTTP 403."""
+
+    protocol_version = "HTTP/1.1"  # (websockets reads no HTTP/1.0 answer)
+
+    def do_GET(self) -> None:
+        self.send_error(403)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+async def test_a_publisher_whose_handshake_is_refused_on_its_reconnect_says_so_in_one_line(
+    server: ServerProcess, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    publisher = Publisher(server.url, "feed")
+    await publisher.connect()
+    server.stop(signal.SIGKILL)
+    proxy = http.server.ThreadingHTTPServer(("127.0.0.1", server.port), Forbidding)
+    serving = threading.Thread(target=proxy.serve_forever)
+    serving.start()
+    try:
+        await until(lambda: bool(lines(caplog, "server.client", "HTTP 403")))
+        [refused] = lines(caplog, "server.client", "HTTP 403")
+        assert refused.endswith(": the server refused the WebSocket: HTTP 403; trying again")
+    finally:
+        await publisher.close()
+        proxy.shutdown()
+        serving.join()
+        proxy.server_close()
+    assert_no_stack_trace(caplog, capfd)
