@@ -43,7 +43,8 @@ async def test_a_subscriber_closed_as_a_slow_consumer_says_so_and_comes_back_who
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="server.client")
-    limits = {"queue_max_bytes": 200_000, "queue_max_messages": 1000}
+    # (heartbeat_s: the stalled subscriber answers no ping while it is held, however long that is)
+    limits = {"queue_max_bytes": 200_000, "queue_max_messages": 1000, "heartbeat_s": 600}
     topics = [{"name": "orders", "key": ["/order"], "conflation": "off"}]  # off: a full queue closes
     server = ServerProcess(write_config(tmp_path / "server.toml", limits, topics), tmp_path / "data")
     subscriber = Subscriber(server.url, client_name="risk")
