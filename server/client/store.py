@@ -7,6 +7,7 @@ no unacknowledged publish left).
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import deque
 from collections.abc import Iterator
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Protocol
 
 import orjson
+
+log = logging.getLogger("server.client")
 
 
 class PublishStore(Protocol):
@@ -89,6 +92,12 @@ class FilePublishStore(MemoryPublishStore):
                     break
                 good += len(line)
                 if len(item) == 2:
+                    if item[0] <= self.last_seq:
+                        # From when a store took sequences in any order (a publisher that
+                        # published before it connected numbered from 1 again): the server
+                        # takes a client name's sequences in increasing order only.
+                        log.warning("%s: publish %d after %d skipped", self.path, item[0], self.last_seq)
+                        continue
                     super().add(item[0], item[1].encode())
                 else:
                     super().discard_through(item[0])

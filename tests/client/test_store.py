@@ -63,6 +63,17 @@ def test_sequences_are_added_in_increasing_order() -> None:
     assert list(store.pending()) == [(8, b"m8")]
 
 
+def test_a_file_with_a_sequence_out_of_order_opens_without_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "feed.store"
+    path.write_bytes(b'[5]\n[3,"{}"]\n[6,"{\\"s\\":6}"]\n')
+    store = FilePublishStore(path)
+    assert list(store.pending()) == [(6, b'{"s":6}')] and store.last_seq == 6
+    assert "publish 3 after 5 skipped" in caplog.text
+    store.close()
+
+
 # Messages as the publisher writes them (JSON), and text that a line-based file must survive.
 MESSAGES = st.one_of(
     st.text(max_size=12).map(lambda text: orjson.dumps({"data": text})),
