@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import signal
 import threading
 import time
@@ -24,8 +25,10 @@ log = logging.getLogger("spark_feeds")
 def log_lines() -> None:
     """The feed's own log: one line per event, with the time."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # py4j logs every callback connection it opens and closes at INFO.
-    logging.getLogger("py4j").setLevel(logging.WARNING)
+    # py4j logs every callback connection it opens and closes at INFO, and a ``foreachBatch`` that
+    # raised (the sink refused, or out of retries) at ERROR with its stack trace: the query fails
+    # with that error, and ``run_until_stopped`` says it in one line.
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
 
 
 class Stop:
@@ -62,14 +65,14 @@ def run_until_stopped(
     queries = list(queries)
     status = 0
     next_summary = time.monotonic() + every_s
+    quiet_query_errors(spark)
     while not stop.requested.is_set():
         if heartbeat is not None and all(query.isActive for query in queries):
             heartbeat.touch()
-        if spark.streams.awaitAnyTermination(1):  # seconds: the signal is seen within one
+        if ended(spark):
             failed = [q for q in queries if not q.isActive and q.exception() is not None]
             for query in failed:
-                first = str(query.exception()).strip().splitlines()[0]
-                log.error("query %s failed: %s", query.name, first)
+                log.error("query %s failed: %s", query.name, reason(str(query.exception())))
             status = 1 if failed else 0
             break
         if summary is not None and time.monotonic() >= next_summary:
@@ -81,6 +84,43 @@ def run_until_stopped(
     stop_queries(queries)
     spark.stop()
     return status
+
+
+def ended(spark: Any) -> bool:
+    """Whether a query has ended, waiting up to a second (so that a signal is seen within one).
+    PySpark raises a failed query's error here instead of answering: it has ended too."""
+    from pyspark.errors import StreamingQueryException  # noqa: PLC0415 - Spark only when it runs
+
+    try:
+        return bool(spark.streams.awaitAnyTermination(1))
+    except StreamingQueryException:
+        return True
+
+
+# The line of a Python stack trace that names its exception: ``spark_feeds.link.FeedError: ...``.
+EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(\w+(?:Error|Exception)): (.+)$")
+
+
+def reason(error: str) -> str:
+    """A failed query's error in one line: the exception the ``foreachBatch`` raised, when Spark's
+    error carries its Python stack trace (its own first line is Spark's wrapper, ending in
+    "Traceback"); the error's first line otherwise. A ``FeedError`` is the sink's own words."""
+    lines = error.strip().splitlines()
+    for line in lines:
+        match = EXCEPTION_LINE.match(line)
+        if match and "Traceback" not in line:
+            kind, text = match.groups()
+            return text if kind == "FeedError" else f"{kind}: {text}"
+    return lines[0] if lines else "no reason given"
+
+
+def quiet_query_errors(spark: Any) -> None:
+    """Spark's log of a query that failed (``ERROR MicroBatchExecution: Query ... terminated with
+    error`` and a Java stack trace around the Python one) off: ``run_until_stopped`` says why in
+    one line instead."""
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    for name in ("org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",):
+        log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
 
 
 def mute(spark: Any) -> None:

@@ -25,6 +25,35 @@ from websockets.sync.client import ClientConnection, connect
 
 log = logging.getLogger("spark_feeds.sink")
 
+
+class LibraryLines(logging.Filter):
+    """What the websockets library logs of the link's connections, as one line and no stack trace.
+
+    The synchronous client reads in a thread of its own. When the server goes away while the
+    link's thread is sending (its send fails, and it closes the socket), that thread can end the
+    protocol's stream just before the reading thread hands it the last bytes it read; the library
+    then logs "unexpected internal error" with an ``EOFError: stream ended`` traceback. The
+    connection is over either way, and the link says what happened in its own words (it
+    reconnects, or fails the batch in one line): the library's record of the connection ending
+    (an ``EOFError`` or ``OSError``) goes to DEBUG, anything else it logs loses its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.exc_info:
+            return True
+        error = record.exc_info[1]
+        said = f"{record.getMessage()}: {describe(error) if error is not None else 'no exception'}"
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        if isinstance(error, EOFError | OSError):
+            log.debug("websockets, at the end of a connection: %s", said)
+            return False
+        record.msg, record.args = said, None
+        return True
+
+
+# The library's logger for the link's connections (``connect(logger=...)``), filtered once.
+LIBRARY_LOG = logging.getLogger("spark_feeds.websockets")
+LIBRARY_LOG.addFilter(LibraryLines())
+
 T = TypeVar("T")
 FIRST_PAUSE_S = 0.25  # the pause before the first reconnect; it doubles up to MAX_PAUSE_S
 MAX_PAUSE_S = 5.0
@@ -102,7 +131,8 @@ class Link:
             raise FeedError(f"{self.topic}: {CLOSED}")
         # Entered as a context manager would be (websockets 17 warns on a bare connect()), and
         # closed by ``discard``: the connection outlives any one block.
-        ws = connect(self.url, max_size=None, open_timeout=min(self.timeout_s, 10.0)).__enter__()
+        opening = connect(self.url, max_size=None, open_timeout=min(self.timeout_s, 10.0), logger=LIBRARY_LOG)
+        ws = opening.__enter__()
         try:
             self._known = self._logon(ws)
         except BaseException:

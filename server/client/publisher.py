@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 import websockets
 
-from .connection import Logon, connect_again, logged_on, read_until_closed
+from .connection import Logon, connect_again, logged_on, named, read_until_closed
 from .store import MemoryPublishStore, PublishStore
 
 log = logging.getLogger("server.client")
@@ -61,7 +61,7 @@ class Publisher:
         self.reconnect = reconnect
         self.max_frame_bytes = max_frame_bytes
         self.persisted_seq = 0  # the highest sequence the server has on disk
-        self._next_seq = 0
+        self._next_seq = self.store.last_seq  # (a file store reopened: after what it holds)
         self._ws: websockets.ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
         self._progress = asyncio.Condition()
@@ -104,11 +104,13 @@ class Publisher:
     async def _read(self) -> None:
         while not self._closing:
             assert self._ws is not None
-            await read_until_closed(self._ws, self._handle)
+            why = await read_until_closed(self._ws, self._handle)
             if self._closing or not self.reconnect:
                 return
             self._connected.clear()
-            await connect_again(self._open, lambda: self._closing)
+            await connect_again(
+                self._open, lambda: self._closing, named("publisher", self.identity, self.url), why
+            )
 
     async def _handle(self, message: dict[str, Any]) -> None:
         if message.get("c") != "ack":

@@ -7,23 +7,30 @@ no unacknowledged publish left).
 
 from __future__ import annotations
 
+import logging
 import os
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
 import orjson
 
+log = logging.getLogger("server.client")
+
 
 class PublishStore(Protocol):
-    def add(self, seq: int, message: bytes) -> None: ...
+    def add(self, seq: int, message: bytes) -> None:
+        """Keep ``message`` under ``seq``, which is greater than every sequence added before."""
 
     def sync(self) -> None:
         """Make every ``add`` so far durable (called before the messages are sent)."""
 
-    def discard_through(self, seq: int) -> None: ...
+    def discard_through(self, seq: int) -> None:
+        """Forget every publish up to ``seq`` (the server has it on disk)."""
 
-    def pending(self) -> Iterator[tuple[int, bytes]]: ...
+    def pending(self) -> Iterator[tuple[int, bytes]]:
+        """The publishes kept, in sequence order."""
 
     @property
     def last_seq(self) -> int: ...
@@ -32,8 +39,12 @@ class PublishStore(Protocol):
 
 
 class MemoryPublishStore:
+    """Pending publishes in a deque, oldest first: sequences are added in increasing order, so an
+    ack (``discard_through``) pops from the left what it covers and costs what it discards, however
+    many publishes are still pending behind it."""
+
     def __init__(self) -> None:
-        self._messages: dict[int, bytes] = {}
+        self._messages: deque[tuple[int, bytes]] = deque()
         self._last_seq = 0
 
     @property
@@ -41,21 +52,23 @@ class MemoryPublishStore:
         return self._last_seq
 
     def add(self, seq: int, message: bytes) -> None:
-        self._messages[seq] = message
-        self._last_seq = max(self._last_seq, seq)
+        if seq <= self._last_seq:
+            raise ValueError(f"publish {seq} added after {self._last_seq}: sequences only increase")
+        self._messages.append((seq, message))
+        self._last_seq = seq
 
     def sync(self) -> None:
         return None
 
     def discard_through(self, seq: int) -> None:
         self._last_seq = max(self._last_seq, seq)
-        if not self._messages:
-            return
-        for done in [s for s in self._messages if s <= seq]:
-            del self._messages[done]
+        messages = self._messages
+        while messages and messages[0][0] <= seq:
+            messages.popleft()
 
     def pending(self) -> Iterator[tuple[int, bytes]]:
-        return iter(sorted(self._messages.items()))
+        """The pending publishes in sequence order (a copy: the store may change while it is read)."""
+        return iter(list(self._messages))
 
     def __len__(self) -> int:
         return len(self._messages)
@@ -79,6 +92,12 @@ class FilePublishStore(MemoryPublishStore):
                     break
                 good += len(line)
                 if len(item) == 2:
+                    if item[0] <= self.last_seq:
+                        # From when a store took sequences in any order (a publisher that
+                        # published before it connected numbered from 1 again): the server
+                        # takes a client name's sequences in increasing order only.
+                        log.warning("%s: publish %d after %d skipped", self.path, item[0], self.last_seq)
+                        continue
                     super().add(item[0], item[1].encode())
                 else:
                     super().discard_through(item[0])

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 import websockets
 
-from .connection import Logon, connect_again, logged_on, read_until_closed
+from .connection import Logon, connect_again, logged_on, named, read_until_closed
 
 
 class SubscriptionError(Exception):
@@ -309,14 +309,16 @@ class Subscriber:
     async def _read(self) -> None:
         while not self._closing:
             assert self._ws is not None
-            await read_until_closed(self._ws, self._handle)
+            why = await read_until_closed(self._ws, self._handle)
             if self._closing:
                 return  # (close() ends every view's reading cleanly)
             if not self.reconnect:
                 for view in self.views.values():
                     view._fail("the connection closed")
                 return
-            await connect_again(self._open, lambda: self._closing)
+            await connect_again(
+                self._open, lambda: self._closing, named("subscriber", self.identity, self.url), why
+            )
 
     async def _handle(self, message: dict[str, Any]) -> None:
         if message.get("c") == "ack":
