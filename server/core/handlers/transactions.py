@@ -31,7 +31,7 @@ def transact(broker: Broker, session: Session, header: Header, body: Transaction
         try:
             session.check_write(command.topic)
         except CommandError as error:
-            raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
+            raise CommandError(error.code, f"cmds[{index}]: {error.detail}", error.fields) from None
     name, seq = session.client_name, body.seq
     if seq is not None and is_duplicate(broker, session, seq):
         ack_duplicate(broker, session, header, seq)
@@ -53,7 +53,7 @@ def transact(broker: Broker, session: Session, header: Header, body: Transaction
                 decided, expected = decide_delete(broker, session, command, pending)
             work.changed(broker.topics.get(command.topic), len(decided))
         except CommandError as error:
-            raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
+            raise CommandError(error.code, f"cmds[{index}]: {error.detail}", error.fields) from None
         for entry, expect in zip(decided, expected, strict=True):
             if entry.key:  # a record's change: the next commands see it
                 if expect is not None and (entry.topic, entry.key) not in pending:
