@@ -53,8 +53,10 @@ export function open(client, view) {
   if (view.openedOn === opens) return;
   view.openedOn = opens;
   client.requests.request(view.request()).then(
-    () => {
-      if (client.views.get(view.subId) === view) view.subscribed();
+    (ack) => {
+      if (client.views.get(view.subId) !== view) return;
+      view._noteWarning(ack); // a topic the server does not keep: plain pub/sub
+      view.subscribed();
     },
     (error) => {
       if (error instanceof CommandRefused && client.views.get(view.subId) === view) {
