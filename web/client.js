@@ -9,17 +9,17 @@
 // Commands made before connect(), or while reconnecting, wait and are sent once the client is
 // logged on; commands made once it is closed for good fail at once with its ConnectionClosed.
 // A view or a publish on a topic the server does not keep (a typo) goes on as plain pub/sub; the
-// client says the server's words once per topic (console.warn, and its "warning" event).
+// client says the server's words once per topic (routing.js: console.warn, a "warning" event).
 
 import { logonCommand, publishCommand, sowCommand, sowDeleteCommand } from "./commands.js";
 import { Connection, FINAL_CLOSE_CODES } from "./connection.js";
 import { underDeadline } from "./deadline.js";
 import { Emitter } from "./emitter.js";
-import { CommandRefused, ConnectionClosed, PushError, topicWarning } from "./errors.js";
+import { CommandRefused, ConnectionClosed, PushError } from "./errors.js";
 import { Queries } from "./queries.js";
 import { Requests } from "./requests.js";
 import { Transport } from "./transport.js";
-import { open, receive, unsubscribe } from "./routing.js";
+import { open, publishAcked, receive, sayWarning, unsubscribe } from "./routing.js";
 import { View } from "./view.js";
 import { MAX_ROWS, Viewport } from "./viewport.js";
 
@@ -83,7 +83,7 @@ export class PushClient extends Emitter {
     /** @type {{ tx: string, views: Set<View> } | null} the transaction being received */
     this._tx = null;
     this._stopping = false; // inside close(): the views end quietly
-    /** @type {Set<string>} topics the server does not keep, said once (_topicWarning) */
+    /** @type {Set<string>} the topics the server does not keep that were said (routing.js) */
     this._warnedTopics = new Set();
     if (typeof document !== "undefined" && this.options.reportVisibility !== false) {
       document.addEventListener("visibilitychange", () => this._reportVisibility());
@@ -207,6 +207,11 @@ export class PushClient extends Emitter {
     receive(this, messages, bytes);
   }
 
+  /** A view's warning: said once per topic (routing.js). @param {TopicWarning} warning */
+  _topicWarning(warning) {
+    sayWarning(this, warning);
+  }
+
   // -- commands out ----------------------------------------------------------------------------
 
   /**
@@ -218,54 +223,29 @@ export class PushClient extends Emitter {
   _send(message, { signal, timeoutMs }, publish = false) {
     if (this.state === "closed") return Promise.reject(this._closedError(message.c));
     if (publish && this.options.clientName && !signal?.aborted) message.s = ++this._seq;
-    return this.requests.request(message, {
+    const acked = this.requests.request(message, {
       publish,
       signal,
       timeoutMs: timeoutMs ?? this.options.requestTimeoutMs,
       hint: () => this._waitHint(),
     });
-  }
-
-  /**
-   * The server's words about a topic it does not keep, said once per topic: console.warn and the
-   * "warning" event (views call it too: view.js).
-   * @param {TopicWarning} warning
-   */
-  _topicWarning(warning) {
-    if (this._warnedTopics.has(warning.topic)) return;
-    this._warnedTopics.add(warning.topic);
-    console.warn(`sowpush: ${warning.reason}`);
-    this.emit("warning", warning);
-  }
-
-  /**
-   * A publish or delta publish: its ack, after saying its warning (a topic the server does not keep).
-   * @param {"publish" | "delta_publish"} command @param {string} topic @param {any} data
-   * @param {PublishOptions} options
-   * @returns {Promise<Ack>}
-   */
-  _publish(command, topic, data, { expiration, ...options }) {
-    return this._send(publishCommand(command, topic, data, expiration), options, true).then((ack) => {
-      const warning = topicWarning(ack, topic, command);
-      if (warning) this._topicWarning(warning);
-      return ack;
-    });
+    return publish ? acked.then((ack) => publishAcked(this, ack, message)) : acked;
   }
 
   /**
    * Publish a record; resolves on the processed ack (re-sent after a reconnect until acked).
    * @param {string} topic @param {any} data @param {PublishOptions} [options]
    */
-  publish(topic, data, options = {}) {
-    return this._publish("publish", topic, data, options);
+  publish(topic, data, { expiration, ...options } = {}) {
+    return this._send(publishCommand("publish", topic, data, expiration), options, true);
   }
 
   /**
    * Merge `data` into the record with its key (docs/protocol.md, Publish and delta publish).
    * @param {string} topic @param {any} data @param {PublishOptions} [options]
    */
-  deltaPublish(topic, data, options = {}) {
-    return this._publish("delta_publish", topic, data, options);
+  deltaPublish(topic, data, { expiration, ...options } = {}) {
+    return this._send(publishCommand("delta_publish", topic, data, expiration), options, true);
   }
 
   /**
