@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from ..broker.broker import Broker
     from ..session.session import Session
 
+# What plain pub/sub meant for a transaction's changes to a topic the server does not keep.
+PLAIN_TRANSACTION = (
+    "the transaction's publishes to it reached only its live subscribers, and nothing is stored"
+)
+
 
 def transact(broker: Broker, session: Session, header: Header, body: Transaction, retries: int = 0) -> None:
     """``retries``: how often a cluster decided it again (log/replica.py)."""
@@ -69,6 +74,11 @@ def transact(broker: Broker, session: Session, header: Header, body: Transaction
     transaction = LogEntry(0, TX, "", written if stream else "", changes, name, seq, broker.now(), None)
     proposal = Proposal(stream, [transaction], [guard], session, header, body, name, seq)
     proposal.retries = retries
+    if header.wants_processed or header.wants("persisted"):
+        # Its first topic the server does not keep, if any, is said as a publish's is.
+        unkept = next(filter(None, (broker.kept.unkept(command.topic) for command in body.commands)), None)
+        if unkept is not None:
+            proposal.notice = unkept.warning(PLAIN_TRANSACTION)
     broker.changes.propose(proposal)
 
 

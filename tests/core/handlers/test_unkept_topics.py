@@ -71,6 +71,21 @@ def test_a_publish_passes_through_and_its_processed_and_persisted_acks_say_so() 
     warned(delta[0], "nothing is stored")
 
 
+def test_a_transaction_says_its_first_topic_the_server_does_not_keep() -> None:
+    h = Harness(topics=TOPICS)
+    cmds = [
+        {"c": "publish", "t": "orders", "data": {"order": 1}},
+        {"c": "publish", "t": "ordrs", "data": {"order": 1}},
+        {"c": "publish", "t": "ledgr", "data": {"id": 1}},
+    ]
+    ack = processed(h.peer().send({"c": "tx", "cid": "t", "cmds": cmds}), "t")
+    assert ack["status"] == "success"
+    warned(ack, "the transaction's publishes to it reached only its live subscribers")
+    assert h.broker.topics["orders"].records  # applied, as before
+    kept = processed(h.peer().send({"c": "tx", "cid": "k", "cmds": cmds[:1]}), "k")
+    assert kept == {"c": "ack", "a": "processed", "cid": "k", "status": "success"}
+
+
 def test_kept_topics_acks_without_acks_and_a_server_that_keeps_none_carry_nothing_new() -> None:
     h = Harness(topics=TOPICS)
     peer = h.peer()
