@@ -5,9 +5,24 @@ from __future__ import annotations
 
 import pytest
 
-from server.core.settings.unkept import MAX_LISTED, MAX_REMEMBERED, KeptTopics, Unkept, no_sow, unkept
+from server.core.settings.unkept import (
+    MAX_CANDIDATES,
+    MAX_COMPARED,
+    MAX_LISTED,
+    MAX_REMEMBERED,
+    KeptTopics,
+    Unkept,
+    no_sow,
+    unkept,
+)
 
 KEPT = ["orders", "ledger", "positions"]
+
+
+def near(name: str, kept: list[str]) -> tuple[str, ...]:
+    found = unkept(name, kept)
+    assert found is not None
+    return found.near
 
 
 @pytest.mark.parametrize(
@@ -38,6 +53,20 @@ def test_equal_but_for_case_comes_first_then_the_closest() -> None:
     found = unkept("ORDER", ["order", "orders", "Order_book", "border"])
     assert found is not None
     assert found.near[0] == "order" and len(found.near) == 3
+
+
+def test_what_one_name_may_cost_is_bounded_whatever_names_are_configured() -> None:
+    # Past the bound difflib is not asked (its cost grows with both lengths); equality but for
+    # case still is.
+    long = [f"{n:03}" + "x" * 250 for n in range(MAX_COMPARED // (253 * 200) + 1)]
+    name = "000" + "x" * 249
+    assert len(name) * sum(map(len, long)) > MAX_COMPARED
+    assert near(name, long) == ()
+    assert near(long[0].upper(), long) == (long[0],)
+    assert near(name, long[:2])[0] == long[0]  # two of them: under the bound, difflib offers the closest
+    many = [f"topic_{n}" for n in range(MAX_CANDIDATES + 1)]
+    assert near("topic_1x", many) == ()
+    assert near("topic_1x", many[:MAX_CANDIDATES])[0] == "topic_1"
 
 
 def test_every_kept_name_is_listed_only_when_they_are_few() -> None:
