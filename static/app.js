@@ -116,12 +116,9 @@ function showError(message) {
 
 function openView(topic, filter = "", options = "") {
   showError("");
-  // Said before a pane opens: the server refuses a view of a topic it keeps no records of.
-  if (keyFieldsByTopic.size > 0 && !keyFieldsByTopic.has(topic)) {
-    const known = [...keyFieldsByTopic.keys()].sort().join(", ");
-    showError(`${topic} is not a topic of this server: it keeps ${known}.`);
-    return;
-  }
+  // A topic the server does not keep (a typo) is not checked here: the server refuses its view
+  // in its own words, with the topics it does keep that are close (docs/protocol.md, Topics the
+  // server does not keep), and the pane goes with the reason shown (Panel.refused).
   const settings = newSettings(topic, filter, options);
   // A topic that keeps orders (docs/protocol.md, Kept orders) opens in its first one: a first
   // screen at once at any size. Written into the URL, so the link opens it the same way.

@@ -2,7 +2,7 @@
 
 import { Emitter } from "./emitter.js";
 import type { Backoff, Connection, ConnectionState, StateEvent } from "./connection.js";
-import type { PushError } from "./errors.js";
+import type { PushError, TopicWarning } from "./errors.js";
 import type { View, ViewSettings } from "./view.js";
 import type { AggregateSettings, Viewport, ViewportSettings } from "./viewport.js";
 
@@ -61,6 +61,16 @@ export interface Ack {
   /** sow_delete: records it matched and deleted. */
   matches?: number;
   records_deleted?: number;
+  /** The server's words when the topic is not one it keeps (docs/protocol.md, Topics the server does not keep). */
+  warning?: string;
+  /** With `warning`: the topic is plain pub/sub. */
+  pubsub?: true;
+  /** With `warning`: the topic, as sent. */
+  t?: string;
+  /** With `warning`: the configured topics close to it, closest first. */
+  did_you_mean?: string[];
+  /** With `warning`: every configured topic, when the server has few. */
+  configured_topics?: string[];
 }
 
 export interface PublishOptions extends RequestOptions {
@@ -101,6 +111,8 @@ export interface ClientEvents {
   closed: { code?: number; reason?: string };
   /** A frame from the server that is not JSON (code "bad_frame"). */
   error: PushError;
+  /** A view or a publish named a topic the server does not keep (said once per topic, also by console.warn). */
+  warning: TopicWarning;
 }
 
 export declare class PushClient extends Emitter<ClientEvents> {

@@ -8,6 +8,8 @@
 // Every command takes { signal, timeoutMs } (deadline.js) and fails with a PushError (errors.js).
 // Commands made before connect(), or while reconnecting, wait and are sent once the client is
 // logged on; commands made once it is closed for good fail at once with its ConnectionClosed.
+// A view or a publish on a topic the server does not keep (a typo) goes on as plain pub/sub; the
+// client says the server's words once per topic (routing.js: console.warn, a "warning" event).
 
 import { logonCommand, publishCommand, sowCommand, sowDeleteCommand } from "./commands.js";
 import { Connection, FINAL_CLOSE_CODES } from "./connection.js";
@@ -17,7 +19,7 @@ import { CommandRefused, ConnectionClosed, PushError } from "./errors.js";
 import { Queries } from "./queries.js";
 import { Requests } from "./requests.js";
 import { Transport } from "./transport.js";
-import { open, receive, unsubscribe } from "./routing.js";
+import { open, publishAcked, receive, sayWarning, unsubscribe } from "./routing.js";
 import { View } from "./view.js";
 import { MAX_ROWS, Viewport } from "./viewport.js";
 
@@ -26,6 +28,7 @@ import { MAX_ROWS, Viewport } from "./viewport.js";
  * @typedef {import("./connection.js").StateEvent} StateEvent
  * @typedef {import("./connection.js").Backoff} Backoff
  * @typedef {import("./deadline.js").RequestOptions} RequestOptions
+ * @typedef {import("./errors.js").TopicWarning} TopicWarning
  * @typedef {import("./requests.js").Ack} Ack
  * @typedef {import("./view.js").ViewSettings} ViewSettings
  * @typedef {import("./viewport.js").ViewportSettings} ViewportSettings
@@ -80,6 +83,8 @@ export class PushClient extends Emitter {
     /** @type {{ tx: string, views: Set<View> } | null} the transaction being received */
     this._tx = null;
     this._stopping = false; // inside close(): the views end quietly
+    /** @type {Set<string>} the topics the server does not keep that were said (routing.js) */
+    this._warnedTopics = new Set();
     if (typeof document !== "undefined" && this.options.reportVisibility !== false) {
       document.addEventListener("visibilitychange", () => this._reportVisibility());
     }
@@ -202,6 +207,11 @@ export class PushClient extends Emitter {
     receive(this, messages, bytes);
   }
 
+  /** A view's warning: said once per topic (routing.js). @param {TopicWarning} warning */
+  _topicWarning(warning) {
+    sayWarning(this, warning);
+  }
+
   // -- commands out ----------------------------------------------------------------------------
 
   /**
@@ -213,12 +223,13 @@ export class PushClient extends Emitter {
   _send(message, { signal, timeoutMs }, publish = false) {
     if (this.state === "closed") return Promise.reject(this._closedError(message.c));
     if (publish && this.options.clientName && !signal?.aborted) message.s = ++this._seq;
-    return this.requests.request(message, {
+    const acked = this.requests.request(message, {
       publish,
       signal,
       timeoutMs: timeoutMs ?? this.options.requestTimeoutMs,
       hint: () => this._waitHint(),
     });
+    return publish ? acked.then((ack) => publishAcked(this, ack, message)) : acked;
   }
 
   /**

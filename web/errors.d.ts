@@ -101,3 +101,25 @@ export declare class ViewDropped extends PushError {
   constructor(reason: string, command: string);
   code: "dropped";
 }
+
+/**
+ * A topic the server does not keep (docs/protocol.md, Topics the server does not keep): not an
+ * error, the view or the publish goes on as plain pub/sub. A view's `warning`, and the view's and
+ * the client's "warning" events.
+ */
+export interface TopicWarning {
+  readonly code: "unconfigured_topic";
+  /** The topic, as sent. */
+  readonly topic: string;
+  /** The server's words: "unconfigured topic: 'ordrs' is not a configured topic of this server, ...; did you mean 'orders'? (configured: orders)". */
+  readonly reason: string;
+  /** The configured topics close to it, closest first (may be empty). */
+  readonly didYouMean: string[];
+  /** Every configured topic, when the server has few (at most 10). */
+  readonly configuredTopics: string[] | undefined;
+  /** The command it answered: "sow_and_subscribe", "publish", ... */
+  readonly command: string;
+}
+
+/** The TopicWarning an ack or a group_end carries (its `warning` field), or null. */
+export declare function topicWarning(message: unknown, topic: string, command: string): TopicWarning | null;

@@ -10,6 +10,9 @@
 //
 // The codes are the protocol's own words (docs/protocol.md, Messages from the server and Errors) with underscores, so a server reason
 // "bad filter: expected ')' at column 14" is the code "bad_filter" and the reason in full.
+//
+// Beside them, not an error: a TopicWarning (topicWarning), the server's words when a view or a
+// publish names a topic it does not keep (a typo): the view or publish goes on as plain pub/sub.
 
 /** A failure ack's reason (its words before any colon) -> the error's code. */
 export const REFUSAL_CODES = Object.freeze(/** @type {const} */ ({
@@ -118,4 +121,34 @@ export class ViewDropped extends PushError {
     super("dropped", `the server dropped the view (${reason})`, { reason, command });
     this.name = "ViewDropped";
   }
+}
+
+/**
+ * A topic the server does not keep (docs/protocol.md, Topics the server does not keep): a view's
+ * `warning`, and the view's and the client's "warning" events.
+ * @typedef {object} TopicWarning
+ * @property {"unconfigured_topic"} code
+ * @property {string} topic  as sent
+ * @property {string} reason  the server's words, e.g. "unconfigured topic: 'ordrs' is not a
+ *   configured topic of this server, so it is plain pub/sub (...); did you mean 'orders'? (...)"
+ * @property {string[]} didYouMean  the configured topics close to it, closest first (may be empty)
+ * @property {string[] | undefined} configuredTopics  every configured topic, when they are few
+ * @property {string} command  the command it answered: "sow_and_subscribe", "publish", ...
+ */
+
+/**
+ * The warning an ack or a group_end carries, or null when it carries none.
+ * @param {any} message @param {string} topic @param {string} command
+ * @returns {TopicWarning | null}
+ */
+export function topicWarning(message, topic, command) {
+  if (typeof message?.warning !== "string") return null;
+  return Object.freeze({
+    code: /** @type {const} */ ("unconfigured_topic"),
+    topic: typeof message.t === "string" ? message.t : topic,
+    reason: message.warning,
+    didYouMean: Array.isArray(message.did_you_mean) ? message.did_you_mean.map(String) : [],
+    configuredTopics: Array.isArray(message.configured_topics) ? message.configured_topics.map(String) : undefined,
+    command,
+  });
 }

@@ -23,6 +23,12 @@ import { CommandRefused } from "./errors.js";
  * @property {string} [bm]
  * @property {number} [matches]
  * @property {number} [records_deleted]
+ * @property {string} [warning]  the server's words: the topic is not one it keeps (docs/protocol.md,
+ *   Topics the server does not keep), with `pubsub`, `t`, `did_you_mean`, `configured_topics`
+ * @property {true} [pubsub]
+ * @property {string} [t]
+ * @property {string[]} [did_you_mean]
+ * @property {string[]} [configured_topics]
  *
  * @typedef {object} Pending
  * @property {string} command

@@ -1,11 +1,14 @@
 // The client's side of its views (client.js): each frame's messages handed to the views, the
-// acks and queries they name, and a transaction's messages gathered; and each view subscribed
-// once per connection, and forgotten.
+// acks and queries they name, and a transaction's messages gathered; each view subscribed once
+// per connection, and forgotten; and the server's words about a topic it does not keep (a
+// view's or a publish's), said once per topic.
 
-import { CommandRefused } from "./errors.js";
+import { CommandRefused, topicWarning } from "./errors.js";
 
 /**
  * @typedef {import("./client.js").PushClient} PushClient
+ * @typedef {import("./errors.js").TopicWarning} TopicWarning
+ * @typedef {import("./requests.js").Ack} Ack
  * @typedef {import("./view.js").View} View
  */
 
@@ -53,8 +56,10 @@ export function open(client, view) {
   if (view.openedOn === opens) return;
   view.openedOn = opens;
   client.requests.request(view.request()).then(
-    () => {
-      if (client.views.get(view.subId) === view) view.subscribed();
+    (ack) => {
+      if (client.views.get(view.subId) !== view) return;
+      view._noteWarning(ack); // a topic the server does not keep: plain pub/sub
+      view.subscribed();
     },
     (error) => {
       if (error instanceof CommandRefused && client.views.get(view.subId) === view) {
@@ -77,4 +82,27 @@ export function unsubscribe(client, view) {
   if (client.state !== "open" || view.openedOn !== client.connection.opens) return Promise.resolve();
   const message = { c: "unsubscribe", sub_id: view.subId };
   return client.requests.request(message, { timeoutMs: client.options.requestTimeoutMs }).then(() => {}, () => {});
+}
+
+/**
+ * Say a warning of the server (docs/protocol.md, Topics the server does not keep) once per topic
+ * per client: console.warn, and the client's "warning" event.
+ * @param {PushClient} client @param {TopicWarning} warning
+ */
+export function sayWarning(client, warning) {
+  if (client._warnedTopics.has(warning.topic)) return;
+  client._warnedTopics.add(warning.topic);
+  console.warn(`sowpush: ${warning.reason}`);
+  client.emit("warning", warning);
+}
+
+/**
+ * A publish's (or delta publish's, sow delete's, transaction's) processed ack: its warning said.
+ * @param {PushClient} client @param {Ack} ack @param {Record<string, any>} message  the command
+ * @returns {Ack}
+ */
+export function publishAcked(client, ack, message) {
+  const warning = topicWarning(ack, String(message.t ?? ""), message.c);
+  if (warning) sayWarning(client, warning);
+  return ack;
 }

@@ -1,7 +1,7 @@
 // Types of view.js: a live view of a topic, read through `records`, events, or `for await`.
 
 import { Emitter } from "./emitter.js";
-import type { PushErrorCode, PushError } from "./errors.js";
+import type { PushErrorCode, PushError, TopicWarning } from "./errors.js";
 import type { LatencyWindow } from "./latency.js";
 import type { PushClient, RequestOptions } from "./client.js";
 
@@ -56,6 +56,8 @@ export interface ViewEvents<T = any> {
   unsubscribed: { reason: string };
   /** true when the connection is lost (records kept), false once the view is back. */
   stale: { stale: boolean };
+  /** The topic is not one the server keeps (a typo?): the view is plain pub/sub. Once per view. */
+  warning: TopicWarning;
 }
 
 /** Live figures. */
@@ -93,6 +95,8 @@ export declare class View<T = any> extends Emitter<ViewEvents<T>> implements Asy
   error: string | null;
   /** Why the view failed: refused, timeout, aborted, dropped, or its client closed for good. */
   failure: PushError | null;
+  /** The server's words when the topic is not one it keeps (a typo?): the view is plain pub/sub. */
+  warning: TopicWarning | null;
   /** True once the view has ended (closed or failed). */
   closed: boolean;
   /** True while the connection is down: the records are the last values received. */

@@ -1,7 +1,8 @@
 // A live view of a topic: `records` (SowKey -> current record) kept up to date from snapshots,
 // full records, RFC 6902 patches, merge deltas and OOF notices, with a "change" event per record.
-// Events: "change" (Change), "ready", "error" ({reason, code, error}), "unsubscribed" ({reason})
-// and "stale" ({stale}): true when the connection is lost (records kept, last known values), false
+// Events: "change" (Change), "ready", "error" ({reason, code, error}), "unsubscribed" ({reason}),
+// "warning" (a TopicWarning: the topic is not one the server keeps, so the view is plain pub/sub;
+// also `view.warning`, and said once per topic by the client's console.warn) and "stale" ({stale}): true when the connection is lost (records kept, last known values), false
 // once the view is re-established on a new connection (its snapshot in, for the sow_and_* commands).
 // The same changes can be read with `for await (const change of view)` (changes.js).
 //
@@ -16,7 +17,7 @@
 import { ChangeIterator } from "./changes.js";
 import { Deadline } from "./deadline.js";
 import { Emitter } from "./emitter.js";
-import { CommandRefused, PushError, RequestTimeout, ViewDropped } from "./errors.js";
+import { CommandRefused, PushError, RequestTimeout, ViewDropped, topicWarning } from "./errors.js";
 import { LatencyWindow } from "./latency.js";
 import { mergeRecord } from "./merge.js";
 import { applyPatch } from "./patch.js";
@@ -24,6 +25,7 @@ import { applyPatch } from "./patch.js";
 /**
  * @typedef {"snapshot" | "insert" | "update" | "oof"} ChangeKind
  * @typedef {import("./deadline.js").RequestOptions} RequestOptions
+ * @typedef {import("./errors.js").TopicWarning} TopicWarning
  * @typedef {{ filter?: string, options?: string, subId?: string, resume?: boolean } & RequestOptions} ViewSettings
  */
 /**
@@ -37,6 +39,7 @@ import { applyPatch } from "./patch.js";
  * @typedef {object} ViewHost
  * @property {(view: View) => Promise<void>} _unsubscribe  tell the server, when it holds the view
  * @property {() => string} _waitHint  why there may be no answer yet (for a timeout's message)
+ * @property {(warning: TopicWarning) => void} [_topicWarning]  say a view's warning (once per topic)
  */
 
 /** @extends {Emitter<any>} */
@@ -65,6 +68,8 @@ export class View extends Emitter {
     this.error = null;
     /** @type {PushError | null} why the view failed (refused, timeout, aborted, dropped, closed) */
     this.failure = null;
+    /** @type {TopicWarning | null} the server's words when the topic is not one it keeps (a typo) */
+    this.warning = null;
     /** True once the view has ended (closed or failed): it receives nothing more. */
     this.closed = false;
     /** True while the connection is down, until the view is re-established on a new one: its
@@ -137,6 +142,21 @@ export class View extends Emitter {
   refused(error) {
     this.error = error.reason;
     this._end(error);
+  }
+
+  /**
+   * The subscribe's processed ack, or a group_end, said the topic is not one the server keeps:
+   * `warning`, a "warning" event, and the client says it (once per topic).
+   * @param {any} message
+   */
+  _noteWarning(message) {
+    if (this.warning !== null) return;
+    const warning = topicWarning(message, this.topic, this.command);
+    if (!warning) return;
+    this.warning = warning;
+    this.emit("warning", warning);
+    if (this.client._topicWarning) this.client._topicWarning(warning);
+    else console.warn(`sowpush: ${warning.reason}`);
   }
 
   subscribed() {
@@ -229,6 +249,7 @@ export class View extends Emitter {
         (this._collecting ?? this.records).set(this._key(message), message.data);
         break;
       case "group_end":
+        this._noteWarning(message);
         this._endSnapshot(message.resumed === true);
         if (this.resumes) this._noteBookmark(message.bm);
         break;

@@ -4,7 +4,7 @@ reconnects)."""
 
 from .publisher import Publisher, PublishError
 from .store import FilePublishStore, MemoryPublishStore, PublishStore
-from .subscriber import Change, Subscriber, SubscriptionError, View
+from .subscriber import Change, Subscriber, SubscriptionError, UnconfiguredTopicWarning, View
 
 __all__ = [
     "Change",
@@ -15,5 +15,6 @@ __all__ = [
     "Publisher",
     "Subscriber",
     "SubscriptionError",
+    "UnconfiguredTopicWarning",
     "View",
 ]

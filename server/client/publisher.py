@@ -13,7 +13,9 @@ before it is sent. The server's persisted acks (batched: one ``s`` covers every 
 remove it from the store. After a reconnect the logon ack says which sequence the server has on
 disk; everything newer in the store is sent again with its original sequence, and the server
 ignores whatever it had already applied. A refused publish raises ``PublishError`` from the
-next wait.
+next wait. A publish to a topic the server does not keep (a typo) passes through as plain
+pub/sub; the publisher logs the server's words at WARNING, once per topic, and keeps them in
+``publisher.warnings`` (topic -> words).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class Publisher:
         self._reader: asyncio.Task[None] | None = None
         self._progress = asyncio.Condition()
         self._errors: list[PublishError] = []
+        self.warnings: dict[str, str] = {}  # topic -> the server's words: a topic it does not keep
         self._closing = False
         self._connected = asyncio.Event()
 
@@ -115,6 +118,8 @@ class Publisher:
     async def _handle(self, message: dict[str, Any]) -> None:
         if message.get("c") != "ack":
             return
+        if "warning" in message:
+            self._warn(message)
         seq = message.get("s")
         if message.get("status") == "failure":
             async with self._progress:
@@ -123,6 +128,14 @@ class Publisher:
             return
         if message.get("a") == "persisted" and isinstance(seq, int):
             await self._caught_up(seq)
+
+    def _warn(self, ack: dict[str, Any]) -> None:
+        """An ack that says its topic is not one the server keeps (docs/protocol.md, Topics the
+        server does not keep): said once per topic, in the server's words."""
+        topic = str(ack.get("t"))
+        if topic not in self.warnings:
+            self.warnings[topic] = words = str(ack["warning"])
+            log.warning("publisher %s: %s", self.client_name, words)
 
     # -- publishing -----------------------------------------------------------------------
 

@@ -21,6 +21,13 @@ only what changed meanwhile, and ``view.resumed`` is true. Otherwise (a viewport
 view, or a server that cannot resume) the fresh snapshot is the view, and records it no longer
 holds leave with an ``oof`` of reason ``stale``. A refused view raises ``SubscriptionError`` from
 ``ready()`` and from its iteration.
+
+A view of a topic the server does not keep (a typo: ``subscribe("ordrs")``) is plain pub/sub: the
+server says so, and ``ready()`` (or the first step of its iteration) warns once with the server's
+words, an ``UnconfiguredTopicWarning`` (``view.warning`` holds them too)::
+
+    UnconfiguredTopicWarning: unconfigured topic: 'ordrs' is not a configured topic of this
+    server, so it is plain pub/sub (...); did you mean 'orders'? (configured: orders)
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import asyncio
 import contextlib
 import importlib
 import itertools
+import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +54,12 @@ class SubscriptionError(Exception):
         self.topic = topic
         self.reason = reason
         super().__init__(f"{topic}: {reason}")
+
+
+class UnconfiguredTopicWarning(UserWarning):
+    """A view of a topic the server does not keep: plain pub/sub, no records (docs/protocol.md,
+    Topics the server does not keep). ``warnings.simplefilter("error", UnconfiguredTopicWarning)``
+    makes ``ready()`` raise it instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +84,11 @@ class View:
         self.keys: list[str] = []
         self.count: int | None = None  # a viewport's whole view's size, when the server counts
         self.error: SubscriptionError | None = None
+        # The server's words when the topic is not one it keeps (a typo), and whether the reader
+        # was warned: once per view, where the reader's code waits (ready(), or its iteration).
+        self.warning: str | None = None
+        self.did_you_mean: list[str] = []
+        self._warned = False
         # Resuming (the resume option): the newest bookmark received, and whether the last
         # snapshot was the net change since the one before (None until a reconnect).
         self.resumable = "resume" in str(command.get("o", "")).split(",")
@@ -95,6 +114,20 @@ class View:
         await self._ready.wait()
         if self.error is not None:
             raise self.error
+        self._warn()
+
+    def _warn(self) -> None:
+        if self.warning is not None and not self._warned:
+            self._warned = True
+            # stacklevel: the line of the reader's code that awaited (ready(), or the async for).
+            warnings.warn(self.warning, UnconfiguredTopicWarning, stacklevel=3)
+
+    def _noted_warning(self, message: dict[str, Any]) -> None:
+        """A processed ack or ``group_end`` that says the topic is not one the server keeps."""
+        warning = message.get("warning")
+        if isinstance(warning, str) and self.warning is None:
+            self.warning = warning
+            self.did_you_mean = [str(name) for name in message.get("did_you_mean", [])]
 
     def frame(self) -> Any:
         """The records as a pandas DataFrame (one row each, in the view's order), indexed by key."""
@@ -126,6 +159,7 @@ class View:
                     return
                 self._wake.clear()
                 await self._wake.wait()
+            self._warn()  # (the server's ack, which says it, came before any change)
             key = next(iter(self._waiting))
             yield self._waiting.pop(key)
 
@@ -158,6 +192,8 @@ class View:
         if self.resumable and c in ("group_end", "p", "oof") and "bm" in message:
             # (A snapshot record's is its version's LSN: not a point to resume from.)
             self.bookmark = str(message["bm"])
+        if c == "group_end":
+            self._noted_warning(message)
         if c == "group_begin":
             self._collecting, self._window = {}, []
         elif c == "sow" and self._collecting is not None:
@@ -326,6 +362,8 @@ class Subscriber:
             if view is not None and message.get("status") == "failure":
                 self.views.pop(view.sub_id, None)
                 view._fail(str(message.get("reason")))
+            elif view is not None:
+                view._noted_warning(message)
             return
         sid = message.get("query_id") or message.get("sub_id")
         targets = [sid] if sid is not None else message.get("sids", [])

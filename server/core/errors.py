@@ -11,6 +11,8 @@ Reasons are the fixed words of the protocol (docs/protocol.md, Errors); detail m
 
 from __future__ import annotations
 
+from typing import Any
+
 BAD_FILTER = "bad filter"
 INVALID_TOPIC = "invalid topic"
 INVALID_OPTIONS = "invalid options"
@@ -30,11 +32,13 @@ class ServerError(Exception):
 
 
 class CommandError(ServerError):
-    """A command that is refused; ``reason`` is what the failure ack carries."""
+    """A command that is refused; ``reason`` is what the failure ack carries, with ``fields``
+    besides (a topic the server does not keep: the names close to it)."""
 
-    def __init__(self, code: str, detail: str = "") -> None:
+    def __init__(self, code: str, detail: str = "", fields: dict[str, Any] | None = None) -> None:
         self.code = code
         self.detail = detail
+        self.fields = fields or {}
         super().__init__(self.reason)
 
     @property

@@ -31,6 +31,7 @@ from ..queue.outbox import Outbox
 from ..session.access import LogonThrottle
 from ..session.session import Commons, Session, SessionPort
 from ..settings.functions import load_function
+from ..settings.unkept import KeptTopics
 from ..sow.history import History
 from ..sow.txlog import EXPIRE, LogEntry, changed_topics
 from .bookmarks import Lsns, ReplayRequest
@@ -75,8 +76,9 @@ class Broker:
         self._dropped: list[tuple[Session, list[Subscription]]] = []
         self.crowded: dict[Session, None] = {}
         background = settings.background_conflation
-        refusing = settings.unconfigured_topics == "refuse"
-        configured = frozenset(t.name for t in config.topics) if refusing else None
+        # What the server keeps: a command on any other topic says so (settings/unkept.py).
+        self.kept = KeptTopics(t.name for t in config.topics)
+        configured = self.kept if settings.unconfigured_topics == "refuse" else None
         self._commons = Commons(
             self.run, self.tx_frames, self._dropped, self.crowded if background else None, configured
         )

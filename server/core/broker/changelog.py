@@ -51,6 +51,9 @@ class Proposal:
     client_name: str | None = None
     seq: int | None = None
     fields: dict[str, Any] = field(default_factory=dict)  # of the processed ack (sow_delete counts)
+    # Of the processed ack and of a persisted ack sent with it: a topic the server does not keep
+    # (settings/unkept.py).
+    notice: dict[str, Any] = field(default_factory=dict)
     token: int = 0
     retries: int = 0
     waiting: int = 0  # entries appended and not yet applied here

@@ -30,7 +30,7 @@ def processed(session: Session, header: Header, **fields: Any) -> None:
 
 
 def fail(session: Session, cid: Any, error: CommandError, seq: int | None = None) -> None:
-    fields = {} if seq is None else {"s": seq}  # lets a publisher tell which publish failed
+    fields = {**error.fields} if seq is None else {**error.fields, "s": seq}  # s: which publish failed
     session.send(wire.ack("processed", cid, "failure", error.reason, **fields))
 
 
@@ -55,16 +55,24 @@ def persisted_ack(
 
 
 def ack_applied(
-    broker: Broker, session: Session, header: Header, seq: int | None, lsn: int | None, **fields: Any
+    broker: Broker,
+    session: Session,
+    header: Header,
+    seq: int | None,
+    lsn: int | None,
+    notice: dict[str, Any] | None = None,
+    **fields: Any,
 ) -> None:
     """processed, persisted (now, or once the log is on disk up to ``lsn``), stats: what the
-    command asked for."""
+    command asked for. ``notice`` goes on the processed ack and on a persisted ack sent now (one
+    that waits for the disk may be batched with other commands': docs/protocol.md, Durability)."""
     if seq is not None:
         fields["s"] = seq
-    processed(session, header, **fields)
+    notice = notice or {}
+    processed(session, header, **fields, **notice)
     if header.wants("persisted"):
         if lsn is None:
-            ack(session, header, "persisted", **({"s": seq} if seq is not None else {}))
+            ack(session, header, "persisted", **({"s": seq} if seq is not None else {}), **notice)
         else:
             persisted_ack(broker, session, header, lsn, seq)
     if header.wants("stats"):

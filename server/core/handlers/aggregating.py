@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 
 from ..aggregate.parse import parse_aggregation
 from ..aggregate.view import Aggregation, GroupTopic, share_of, shared_aggregation, usable_index
-from ..errors import INVALID_OPTIONS, INVALID_TOPIC, CommandError
+from ..errors import INVALID_OPTIONS, CommandError
 from ..filters import Filter
 from ..filters.entitlement import Entitlement
 from ..filters.functions import EvalContext
 from ..protocol.commands import Query
 from ..session.quota import admit_aggregation_pass
+from ..settings.unkept import no_sow
 from ..sow.history import History
 
 if TYPE_CHECKING:
@@ -38,9 +39,12 @@ def check_kind(body: Query, existing: Subscription | None) -> None:
     """Refuse (``invalid options``) grouping where there is no snapshot, and a ``replace``
     between an aggregated and a plain view of one ``sub_id``."""
     if body.aggregated and not body.snapshot:
+        given = (("grouping", body.grouping), ("projection", body.projection))
+        sent = [name for name, value in given if value is not None]
         raise CommandError(
             INVALID_OPTIONS,
-            "grouping and projection are for sow, sow_and_subscribe and sow_and_delta_subscribe",
+            f"{' and '.join(sent)} {'are' if len(sent) > 1 else 'is'} for sow, sow_and_subscribe and "
+            "sow_and_delta_subscribe",
         )
     if existing is not None and is_aggregated(existing) != body.aggregated:
         raise CommandError(
@@ -62,7 +66,7 @@ def groups_for(
     (None: a shared one): a failed command releases it. Making one that reads the records (a
     table of its own, or inputs a shared table lacks) is one pass over ``source``, charged here."""
     if source is None or not source.is_sow:
-        raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
+        raise no_sow(body.topic, broker.kept.unkept(body.topic))
     spec = parse_aggregation(
         list(body.grouping) if body.grouping is not None else None,
         list(body.projection) if body.projection is not None else None,

@@ -14,12 +14,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..broker.changelog import ABSENT, PLAIN_STREAM, Proposal, stream_id
-from ..errors import BAD_MESSAGE, INVALID_TOPIC, CommandError
+from ..errors import BAD_MESSAGE, CommandError
 from ..filters import compile_filter
 from ..protocol.commands import Header, Publish, SowDelete
 from ..records.merge import merge_record
 from ..records.version import check_encodable
 from ..session.quota import admit_filter_pass
+from ..settings.unkept import no_sow
 from ..sow.txlog import DELETE, PUBLISH, LogEntry
 from .acks import ack_duplicate, check_logged_on, received
 
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 # (None: deleted): its later commands are decided on them (transactions.py).
 Decided = Mapping[tuple[str, str], Any]
 NOTHING_DECIDED: Decided = {}
+# What plain pub/sub meant for a publish to a topic the server does not keep (settings/unkept.py).
+PLAIN_PUBLISH = "the publish reached only its live subscribers, and nothing is stored"
 
 
 def is_duplicate(broker: Broker, session: Session, seq: int | None) -> bool:
@@ -58,6 +61,10 @@ def publish(broker: Broker, session: Session, header: Header, body: Publish, ret
     stream = topic.name if topic is not None and topic.is_sow else PLAIN_STREAM
     proposal = Proposal(stream, [entry], [expect], session, header, body, name, seq)
     proposal.retries = retries
+    if stream == PLAIN_STREAM and (header.wants_processed or header.wants("persisted")):
+        unkept = broker.kept.unkept(body.topic)  # asked only when an ack will carry it
+        if unkept is not None:
+            proposal.notice = unkept.warning(PLAIN_PUBLISH)
     broker.changes.propose(proposal)
 
 
@@ -115,7 +122,7 @@ def sow_delete(broker: Broker, session: Session, header: Header, body: SowDelete
     session.check_write(body.topic)
     topic = broker.topics.get(body.topic)
     if topic is None or topic.key_spec is None:
-        raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
+        raise no_sow(body.topic, broker.kept.unkept(body.topic))
     if is_duplicate(broker, session, body.seq):
         assert body.seq is not None
         ack_duplicate(broker, session, header, body.seq)
@@ -145,7 +152,7 @@ def decide_delete(
     records (for a transaction refused whatever it matches: transactions.py)."""
     topic = broker.topics.get(body.topic)
     if topic is None or topic.key_spec is None:
-        raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
+        raise no_sow(body.topic, broker.kept.unkept(body.topic))
     entitlement = session.entitlement(body.topic, broker.clock)
     # The records it names, as the transaction's earlier commands left them: found by key where it
     # names keys (no pass over the topic), by a pass where it has a filter.

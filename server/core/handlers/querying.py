@@ -15,7 +15,7 @@ The snapshot's messages are encoded lazily as the socket's writer drains them (s
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..aggregate.view import Aggregation
 from ..broker.bookmarks import Bookmark, ReplayRequest, check_bookmark, parse_bookmark
@@ -30,6 +30,7 @@ from ..filters.orderby import OrderBy, sowkey_order
 from ..limits import MAX_WINDOW_ROWS
 from ..protocol.commands import Header, Query, Unsubscribe
 from ..session.quota import admit_filter_pass, admit_sorted_pass, admit_subscription, admit_window
+from ..settings.unkept import Unkept, no_sow
 from .acks import ack, processed, received
 from .aggregating import check_kind, groups_for
 from .moving import move, moves
@@ -39,6 +40,8 @@ from .snapshotting import resumable, snapshot
 if TYPE_CHECKING:
     from ..broker.broker import Broker
     from ..session.session import Session
+
+PLAIN_VIEW = "nothing is stored: the snapshot is empty and only live publishes arrive"
 
 
 def own_filters(text: str | None) -> tuple[Filter, ...]:
@@ -52,15 +55,16 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
     check_kind(body, existing)
     admit_subscription(session, body, broker.config.server.max_subscriptions)
     known = broker.topics.get(body.topic)
+    unkept = broker.kept.unkept(body.topic)  # None: kept (or the server keeps none)
     if header.c == "sow" and not body.aggregated and (known is None or not known.is_sow):
-        raise CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW (it is not a configured topic)")
+        raise no_sow(body.topic, unkept)
     resuming = body.options.resume
     for flag, name in ((resuming, "resume"), (body.options.count, "count")):
         if flag and not (body.snapshot and body.subscribe):
             raise CommandError(
                 INVALID_OPTIONS, f"{name} is for sow_and_subscribe and sow_and_delta_subscribe"
             )
-    bookmark = _bookmark(broker, header, body, known)
+    bookmark = _bookmark(broker, header, body, known, unkept)
     if existing is not None and not body.options.replace:
         raise CommandError(SUBID_IN_USE, f"sub_id {body.sub_id!r} is already subscribed on this connection")
     if existing is not None and existing.topic != body.topic:
@@ -71,7 +75,7 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
     entitlement = session.entitlement(body.topic, broker.clock)
     orderby = parse_orderby(body.orderby) if body.orderby else None
     ctx = EvalContext(broker.clock, session.user_id, session.client_name)
-    window = window_spec(body, orderby, body.aggregated or (known is not None and known.is_sow))
+    window = window_spec(body, orderby, body.aggregated or (known is not None and known.is_sow), unkept)
     # Which topic it reads, through which gates: validated, so only now may a plain topic come
     # into being (for a subscription to hold it), or an aggregation be made.
     made: Aggregation | None = None
@@ -103,8 +107,12 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
         subscription.replaying = bookmark is not None and not bookmark.live_only
     if subscription is not None and session.hidden_interval is not None:
         subscription.hide(session.hidden_interval)  # its snapshot goes now, its changes wait
+    # A topic the server does not keep is plain pub/sub: the subscription stands, and its acks
+    # and group_end say so, with the kept names close to it (docs/protocol.md, Topics the
+    # server does not keep).
+    warning = unkept.warning(PLAIN_VIEW) if unkept is not None and not body.aggregated else {}
     received(session, header)
-    processed(session, header)
+    processed(session, header, **warning)
     moved: tuple[int, int] | None = None
     if existing is not None and subscription is not None and moves(existing, subscription, body):
         moved = move(topic, session, body, existing, subscription, broker.unsubscribe)  # a viewport moves
@@ -117,11 +125,14 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
     if subscription is not None:
         session.subscriptions[body.sub_id] = subscription
     if body.snapshot:
-        _answer(broker, topic, session, header, body, subscription, orderby, moved, ctx, entitlement, filters)
+        views = (ctx, entitlement, filters)
+        _answer(broker, topic, session, header, body, subscription, orderby, moved, *views, warning)
     _completed(broker, topic, session, header, subscription, bookmark)
 
 
-def _bookmark(broker: Broker, header: Header, body: Query, known: Topic | None) -> Bookmark | None:
+def _bookmark(
+    broker: Broker, header: Header, body: Query, known: Topic | None, unkept: Unkept | None
+) -> Bookmark | None:
     """The bookmark a ``subscribe`` replays from (a resume's ``bm`` is read by resuming.py)."""
     if body.bookmark is None or body.options.resume:
         return None
@@ -130,8 +141,11 @@ def _bookmark(broker: Broker, header: Header, body: Query, known: Topic | None) 
     bookmark = parse_bookmark(body.bookmark)
     durable = known is not None and known.durable
     if not bookmark.live_only and not durable:
+        why = f": it is not a configured topic; {unkept.hint}" if unkept is not None else ""
         raise CommandError(
-            INVALID_TOPIC, f"{body.topic!r} keeps no transaction log to replay a bookmark from"
+            INVALID_TOPIC,
+            f"{body.topic!r} keeps no transaction log to replay a bookmark from{why}",
+            unkept.fields() if unkept is not None else None,
         )
     # A bookmark names one change forever, or is refused.
     check_bookmark(bookmark, partial(broker.changes.not_in_log, body.topic))
@@ -172,14 +186,16 @@ def _answer(
     ctx: EvalContext,
     entitlement: Entitlement,
     filters: tuple[Filter, ...],
+    warning: dict[str, Any],
 ) -> None:
     """The snapshot of a ``sow`` or ``sow_and_*`` (or a resume's net change, or a move's answer,
-    queued already), then its ``stats`` ack."""
+    queued already), then its ``stats`` ack; ``warning``'s fields go on its ``group_end``."""
     reader = subscription or Subscription(
         session, None, topic.name, filters, body.options, False, None, ctx, entitlement
     )
     counted = topic.counting.matches(subscription) if subscription is not None else None
     end = {"matches": counted or 0} if body.options.count else {}  # (a plain topic: always 0)
+    end.update(warning)
     if moved is not None:
         matches, returned = moved
     elif body.options.resume and subscription is not None:
@@ -214,9 +230,10 @@ def _completed(
         ack(session, header, "completed", **fields)
 
 
-def window_spec(body: Query, orderby: OrderBy | None, sow: bool) -> WindowSpec | None:
+def window_spec(body: Query, orderby: OrderBy | None, sow: bool, unkept: Unkept | None) -> WindowSpec | None:
     """A live window (docs/protocol.md, Live windows) when a ``sow_and_*`` subscription of a SOW
-    topic (or of groups) asks for ``top_n``; ``positions`` asks for one."""
+    topic (or of groups) asks for ``top_n``; ``positions`` asks for one, and is refused for what
+    is missing (``unkept``: the topic is not one the server keeps)."""
     if body.subscribe and body.snapshot and body.top_n is not None and sow:
         if body.top_n > MAX_WINDOW_ROWS:
             raise CommandError(
@@ -225,10 +242,31 @@ def window_spec(body: Query, orderby: OrderBy | None, sow: bool) -> WindowSpec |
         sort_key = orderby.sort_key if orderby is not None else sowkey_order
         return WindowSpec(orderby, sort_key, body.skip_n or 0, body.top_n)
     if body.options.positions:
-        raise CommandError(
-            INVALID_OPTIONS, "positions is for a live window: sow_and_subscribe with top_n on a SOW topic"
-        )
+        raise _no_window(body, unkept)
     return None
+
+
+def _no_window(body: Query, unkept: Unkept | None) -> CommandError:
+    """Why ``positions`` has no live window to number, in what the command sent: its topic, its
+    command or its missing ``top_n``, in that order (a viewport's client adds ``positions``
+    itself: its user never wrote it, but named the topic)."""
+    if body.subscribe and body.snapshot and unkept is not None:
+        return CommandError(
+            INVALID_TOPIC,
+            f"{body.topic!r} is not a configured topic, so it is plain pub/sub and keeps no records: "
+            f"a viewport (top_n with positions) needs a configured topic; {unkept.hint}",
+            unkept.fields(),
+        )
+    if not (body.subscribe and body.snapshot):
+        what = "a sow" if body.snapshot else "a subscription without a snapshot"
+        return CommandError(
+            INVALID_OPTIONS,
+            f"positions is for a live window, which {what} does not hold: "
+            "sow_and_subscribe or sow_and_delta_subscribe with top_n",
+        )
+    if body.top_n is None:
+        return CommandError(INVALID_OPTIONS, "positions is for a live window: give top_n with it")
+    return CommandError(INVALID_TOPIC, f"{body.topic!r} has no SOW to hold a live window of (positions)")
 
 
 def unsubscribe(broker: Broker, session: Session, header: Header, body: Unsubscribe) -> None:

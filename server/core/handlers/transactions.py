@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from ..broker.broker import Broker
     from ..session.session import Session
 
+# What plain pub/sub meant for a transaction's changes to a topic the server does not keep.
+PLAIN_TRANSACTION = (
+    "the transaction's publishes to it reached only its live subscribers, and nothing is stored"
+)
+
 
 def transact(broker: Broker, session: Session, header: Header, body: Transaction, retries: int = 0) -> None:
     """``retries``: how often a cluster decided it again (log/replica.py)."""
@@ -31,7 +36,7 @@ def transact(broker: Broker, session: Session, header: Header, body: Transaction
         try:
             session.check_write(command.topic)
         except CommandError as error:
-            raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
+            raise CommandError(error.code, f"cmds[{index}]: {error.detail}", error.fields) from None
     name, seq = session.client_name, body.seq
     if seq is not None and is_duplicate(broker, session, seq):
         ack_duplicate(broker, session, header, seq)
@@ -56,7 +61,7 @@ def transact(broker: Broker, session: Session, header: Header, body: Transaction
                 decided, expected = decide_delete(broker, session, command, pending, doomed_at is not None)
             work.changed(broker.topics.get(command.topic), len(decided))
         except CommandError as error:
-            raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
+            raise CommandError(error.code, f"cmds[{index}]: {error.detail}", error.fields) from None
         for entry, expect in zip(decided, expected, strict=True):
             if entry.key:  # a record's change: the next commands see it
                 if expect is not None and (entry.topic, entry.key) not in pending:
@@ -72,6 +77,11 @@ def transact(broker: Broker, session: Session, header: Header, body: Transaction
     transaction = LogEntry(0, TX, "", written if stream else "", changes, name, seq, broker.now(), None)
     proposal = Proposal(stream, [transaction], [guard], session, header, body, name, seq)
     proposal.retries = retries
+    if header.wants_processed or header.wants("persisted"):
+        # Its first topic the server does not keep, if any, is said as a publish's is.
+        unkept = next(filter(None, (broker.kept.unkept(command.topic) for command in body.commands)), None)
+        if unkept is not None:
+            proposal.notice = unkept.warning(PLAIN_TRANSACTION)
     broker.changes.propose(proposal)
 
 

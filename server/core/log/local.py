@@ -104,7 +104,7 @@ class LocalLog:
                 # waiter records it as persisted).
                 last = lsn if lsn is not None else broker.durability.last_lsn
                 broker.durability.wait(last, None, None, client, seq)
-        ack_applied(broker, session, header, seq, lsn, **proposal.fields)
+        ack_applied(broker, session, header, seq, lsn, proposal.notice, **proposal.fields)
 
     def apply(self, name: str, entries: list[LogEntry]) -> tuple[bool, int | None]:
         """Number and apply ``entries``, changes to topic ``name``, and log them when the topic

@@ -130,7 +130,7 @@ class Replica:
         if session is None or header is None:
             return
         if header.acks or header.cid is not None:
-            ack_applied(self.broker, session, header, proposal.seq, None, **proposal.fields)
+            ack_applied(self.broker, session, header, proposal.seq, None, proposal.notice, **proposal.fields)
 
     def taken_elsewhere(self, name: str, holder: str) -> None:
         """Another socket of the cluster now holds client name ``name``: the one here, if any, is

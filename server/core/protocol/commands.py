@@ -326,7 +326,7 @@ def _decode_transaction(raw: dict[str, Any]) -> Transaction:
                 raise _bad(f"a transaction holds publish, delta_publish and sow_delete, not {header.c!r}")
             body = decode_body(header, {**command, "s": None})
         except CommandError as error:
-            raise CommandError(error.code, f"cmds[{index}]: {error.detail}") from None
+            raise CommandError(error.code, f"cmds[{index}]: {error.detail}", error.fields) from None
         assert isinstance(body, (Publish, SowDelete))
         decoded.append(body)
     return Transaction(decoded, seq)

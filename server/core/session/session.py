@@ -28,6 +28,7 @@ from ..protocol import wire
 from ..queue.counts import queue_counts, withdraw
 from ..queue.delivery import FULL, Delivery, kept_for
 from ..queue.outbox import Outbox
+from ..settings.unkept import KeptTopics
 
 if TYPE_CHECKING:
     from ..queue.delivery import QueuePolicy, RunBatch, TxBlock
@@ -69,7 +70,7 @@ class Commons:
     crowded: dict[Session, None] | None
     # The configured topics, when a command on any other fails (``unconfigured_topics =
     # "refuse"``); None: any other is a plain pub/sub topic.
-    configured: frozenset[str] | None = None
+    configured: KeptTopics | None = None
 
 
 class Session:
@@ -138,11 +139,13 @@ class Session:
 
     def _check_configured(self, topic: str) -> None:
         configured = self._configured
-        if configured is not None and topic not in configured:
+        unkept = configured.unkept(topic) if configured is not None else None
+        if unkept is not None:
             raise CommandError(
                 INVALID_TOPIC,
                 f"{topic!r} is not a configured topic, and this server refuses others "
-                '(unconfigured_topics = "refuse")',
+                f'(unconfigured_topics = "refuse"); {unkept.hint}',
+                unkept.fields(),
             )
 
     def _end_run(self) -> None:

@@ -17,6 +17,7 @@ import {
   applyPatch,
   backoffDelay,
   mergeRecord,
+  topicWarning,
 } from "../../../web/index.js";
 import type {
   Ack,
@@ -28,6 +29,7 @@ import type {
   PushErrorCode,
   RefusalCode,
   StateEvent,
+  TopicWarning,
   View,
   ViewErrorEvent,
 } from "../../../web/index.js";
@@ -71,6 +73,14 @@ export async function trade(url: string): Promise<void> {
   view.on("change", (change) => assertType<typeof change, Change<Order>>());
   view.on("error", (event) => assertType<typeof event, ViewErrorEvent>());
   view.on("stale", ({ stale }) => assertType<typeof stale, boolean>());
+  // A topic the server does not keep (a typo): the view goes on, as plain pub/sub, and says so.
+  view.on("warning", (warning) => assertType<typeof warning, TopicWarning>());
+  client.on("warning", ({ reason, didYouMean }) => console.log(reason, didYouMean.join(", ")));
+  assertType<typeof view.warning, TopicWarning | null>();
+  assertType<ReturnType<typeof topicWarning>, TopicWarning | null>();
+  const near: string[] | undefined = ack.did_you_mean;
+  // @ts-expect-error a warning is not a refusal: its code is its own
+  const notRefused: RefusalCode = view.warning!.code;
   assertType<Awaited<typeof view.ready>, View<Order>>();
   assertType<typeof view.records, Map<string, Order>>();
   const latency: Percentiles = view.latency.percentiles();
