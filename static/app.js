@@ -251,6 +251,8 @@ function showState({ state, attempt, delayMs, reason }) {
     closed: "offline",
   }[state];
   indicator.querySelector("span").textContent = label;
+  // What a view says while it waits is of this state: said again now, not at the next tick.
+  for (const panel of panels) panel.showEmpty();
   if (state === "open") {
     everOpen = true;
     banner.hidden = true;
