@@ -219,6 +219,29 @@ def test_a_row_a_change_elsewhere_pulls_into_the_window_is_not_counted_as_latenc
     assert page.errors == []  # type: ignore[attr-defined]
 
 
+# The page hidden or shown, as the browser says it when its tab is left or come back to.
+SHOW = """(state) => {
+  Object.defineProperty(document, "visibilityState", { configurable: true, get: () => state });
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+
+
+def test_a_change_made_while_the_page_is_hidden_is_no_latency(page: Page, server: ServerProcess) -> None:
+    publish_many(server, [record(n) for n in range(1, 11)])
+    open_viewport(page, server, f"orderby: '{ORDER}', rows: [0, 49], options: 'timestamp'")
+    qty = "(order) => vp.rows.find((r) => r.order === order)?.qty"
+    page.evaluate(SHOW, "hidden")
+    # Held by the server (Hidden views) and sent when the page is shown again: late on purpose.
+    request(server.url, [{"c": "publish", "t": "orders", "data": {**record(1), "qty": 5000}, "cid": "p"}])
+    page.evaluate(SHOW, "visible")
+    page.wait_for_function(f"() => ({qty})(1) === 5000")
+    assert page.evaluate("() => vp.latency.percentiles().count") == 0
+    request(server.url, [{"c": "publish", "t": "orders", "data": {**record(2), "qty": 5001}, "cid": "p"}])
+    page.wait_for_function(f"() => ({qty})(2) === 5001")
+    assert page.evaluate("() => vp.latency.percentiles().count") == 1, "a change made while it is seen is one"
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 def test_the_readme_viewport_example_works(page: Page, server: ServerProcess) -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     section = readme.split("### Viewports and aggregates", 1)[1]
