@@ -325,7 +325,7 @@ export class Panel {
   toolbarFields() {
     const fields = this.columns.fields;
     const select = /** @type {HTMLSelectElement} */ (this.$("select.group"));
-    select.replaceChildren(new Option(this.settings.group.length ? "add a level…" : "group by…", ""),
+    select.replaceChildren(new Option(this.settings.group.length ? "+ level…" : "group by…", ""),
       ...fields.filter((f) => !this.settings.group.includes(f)).map((name) => new Option(name, name)));
     select.value = "";
     const list = this.$(".column-list");

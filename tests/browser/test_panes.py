@@ -148,9 +148,28 @@ def test_eight_views_at_1600_by_1000_each_show_ten_rows_inside_their_own_pane(
         pane,
     )
     shot(page, "panes-menu.png")
-    page.keyboard.press("Escape")
     page.locator(".view").nth(1).locator("regular-table tbody td").first.click()
     expect(first.locator(".view-menu")).not_to_have_attribute("open", "")  # a click elsewhere closes it
+
+    # A column's menu, longer than a short pane, stays in its pane and scrolls to its last item.
+    first.locator("regular-table thead th[data-field='qty'] .column-menu-button").click()
+    popup = first.locator(".column-popup")
+    expect(popup).to_be_visible()
+    box = popup.bounding_box()
+    assert box is not None
+    assert inside(
+        {
+            "top": box["y"],
+            "bottom": box["y"] + box["height"],
+            "left": box["x"],
+            "right": box["x"] + box["width"],
+        },
+        pane,
+    )
+    shot(page, "panes-column-menu.png")
+    last = popup.get_by_role("button").last
+    last.scroll_into_view_if_needed()
+    expect(last).to_be_in_viewport()
     assert page.errors == []  # type: ignore[attr-defined]
 
 
