@@ -58,8 +58,9 @@ const host = {
   showError,
   changed: () => { urlDirty = true; },
   place: (/** @type {Panel} */ panel) => {
-    const { topic, filter } = panel.settings;
-    const title = filter ? `${topic} · ${filter}` : topic;
+    // The view's one title (it has no heading of its own): what it shows, its options too.
+    const { topic, filter, options } = panel.settings;
+    const title = [topic, filter, options].filter(Boolean).join(" · ");
     const id = restoring?.shift() ?? `view-${++panesOpened}`;
     paneOf.set(panel, id);
     panes.set(id, panel);
@@ -248,6 +249,8 @@ function showState({ state, attempt, delayMs, reason }) {
     closed: "offline",
   }[state];
   indicator.querySelector("span").textContent = label;
+  // What a view says while it waits is of this state: said again now, not at the next tick.
+  for (const panel of panels) panel.showEmpty();
   if (state === "open") {
     everOpen = true;
     banner.hidden = true;

@@ -112,6 +112,8 @@ export function openColumnMenu(panel, field, anchor) {
   const frame = panel.element.getBoundingClientRect();
   popup.style.left = `${Math.max(0, Math.min(box.left - frame.left, frame.width - 320))}px`;
   popup.style.top = `${box.bottom - frame.top + 2}px`;
+  // Within the view (which clips what goes past its pane): a long menu in a short pane scrolls.
+  popup.style.maxHeight = `${Math.max(0, frame.bottom - box.bottom - 8)}px`;
   popup.hidden = false;
 }
 

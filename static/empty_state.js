@@ -11,9 +11,7 @@
 export function whyEmpty(view) {
   const { topic, filter, count, connection } = view;
   if (view.error && count === 0) return ["refused", `The server refused this view: ${view.error}`];
-  if (!view.established && connection.state !== "open") {
-    return ["disconnected", `Not connected to the server (attempt ${connection.attempt}); the view opens when it answers.`];
-  }
+  if (!view.established && connection.state !== "open") return notConnected(connection);
   if (!view.established) return ["waiting", `Waiting for the first rows of ${topic}…`];
   if (count > 0) return ["", ""];
   if (Object.keys(view.quick).length) return ["quick", "No rows match the quick filters."];
@@ -31,4 +29,15 @@ export function whyEmpty(view) {
   }
   if (filter) return ["no-match", `No record of ${topic} matches ${filter} yet.`];
   return ["no-records", `${topic} has no records yet.`];
+}
+
+/** Why a view not yet open waits, from the connection's state (web/connection.js): before the
+ * first attempt (idle) and during it, it is connecting, not disconnected; an attempt is numbered
+ * only once one has failed. @param {{ state: string, attempt: number }} connection
+ * @returns {[string, string]} */
+function notConnected({ state, attempt }) {
+  if (state === "idle" || (state === "connecting" && attempt <= 1)) return ["connecting", "Connecting to the server…"];
+  if (state === "closed") return ["disconnected", "Not connected to the server, and not retrying: reload the page to connect again."];
+  const which = state === "waiting" ? `attempt ${attempt} soon` : `attempt ${attempt} under way`;
+  return ["disconnected", `Not connected to the server (${which}); the view opens when it answers.`];
 }

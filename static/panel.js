@@ -9,7 +9,8 @@ import { exportView } from "/static/csv.js";
 import { Departures } from "/static/departures.js";
 import { whyEmpty } from "/static/empty_state.js";
 import { FIELD_SAMPLE, unknownFields } from "/static/filter_fields.js";
-import { formatAge, formatMs, formatNumber } from "/static/format.js";
+import { Figures } from "/static/figures.js";
+import { formatNumber } from "/static/format.js";
 import { Grid } from "/static/grid.js";
 import { withQuickFilters } from "/static/quick.js";
 import { sortOf, withTimestamp } from "/static/settings.js";
@@ -41,6 +42,7 @@ export class Panel {
     this.$(".close").addEventListener("click", () => this.close());
     this.empty = this.$(".empty-state");
     this.departures = new Departures(this.$(".departures"));
+    this.figures = new Figures(this.element);
     host.place(this); // a pane of the workspace (static/workspace.js), before the table measures it
     this.columns = new Columns(settings, () => host.keyFields(topic));
     this.grid = new Grid(this.$(".table"), {
@@ -69,7 +71,6 @@ export class Panel {
     this.paused = false;
     this.waiting = 0;
     this.updates = 0;
-    this.lastUpdates = 0;
     this.lastMessageAt = 0;
     this.stale = false;
     /** @type {string} the server's reason, when it refused the view */
@@ -183,13 +184,7 @@ export class Panel {
 
   /** The view's size: its records, and its groups when grouped. */
   showCount() {
-    const tree = this.tree;
-    if (!tree) return;
-    const grouped = tree.grouping.length > 0;
-    const rows = formatNumber(grouped ? tree.records() : tree.count, 0);
-    if (this.$(".rows").textContent !== rows) this.$(".rows").textContent = rows;
-    this.$(".group-count").hidden = !grouped;
-    if (grouped) this.$(".groups").textContent = formatNumber(tree.count, 0);
+    if (this.tree) this.figures.count(this.tree);
   }
 
   /** A view the server refuses at once (a bad filter) goes; one it refuses later (after a
@@ -271,7 +266,8 @@ export class Panel {
     pause.addEventListener("click", () => {
       this.paused = !this.paused;
       pause.setAttribute("aria-pressed", String(this.paused));
-      pause.textContent = this.paused ? "Resume" : "Pause";
+      pause.textContent = this.paused ? "▶" : "❚❚";
+      pause.setAttribute("aria-label", this.paused ? "Resume" : "Pause");
       this.element.classList.toggle("paused", this.paused);
       if (!this.paused) {
         this.waiting = 0;
@@ -299,9 +295,14 @@ export class Panel {
       failed: (/** @type {string} */ reason) => this.host.showError(`${this.settings.topic}: the CSV export failed: ${reason}`),
     }));
     this.linkChoices = wireLinkSelect(this, /** @type {HTMLSelectElement} */ (this.$("select.link")));
+    // The ⋯ menu closes once one of its buttons did its work, or on a click elsewhere.
+    const more = /** @type {HTMLDetailsElement} */ (this.$(".view-menu"));
+    for (const button of more.querySelectorAll(".view-menu-items > button")) button.addEventListener("click", () => { more.open = false; });
     addEventListener("click", (event) => {
+      const target = /** @type {Node} */ (event.target);
       const popup = this.$(".column-popup");
-      if (!popup.hidden && !popup.contains(/** @type {Node} */ (event.target))) popup.hidden = true;
+      if (!popup.hidden && !popup.contains(target)) popup.hidden = true;
+      if (more.open && !more.contains(target)) more.open = false;
     });
   }
 
@@ -324,7 +325,7 @@ export class Panel {
   toolbarFields() {
     const fields = this.columns.fields;
     const select = /** @type {HTMLSelectElement} */ (this.$("select.group"));
-    select.replaceChildren(new Option(this.settings.group.length ? "add a level" : "none", ""),
+    select.replaceChildren(new Option(this.settings.group.length ? "+ level…" : "group by…", ""),
       ...fields.filter((f) => !this.settings.group.includes(f)).map((name) => new Option(name, name)));
     select.value = "";
     const list = this.$(".column-list");
@@ -361,14 +362,9 @@ export class Panel {
   /** Once a second: the figures, the stale badge, the empty state. */
   tick() {
     this.linkChoices?.();
-    this.$(".rate").textContent = String(this.updates - this.lastUpdates);
-    this.lastUpdates = this.updates;
     this.departures.draw();
     this.showCount();
-    const age = this.lastMessageAt ? formatAge((Date.now() - this.lastMessageAt) / 1000) : "–";
-    this.$(".age").textContent = age;
-    const latency = this.tree?.root.view.latency?.percentiles();
-    this.$(".latency").textContent = latency && latency.p50 !== null ? `${formatMs(latency.p50)} / ${formatMs(latency.p99)}` : "–";
+    const age = this.figures.tick(this.updates, this.lastMessageAt, this.tree?.root.view.latency);
     this.$(".waiting").textContent = this.paused ? `paused: ${formatNumber(this.waiting, 0)} updates waiting` : "";
     const { state, attempt } = this.host.connection();
     this.$(".stale-badge").textContent = this.stale

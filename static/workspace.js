@@ -59,6 +59,7 @@ export class Workspace {
       position = columns.length < wanted ? { direction: "right" } : { referenceGroup: shortest.at(-1), direction: "below" };
     }
     this.api.addPanel({ id, component: "view", title, ...(position ? { position } : {}) });
+    this.tooltip(id, title);
     if (columns !== null) this.balance();
   }
 
@@ -112,6 +113,13 @@ export class Workspace {
 
   setTitle(/** @type {string} */ id, /** @type {string} */ title) {
     this.api.getPanel(id)?.api.setTitle(title);
+    this.tooltip(id, title);
+  }
+
+  /** The whole title on the tab's tooltip: a narrow pane's tab cuts it short. */
+  tooltip(/** @type {string} */ id, /** @type {string} */ title) {
+    const tab = this.api.getPanel(id)?.view?.tab?.element;
+    if (tab instanceof HTMLElement) tab.title = title;
   }
 
   /** The active pane's group fills the workspace, or, when one does, every pane shows again. */

@@ -1,11 +1,21 @@
-// How late a view's messages arrive: the time from the server's `ts` on a message (when the
-// server applied the change; the subscription needs the `timestamp` option) to its receipt here,
-// kept for the last minute. The two clocks are the server's and the browser's: on one machine,
+// How late a view's live changes arrive: the time from the server's `ts` on a message (when the
+// server took the publish; the subscription needs the `timestamp` option) to its receipt here,
+// kept for the last minute. Only live changes are given (view.js, viewport.js): not a snapshot's
+// records, nor the rows a move or a change elsewhere sends as they are. The two clocks are the server's and the browser's: on one machine,
 // or with both synchronised (NTP), the figure is the change-to-screen latency; otherwise it is
 // off by the clocks' difference.
 
 const WINDOW_MS = 60_000;
 const MAX_SAMPLES = 20_000; // a busy view keeps every 3rd, 4th... so memory stays bounded
+
+// While the page is hidden the server holds its changes (docs/protocol.md, Hidden views: one
+// message per record per interval, the rest when it is shown) and the browser slows its timers:
+// a change made then arrives late on purpose. Only changes made while the page is seen count.
+const page = typeof document === "undefined" ? null : document;
+let shownAt = 0; // when the page was last shown (ms since the epoch)
+page?.addEventListener("visibilitychange", () => {
+  if (page.visibilityState === "visible") shownAt = Date.now();
+});
 
 export class LatencyWindow {
   constructor(windowMs = WINDOW_MS) {
@@ -21,7 +31,7 @@ export class LatencyWindow {
   /** @param {string} ts  the server's ISO-8601 time @param {number} [now]  ms since the epoch */
   add(ts, now = Date.now()) {
     const sent = Date.parse(ts);
-    if (Number.isNaN(sent)) return;
+    if (Number.isNaN(sent) || page?.visibilityState === "hidden" || sent < shownAt) return;
     this._trim(now);
     if (this._at.length - this._start >= MAX_SAMPLES && this._skip++ % 2 === 0) return; // sample a burst
     this._at.push(now);

@@ -253,14 +253,14 @@ export class View extends Emitter {
         this._endSnapshot(message.resumed === true);
         if (this.resumes) this._noteBookmark(message.bm);
         break;
-      case "p":
-        if (message.ts !== undefined) this.latency.add(message.ts);
+      case "p": // (inside a snapshot, a resume's backlog: no latency)
+        if (message.ts !== undefined && this._collecting === null) this.latency.add(message.ts);
         this._update(message, bytes);
         this._noteBookmark(message.bm);
         break;
       case "oof": {
         const news = this._oofIsNews(message);
-        if (news && message.ts !== undefined) this.latency.add(message.ts);
+        if (news && message.ts !== undefined && this._collecting === null) this.latency.add(message.ts);
         const key = this._key(message);
         const previous = this.records.get(key);
         this._collecting?.delete(key); // (inside a snapshot only when it is a resume)

@@ -28,7 +28,7 @@
 import { Moves } from "./moves.js";
 import { CommandRefused, PushError } from "./errors.js";
 import { View } from "./view.js";
-import { DEFAULT_ROWS, OWN_OPTIONS, pushedAcross, rangeProblem, sameWindow, splitOptions } from "./windows.js";
+import { DEFAULT_ROWS, OWN_OPTIONS, pulledAcross, pushedAcross, rangeProblem, sameWindow, splitOptions } from "./windows.js";
 
 export { DEFAULT_ROWS, MAX_ROWS, rangeProblem } from "./windows.js";
 
@@ -272,8 +272,8 @@ export class Viewport extends View {
         break;
       case "p": {
         this.stats.bytes += bytes;
-        if (message.ts !== undefined) this.latency.add(message.ts);
         const key = this._key(message);
+        if (message.ts !== undefined && !pulledAcross(this, message, this.records.has(key))) this.latency.add(message.ts);
         this._update(message, bytes);
         if (this.records.has(key)) this._place(key, message.pos);
         break;

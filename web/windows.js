@@ -62,6 +62,20 @@ export function pushedAcross({ keys, first, last }, message, held) {
   return edge && message.reason === "match" && sameRecord(message.data, held);
 }
 
+/**
+ * Whether a `p` is of a row a change elsewhere pulled across the window's edge into it: sent as it
+ * is, with the `ts` of its own last change (seconds or hours ago), not of the change that moved
+ * it, so it is no latency. Such a row is one the window did not hold, in full, at the window's
+ * first row (when rows are above it) or its last (docs/protocol.md, Live windows). A new record
+ * placed at an edge reads the same and is left out too: a sample lost, never a false one.
+ * @param {{ first: number, last: number }} window @param {any} message  the `p`
+ * @param {boolean} held  whether the window held its record
+ */
+export function pulledAcross({ first, last }, message, held) {
+  if (held || !("data" in message) || typeof message.pos !== "number") return false;
+  return (message.pos === 1 && first > 0) || message.pos === last - first + 1;
+}
+
 /** Two records with the same fields and values, in any order. @param {any} a @param {any} b */
 function sameRecord(a, b) {
   if (!a || !b || typeof a !== "object" || typeof b !== "object") return a === b;

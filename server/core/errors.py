@@ -56,7 +56,13 @@ class FilterError(CommandError):
 
 
 class ConfigError(ServerError):
-    """An invalid configuration; the message is the one line the process prints."""
+    """An invalid configuration; the message is the one line the process prints. ``problems`` are
+    the problems it says, one string each (the message joins several), so that whoever counts
+    them counts the list it says (settings/problems.py)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems: list[str] = list(problems) if problems else [message]
 
 
 class StartupError(ServerError):

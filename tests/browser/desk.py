@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Locator, Page
+from playwright.sync_api import Locator, Page, expect
 
 from .. import waiting
 from ..integration.server_process import ServerProcess
@@ -108,6 +108,16 @@ def quick(page: Page, field: str, text: str) -> None:
     box = header(page, field).locator("input.quick")
     box.fill(text)
     box.press("Enter")
+
+
+def view_menu(view: Locator) -> Locator:
+    """A view's ⋯ menu, opened: the controls a desk uses less (columns, link, details, CSV, close)."""
+    more = view.locator(".view-menu")
+    if more.get_attribute("open") is None:
+        more.locator("> summary").click()
+    items = more.locator(".view-menu-items")
+    expect(items).to_be_visible()
+    return items
 
 
 def menu(page: Page, field: str, item: str) -> None:

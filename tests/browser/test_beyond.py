@@ -53,6 +53,36 @@ def test_a_view_resumes_after_a_dropped_socket_with_only_the_net_change(
     assert result["sowBytes"] < 2000, "a resume sends the net change, not the 100 records"
 
 
+def test_what_a_resume_brings_is_no_latency(page: Page, server: ServerProcess) -> None:
+    open_client_page(page, server)
+    result: dict[str, Any] = page.evaluate(
+        """async () => {
+        const client = new push.PushClient(`ws://${location.host}/ws`, { clientName: "desk-l" });
+        await client.connect();
+        for (let n = 0; n < 10; n++) await client.publish("orders", { order: n, qty: n });
+        const view = client.sowAndSubscribe("orders", { filter: "/qty < 100", options: "oof,timestamp" });
+        await view.ready;
+        const feed = new push.PushClient(`ws://${location.host}/ws`);
+        await feed.connect();
+        const backlog = [];
+        client.connection.transport.socket.close(4000, "dropped");  // as a network blip would
+        await waitFor(() => view.stale);
+        await feed.publish("orders", { order: 5, qty: 6 });
+        await feed.publish("orders", { order: 6, qty: 600 });  // leaves the view while it is away
+        client.connection.on("frame", ({ messages }) => backlog.push(...messages.map((m) => m.c)));
+        await waitFor(() => !view.stale);
+        const away = view.latency.percentiles().count;
+        await feed.publish("orders", { order: 7, qty: 8 });
+        await waitFor(() => [...view.records.values()].some((r) => r.order === 7 && r.qty === 8));
+        return { resumed: view.resumed, backlog, away, live: view.latency.percentiles().count };
+    }"""
+    )
+    assert result["resumed"] is True and "oof" in result["backlog"], result
+    assert result["away"] == 0, "the changes made while the socket was away are a backlog, not a latency"
+    assert result["live"] == 1
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 def test_a_hidden_page_gets_one_message_per_record_per_interval(page: Page, server: ServerProcess) -> None:
     open_client_page(page, server)
     page.evaluate(

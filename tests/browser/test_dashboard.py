@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess, running
 from .conftest import ROW
-from .desk import open_desk, shot
+from .desk import open_desk, shot, view_menu
 from .feed import publish, publish_many
 
 
@@ -49,7 +49,7 @@ def test_the_form_opens_views_side_by_side_and_shows_a_bad_filter(page: Page, se
     expect(page.locator(".view")).to_have_count(1)
     expect(page.locator(".view").nth(0).locator(ROW)).to_have_count(1)
     expect(page.locator(".empty-workspace")).to_be_hidden()
-    page.locator(".view .close").click()
+    view_menu(page.locator(".view")).locator(".close").click()
     expect(page.locator(".view")).to_have_count(0)
     page.fill("[name=topic]", "orders")
     page.fill("[name=filter]", "/qty >")

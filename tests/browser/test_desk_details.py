@@ -6,14 +6,14 @@ from __future__ import annotations
 from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
-from .desk import BOOK, cell, eventually, menu, open_desk, rows, shot, url_with
+from .desk import BOOK, cell, eventually, menu, open_desk, rows, shot, url_with, view_menu
 from .feed import publish, request
 
 
 def test_the_detail_pane_follows_the_selection_live(page: Page, server: ServerProcess) -> None:
     open_desk(page, server, "topic=orders&orderby=/order", BOOK)
     expect(rows(page)).to_have_count(3)
-    page.locator(".view .details").click()
+    view_menu(page.locator(".view")).locator(".details").click()
     pane = page.locator(".detail-pane")
     expect(pane).to_be_visible()
     expect(pane.locator(".detail-note")).to_have_text(
@@ -50,7 +50,7 @@ def test_the_detail_pane_follows_the_selection_live(page: Page, server: ServerPr
     link = url_with(page, "details=1")
     page.goto(link)
     expect(page.locator(".detail-pane")).to_be_visible()
-    page.locator(".view .details").click()
+    view_menu(page.locator(".view")).locator(".details").click()
     expect(page.locator(".detail-pane")).to_have_count(0)
     eventually(lambda: page.evaluate("() => location.search"), lambda search: "details=" not in str(search))
     assert page.errors == []  # type: ignore[attr-defined]
@@ -58,7 +58,7 @@ def test_the_detail_pane_follows_the_selection_live(page: Page, server: ServerPr
 
 def test_a_layout_keeps_the_detail_pane(page: Page, server: ServerProcess) -> None:
     open_desk(page, server, "topic=orders&orderby=/order", BOOK)
-    page.locator(".view .details").click()
+    view_menu(page.locator(".view")).locator(".details").click()
     expect(page.locator(".detail-pane")).to_be_visible()
     page.locator("#layouts > summary").click()
     page.locator(".save-layout input").fill("with details")

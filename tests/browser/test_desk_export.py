@@ -10,7 +10,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
-from .desk import book, column_order, menu, open_desk
+from .desk import book, column_order, menu, open_desk, view_menu
 
 
 def test_the_whole_view_downloads_as_csv(page: Page, server: ServerProcess, tmp_path: Path) -> None:
@@ -24,7 +24,7 @@ def test_the_whole_view_downloads_as_csv(page: Page, server: ServerProcess, tmp_
     shown = column_order(page)
     assert "px" not in shown
     with page.expect_download() as download:
-        page.locator(".view .export-csv").click()
+        view_menu(page.locator(".view")).locator(".export-csv").click()
     assert download.value.suggested_filename == "orders.csv"
     saved = tmp_path / "orders.csv"
     download.value.save_as(saved)

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess, running
-from .desk import body_rows, column, eventually, shot, url_with
+from .desk import body_rows, column, eventually, shot, url_with, view_menu
 from .feed import publish_many
 
 TOPICS = [{"name": "orders", "key": ["/order"]}, {"name": "positions", "key": ["/trader"]}]
@@ -55,7 +55,7 @@ def test_orders_follow_the_traders_selected_in_positions(page: Page, desk: Serve
     # Closed, the positions view no longer filters the orders.
     body_rows(page, 0).filter(has_text="cho").locator("td").first.click()
     expect(orders.locator(".rows")).to_have_text(str(count("cho")))
-    positions.locator(".close").click()
+    view_menu(positions).locator(".close").click()
     expect(page.locator(".view")).to_have_count(1)
     expect(page.locator(".view .rows")).to_have_text("40")
     assert page.errors == []  # type: ignore[attr-defined]
@@ -67,7 +67,8 @@ def test_a_link_is_chosen_in_the_toolbar_and_kept_in_the_link(page: Page, desk: 
     orders = page.locator(".view").nth(1)
     expect(orders.locator(".rows")).to_have_text("40")
     body_rows(page, 0).filter(has_text="cho").locator("td").first.click()
-    orders.locator("select.link").select_option("positions:trader")  # follows what is selected already
+    # It follows what is selected already.
+    view_menu(orders).locator("select.link").select_option("positions:trader")
     expect(orders.locator(".rows")).to_have_text(str(count("cho")))
     link = url_with(page, "link=positions:trader")
     page.goto(link)

@@ -10,7 +10,20 @@ from typing import Any
 from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess
-from .desk import BOOK, cell, column_order, eventually, header, menu, open_desk, quick, rows, shot, url_with
+from .desk import (
+    BOOK,
+    cell,
+    column_order,
+    eventually,
+    header,
+    menu,
+    open_desk,
+    quick,
+    rows,
+    shot,
+    url_with,
+    view_menu,
+)
 from .feed import publish
 
 
@@ -102,7 +115,7 @@ def test_columns_moved_resized_and_hidden_by_hand_come_back_from_the_link(
     assert isinstance(widened, dict)
 
     # Hide: untick the column in the Columns list.
-    page.locator(".view .columns-menu summary").click()
+    view_menu(page.locator(".view")).locator(".columns-menu summary").click()
     page.locator(".view .column-list label", has_text="at").locator("input").uncheck()
     expect(header(page, "at")).to_have_count(0)
     page.locator(".view .columns-menu summary").click()

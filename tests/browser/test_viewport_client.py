@@ -190,6 +190,58 @@ def test_the_oofs_a_move_sends_are_not_counted_as_latency(page: Page, server: Se
     assert page.errors == []  # type: ignore[attr-defined]
 
 
+def test_a_row_a_change_elsewhere_pulls_into_the_window_is_not_counted_as_latency(
+    page: Page, server: ServerProcess
+) -> None:
+    publish_many(server, [record(n) for n in range(1, 101)])
+    open_viewport(page, server, f"orderby: '{ORDER}', rows: [0, 49], options: 'timestamp'")
+    top, below = page.evaluate("() => vp.rows[0]"), window(server, 50, 50)[0]
+    page.evaluate(
+        """() => {
+        window.seen = [];
+        client.connection.on("frame", ({ messages }) => seen.push(...messages));
+    }"""
+    )
+    # A live change takes the window's first row to the end of the order: it leaves, and the row
+    # below the window is pulled in, sent as it is, with the ts of its own last change.
+    request(server.url, [{"c": "publish", "t": "orders", "data": {**top, "qty": -1}, "cid": "p"}])
+    page.wait_for_function(
+        "([gone, pulled]) => !vp.rows.some((r) => r.order === gone)"
+        " && vp.rows.some((r) => r.order === pulled)",
+        arg=[top["order"], below["order"]],
+    )
+    result = page.evaluate("() => ({ seen, latency: vp.latency.percentiles() })")
+    pulled = [m for m in result["seen"] if m["c"] == "p" and m.get("data", {}).get("order") == below["order"]]
+    assert len(pulled) == 1 and pulled[0]["pos"] == 50, result["seen"]
+    live = [m for m in result["seen"] if m.get("data", {}).get("order") == top["order"]]
+    assert len(live) == 1 and pulled[0]["ts"] < live[0]["ts"], result["seen"]
+    assert result["latency"]["count"] == 1, "only the change itself is a latency"
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+# The page hidden or shown, as the browser says it when its tab is left or come back to.
+SHOW = """(state) => {
+  Object.defineProperty(document, "visibilityState", { configurable: true, get: () => state });
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+
+
+def test_a_change_made_while_the_page_is_hidden_is_no_latency(page: Page, server: ServerProcess) -> None:
+    publish_many(server, [record(n) for n in range(1, 11)])
+    open_viewport(page, server, f"orderby: '{ORDER}', rows: [0, 49], options: 'timestamp'")
+    qty = "(order) => vp.rows.find((r) => r.order === order)?.qty"
+    page.evaluate(SHOW, "hidden")
+    # Held by the server (Hidden views) and sent when the page is shown again: late on purpose.
+    request(server.url, [{"c": "publish", "t": "orders", "data": {**record(1), "qty": 5000}, "cid": "p"}])
+    page.evaluate(SHOW, "visible")
+    page.wait_for_function(f"() => ({qty})(1) === 5000")
+    assert page.evaluate("() => vp.latency.percentiles().count") == 0
+    request(server.url, [{"c": "publish", "t": "orders", "data": {**record(2), "qty": 5001}, "cid": "p"}])
+    page.wait_for_function(f"() => ({qty})(2) === 5001")
+    assert page.evaluate("() => vp.latency.percentiles().count") == 1, "a change made while it is seen is one"
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 def test_the_readme_viewport_example_works(page: Page, server: ServerProcess) -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     section = readme.split("### Viewports and aggregates", 1)[1]

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from ..integration.server_process import ServerProcess
-from .desk import eventually, open_desk, shot
+from .desk import eventually, open_desk, shot, view_menu
 
 VIEWS = [
     "topic=orders&filter=&options=",
@@ -85,7 +85,7 @@ def test_a_pane_closes_from_its_tab_and_the_link_follows(page: Page, server: Ser
     page.wait_for_function("() => location.search.split('topic=orders').length - 1 === 2")
     assert "FX" not in page.evaluate("() => decodeURIComponent(location.search)")
     # And the view's own close button closes its pane.
-    page.locator(".view").nth(1).locator(".close").click()
+    view_menu(page.locator(".view").nth(1)).locator(".close").click()
     expect(page.locator(".dv-tab")).to_have_count(1)
     assert page.errors == []  # type: ignore[attr-defined]
 

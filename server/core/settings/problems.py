@@ -22,7 +22,7 @@ class Problems:
         if len(self.found) == 1:
             raise ConfigError(self.found[0])
         if self.found:
-            raise ConfigError(f"{len(self.found)} problems: " + "; ".join(self.found))
+            raise ConfigError(f"{len(self.found)} problems: " + "; ".join(self.found), self.found)
 
 
 class Collecting:
@@ -38,6 +38,7 @@ class Collecting:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> bool:
         if isinstance(error, ConfigError):
-            self.found.append(str(error))
+            # Each problem it says, not the error as one: the count is of the list that is said.
+            self.found.extend(error.problems)
             return True  # noted: reading goes on
         return False

@@ -25,7 +25,7 @@ def no_unknown(table: dict[str, Any], known: set[str], where: str) -> None:
             close = get_close_matches(str(name), sorted(known), n=1, cutoff=0.6)
             unknown.append(f"{prefix}{name}: unknown key" + (f" (did you mean {close[0]}?)" if close else ""))
     if unknown:
-        raise ConfigError("; ".join(unknown))
+        raise ConfigError("; ".join(unknown), unknown)
 
 
 def typed(table: dict[str, Any], name: str, kind: type | tuple[type, ...], where: str, default: Any) -> Any:

@@ -60,3 +60,19 @@ def test_two_topics_of_one_name_and_a_bad_one_are_both_said() -> None:
         {"topic": [{"name": "a", "key": ["/id"]}, {"name": "a", "key": ["/id"]}, {"name": "b", "key": 5}]}
     )
     assert "topic: two topics are named 'a'" in said and "topic 'b'.key" in said
+
+
+def test_the_count_is_of_the_problems_said_when_one_table_has_several_unknown_keys() -> None:
+    # Two typos in [server] are two problems, not one: the count and the list are the one list.
+    said = problems_of(
+        {"server": {"prot": 8000, "hots": "0.0.0.0"}, "topic": [{"name": "a", "key": ["/id"], "bogus": 1}]}
+    )
+    count, listed = said.split(": ", 1)
+    assert count == "3 problems"
+    assert listed.split("; ") == [
+        "server.prot: unknown key (did you mean port?)",
+        "server.hots: unknown key (did you mean host?)",
+        "topic 'a'.bogus: unknown key",
+    ]
+    # Alone, two unknown keys of one table are still counted as two.
+    assert problems_of({"server": {"prot": 1, "hots": 2}}).startswith("2 problems: server.prot")
