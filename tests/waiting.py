@@ -70,3 +70,17 @@ async def eventually_async(
         if loop.time() > deadline:
             raise AssertionError(f"not within {timeout:g} s (a hang guard): {_said(what)}")
         await asyncio.sleep(step)
+
+
+async def until(
+    condition: Callable[[], object],
+    what: str | Callable[[], str] = "the condition never held",
+    timeout: float = HANG_S,
+    step: float = STEP_S / 2,
+) -> None:
+    """Wait, without holding the event loop, until ``condition()`` (a plain function) is true."""
+
+    async def check() -> bool:
+        return bool(condition())
+
+    await eventually_async(check, what, timeout, step)

@@ -95,7 +95,7 @@ def test_eight_views_at_1600_by_1000_each_show_ten_rows_inside_their_own_pane(
     query = "&".join(VIEWS[n % len(VIEWS)][0] for n in range(8))
     open_desk(page, server, query, size=2000)
     expect(page.locator(".view")).to_have_count(8)
-    page.wait_for_function(TEN_ROWS_EACH, timeout=30_000)
+    page.wait_for_function(TEN_ROWS_EACH)
     panes: list[dict[str, Any]] = page.evaluate(PANES)
     titles = [VIEWS[n % len(VIEWS)][1] for n in range(8)]
     for n, pane in enumerate(panes):

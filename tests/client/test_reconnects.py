@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,25 +16,28 @@ from server.client import Publisher, Subscriber
 
 from ..browser.feed import publish
 from ..integration.server_process import ServerProcess, sow_records, write_config
+from ..waiting import HANG_S, eventually_async, until
 
 PAD = "x" * 400
 
 
-async def logged(caplog: pytest.LogCaptureFixture, *parts: str, timeout: float = 60) -> logging.LogRecord:
-    """The first record of the client's logger holding every one of ``parts``, once there is one
-    (``timeout``: a hang guard only)."""
-    async with asyncio.timeout(timeout):
-        while True:
-            for record in caplog.records:
-                if record.name == "server.client" and all(p in record.getMessage() for p in parts):
-                    return record
-            await asyncio.sleep(0.02)
+async def logged(caplog: pytest.LogCaptureFixture, *parts: str) -> logging.LogRecord:
+    """The first record of the client's logger holding every one of ``parts``, once there is one."""
 
+    def found() -> logging.LogRecord | None:
+        return next(
+            (
+                record
+                for record in caplog.records
+                if record.name == "server.client" and all(p in record.getMessage() for p in parts)
+            ),
+            None,
+        )
 
-async def until(condition: Callable[[], bool], timeout: float = 60) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
+    async def check() -> logging.LogRecord | None:
+        return found()
+
+    return await eventually_async(check, f"no client log line with {parts}", step=0.02)
 
 
 @pytest.mark.slow
@@ -99,7 +101,7 @@ async def test_a_publisher_cut_off_by_a_restart_says_so_and_loses_nothing(
         assert "the server closed the connection: 1001" in lost.getMessage(), lost.getMessage()
         second = ServerProcess(config, tmp_path / "data", port=first.port)
         await sending
-        await publisher.wait_persisted(timeout=120)
+        await publisher.wait_persisted(timeout=HANG_S)
         await logged(caplog, "publisher feed at", "reconnected")
         assert sorted(record["id"] for record in sow_records(second.url, "orders")) == list(range(total))
     finally:

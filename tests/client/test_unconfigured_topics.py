@@ -18,6 +18,7 @@ from server.client import Publisher, Subscriber, SubscriptionError, Unconfigured
 
 from ..browser.feed import publish
 from ..integration.server_process import ServerProcess, write_config
+from ..waiting import HANG_S
 
 TOPICS = [{"name": "orders", "key": ["/order"]}, {"name": "ledger", "key": ["/id"], "durable": True}]
 HINT = "did you mean 'orders'? (configured: ledger, orders)"
@@ -119,9 +120,9 @@ async def test_a_publish_to_a_typo_is_logged_once_per_topic(
             await publisher.publish_many("ordrs", [{"order": 1}, {"order": 2}])
             await publisher.publish("ledgr", {"id": 1})
             await publisher.publish("orders", {"order": 3})
-            await publisher.wait_persisted(timeout=10)
+            await publisher.wait_persisted(timeout=HANG_S)
             await publisher.publish("ordrs", {"order": 4})
-            await publisher.wait_persisted(timeout=10)
+            await publisher.wait_persisted(timeout=HANG_S)
     finally:
         await publisher.close()
     said = [record.getMessage() for record in caplog.records if record.name == "server.client"]

@@ -15,7 +15,7 @@ import http.server
 import logging
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +24,7 @@ from server.client import Publisher, Subscriber
 from spark_feeds.link import LIBRARY_LOG
 from spark_feeds.sink import FeedError, ProtocolSink
 
+from ..waiting import until
 from .server_process import ServerProcess, auth_section, write_config
 
 TOPICS = [{"name": "orders", "key": ["/order"], "durable": True}]
@@ -44,12 +45,6 @@ def assert_no_stack_trace(caplog: pytest.LogCaptureFixture, capfd: pytest.Captur
 def lines(caplog: pytest.LogCaptureFixture, logger: str, *parts: str) -> list[str]:
     said = [r.getMessage() for r in caplog.records if r.name == logger]
     return [line for line in said if all(part in line for part in parts)]
-
-
-async def until(condition: Callable[[], bool], timeout: float = 60) -> None:
-    async with asyncio.timeout(timeout):  # a hang guard only
-        while not condition():
-            await asyncio.sleep(0.01)
 
 
 @pytest.fixture
