@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from ..integration.server_process import ServerProcess
 from .desk import open_desk, shot, view_menu
@@ -56,6 +56,18 @@ TEN_ROWS_EACH = f"""() => {{
   return panes.length === 8 && panes.every((p) => p.rows.filter((r) =>
     r.top >= p.shows.top - 0.5 && r.bottom <= p.shows.bottom + 0.5).length >= 10);
 }}"""
+
+
+def edges(element: Locator) -> dict[str, float]:
+    """Where ``element`` is drawn on the page: its top, bottom, left and right."""
+    box = element.bounding_box()
+    assert box is not None, "not drawn"
+    return {
+        "top": box["y"],
+        "bottom": box["y"] + box["height"],
+        "left": box["x"],
+        "right": box["x"] + box["width"],
+    }
 
 
 def inside(inner: dict[str, float], outer: dict[str, float]) -> bool:
@@ -136,17 +148,8 @@ def test_eight_views_at_1600_by_1000_each_show_ten_rows_inside_their_own_pane(
     for control in (".columns-menu summary", "select.link", ".details", ".export-csv", ".close"):
         expect(items.locator(control)).to_be_visible()
     expect(items.locator(".view-name")).to_contain_text("orders")
-    box, pane = items.bounding_box(), panes[0]["pane"]
-    assert box is not None
-    assert inside(
-        {
-            "top": box["y"],
-            "bottom": box["y"] + box["height"],
-            "left": box["x"],
-            "right": box["x"] + box["width"],
-        },
-        pane,
-    )
+    pane = panes[0]["pane"]
+    assert inside(edges(items), pane)
     shot(page, "panes-menu.png")
     page.locator(".view").nth(1).locator("regular-table tbody td").first.click()
     expect(first.locator(".view-menu")).not_to_have_attribute("open", "")  # a click elsewhere closes it
@@ -155,17 +158,7 @@ def test_eight_views_at_1600_by_1000_each_show_ten_rows_inside_their_own_pane(
     first.locator("regular-table thead th[data-field='qty'] .column-menu-button").click()
     popup = first.locator(".column-popup")
     expect(popup).to_be_visible()
-    box = popup.bounding_box()
-    assert box is not None
-    assert inside(
-        {
-            "top": box["y"],
-            "bottom": box["y"] + box["height"],
-            "left": box["x"],
-            "right": box["x"] + box["width"],
-        },
-        pane,
-    )
+    assert inside(edges(popup), pane)
     shot(page, "panes-column-menu.png")
     last = popup.get_by_role("button").last
     last.scroll_into_view_if_needed()

@@ -5,7 +5,6 @@ groups, a refused view's error, a DataFrame, and a reconnect that resubscribes e
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,22 +16,6 @@ from ..browser.feed import publish, request
 from ..integration.server_process import ServerProcess, write_config
 
 TOPICS = [{"name": "orders", "key": ["/order"]}]
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Any:
-    process = ServerProcess(write_config(tmp_path / "server.toml", {}, TOPICS), tmp_path / "data")
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-async def subscriber(server: ServerProcess) -> AsyncIterator[Subscriber]:
-    """A subscriber connected to ``server``, closed after the test."""
-    connected = Subscriber(server.url)
-    await connected.connect()
-    yield connected
-    await connected.close()
 
 
 async def take(changes: Any, count: int) -> list[Change]:

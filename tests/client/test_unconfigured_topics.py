@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +15,7 @@ import pytest
 from server.client import Publisher, Subscriber, SubscriptionError, UnconfiguredTopicWarning
 
 from ..browser.feed import publish
-from ..integration.server_process import ServerProcess, write_config
+from ..integration.server_process import ServerProcess
 from ..waiting import HANG_S
 
 TOPICS = [{"name": "orders", "key": ["/order"]}, {"name": "ledger", "key": ["/id"], "durable": True}]
@@ -25,18 +23,8 @@ HINT = "did you mean 'orders'? (configured: ledger, orders)"
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Any:
-    process = ServerProcess(write_config(tmp_path / "server.toml", {}, TOPICS), tmp_path / "data")
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-async def subscriber(server: ServerProcess) -> AsyncIterator[Subscriber]:
-    connected = Subscriber(server.url)
-    await connected.connect()
-    yield connected
-    await connected.close()
+def topics() -> list[dict[str, Any]]:
+    return TOPICS
 
 
 async def test_a_view_of_a_typo_warns_with_the_servers_words_and_stays_pub_sub(
