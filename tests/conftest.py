@@ -28,6 +28,7 @@ settings.load_profile("suite")
 # order. A module added to the suite that takes more than ten seconds or so belongs here.
 LONG = (
     "tests/core/test_engine_model.py",  # its four parts
+    "tests/spark/test_demo_console.py",
     "tests/browser/test_demo_dashboard.py",
     "tests/browser/test_dashboard_viewport.py",
     "tests/spark/test_feeds.py",
@@ -35,7 +36,6 @@ LONG = (
     "tests/spark/test_demo_transforms.py",
     "tests/spark/test_python310.py",
     "tests/browser/test_adapters.py",
-    "tests/spark/test_demo_console.py",
     "tests/cluster/test_lost_redis.py",
     "tests/cluster/test_cluster.py",
     "tests/browser/test_viewport_client.py",
@@ -46,6 +46,10 @@ LONG = (
     "tests/spark/test_files_command.py",
     "tests/client/test_declarations.py",
     "tests/browser/test_reconnect.py",
+    "tests/client/test_reconnects.py",
+    "tests/integration/test_clients_when_the_server_vanishes.py",
+    "tests/client/test_store.py",
+    "tests/browser/test_panes.py",
     "tests/browser/test_aggrid_viewport.py",
     "tests/cluster/test_failures.py",
     "tests/integration/test_aggregation.py",

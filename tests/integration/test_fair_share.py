@@ -21,7 +21,7 @@ from .client import Client
 from .conftest import StartServer
 from .server_process import ServerProcess
 
-# It measures the server's time or memory: it runs with no other test beside it (scripts/test).
+# It measures a big server's time or memory: it runs in the quiet pass, apart from the first (scripts/test).
 pytestmark = pytest.mark.quiet
 
 ROUND_TRIP_S = 1.0  # what another socket's heartbeat may take while the attack runs

@@ -12,7 +12,7 @@ from .conftest import StartServer
 from .hostile import VictimProbe, peak_rss_mb, rss_mb, stored
 from .hostile_arena import GROWTH_MB, LATENCY_S, acks_by_cid, arena, assert_refused, publish_all
 
-# It measures the server's time or memory: it runs with no other test beside it (scripts/test).
+# It measures a big server's time or memory: it runs in the quiet pass, apart from the first (scripts/test).
 pytestmark = pytest.mark.quiet
 
 BIG_ROWS = 20_000

@@ -31,7 +31,7 @@ from .hostile_arena import (
     publish_all,
 )
 
-# It measures the server's time or memory: it runs with no other test beside it (scripts/test).
+# It measures a big server's time or memory: it runs in the quiet pass, apart from the first (scripts/test).
 pytestmark = pytest.mark.quiet
 
 ROW_TEXT = "ab" * 25_000  # 50 KB: (.*a){20} matches, and its greedy groups span the whole row

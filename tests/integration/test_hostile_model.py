@@ -15,7 +15,7 @@ from .conftest import StartServer
 from .hostile_arena import GROWTH_MB, LATENCY_S, arena, publish_all
 from .hostile_model import BIG_RECORDS, BIG_TOPIC, DURABLE_TOPIC, big_rows, run_model
 
-# It measures the server's time or memory: it runs with no other test beside it (scripts/test).
+# It measures a big server's time or memory: it runs in the quiet pass, apart from the first (scripts/test).
 pytestmark = pytest.mark.quiet
 
 SEED = int(os.environ.get("HOSTILE_SEED", "27"))

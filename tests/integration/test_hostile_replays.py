@@ -19,7 +19,7 @@ from .conftest import StartServer
 from .hostile import VictimProbe, peak_rss_mb, rss_mb
 from .hostile_arena import GROWTH_MB, LATENCY_S, arena, publish_all
 
-# It measures the server's time or memory: it runs with no other test beside it (scripts/test).
+# It measures a big server's time or memory: it runs in the quiet pass, apart from the first (scripts/test).
 pytestmark = pytest.mark.quiet
 
 SUBSCRIPTIONS = 1_200  # max_subscriptions (1,000) admits 1,000 of them

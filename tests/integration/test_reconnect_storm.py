@@ -18,7 +18,7 @@ from server.asgi.uvicorn_protocol import REQUEST_HEAD_TIMEOUT_S
 from .raw_socket import handshake
 from .server_process import ServerProcess
 
-# It measures the server's time or memory: it runs with no other test beside it (scripts/test).
+# It measures a big server's time or memory: it runs in the quiet pass, apart from the first (scripts/test).
 pytestmark = pytest.mark.quiet
 
 STORM = 2_000
