@@ -155,7 +155,11 @@ async def test_any_worker_answers_metrics_and_status_for_every_worker(start_node
         assert [(w["worker"], w["answered"]) for w in report["workers"]] == [(0, True), (1, True)]
         assert sum(w["connections"] for w in report["workers"]) == 12
         assert {row["label"] for row in report["slowest"]} <= {f"desk {n}" for n in range(12)}
-        assert {row["worker"] for row in report["slowest"]} == {0, 1}
+        # Each row names the worker holding its socket: which sockets the kernel gave each worker,
+        # and so which workers the ten rows of twelve idle sockets show, is its choice.
+        held = {w["worker"]: w["connections"] for w in report["workers"]}
+        shown = [row["worker"] for row in report["slowest"]]
+        assert len(shown) == 10 and all(shown.count(w) <= held[w] for w in held), (shown, held)
         [orders] = [row for row in report["topics"] if row["topic"] == "orders"]
         assert orders["subscriptions"] == 12
     # A worker that is gone is said to be, by whichever worker answers.
