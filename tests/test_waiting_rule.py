@@ -6,6 +6,8 @@
   tests/waiting.py, whose timeout is a hang guard.
 - a wait with a deadline of its own (``deadline = time.monotonic() + 10``): the same limit, by
   hand. Waits go through tests/waiting.py too.
+- a WebSocket client with the library's keepalive pings: a pong a busy server answers late
+  closes it (1011), the same limit inside a library.
 - an assertion on a wall-clock difference (``assert time.monotonic() - started < 2``): a bound on
   work is asserted on time the machine's other work cannot stretch (tests/work.py), or it is a
   figure of speed and belongs in bench/.
@@ -104,6 +106,20 @@ def hand_made_deadlines(tree: ast.AST) -> Iterator[int]:
             yield node.lineno
 
 
+def keepalive_timers(tree: ast.AST) -> Iterator[int]:
+    """Lines of a WebSocket client opened with the library's keepalive pings (``connect(url)``
+    without ``ping_interval=None``): a pong answered late by a busy server closes it with 1011."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in {"connect", "sync_connect"}
+            and node.args
+            and not any(keyword.arg in {"ping_interval", None} for keyword in node.keywords)
+        ):
+            yield node.lineno
+
+
 def modules() -> Iterator[tuple[str, ast.AST]]:
     for path in sorted(TESTS.rglob("*.py")):
         if "node_modules" in path.parts:
@@ -136,6 +152,11 @@ def test_no_wait_has_a_limit_of_its_own() -> None:
     assert not found, "hand-made deadlines (use tests/waiting.py's eventually): " + ", ".join(found)
 
 
+def test_no_client_keeps_a_keepalive_timer() -> None:
+    found = [f"{name}:{line}" for name, tree in modules() for line in keepalive_timers(tree)]
+    assert not found, "clients with keepalive pings (ping_interval=None): " + ", ".join(found)
+
+
 def test_the_rule_finds_what_it_forbids() -> None:
     poll = "for _ in range(100):\n    if done():\n        break\n    time.sleep(0.1)\n"
     timed = (
@@ -147,5 +168,7 @@ def test_the_rule_finds_what_it_forbids() -> None:
     assert list(clock_assertions(ast.parse(timed))) == [5]
     assert list(clock_assertions(ast.parse(direct))) == [2]
     assert list(hand_made_deadlines(ast.parse("deadline = time.monotonic() + 10\n"))) == [1]
+    assert list(keepalive_timers(ast.parse("with connect(url, open_timeout=5) as ws:\n    pass\n"))) == [1]
+    assert list(keepalive_timers(ast.parse("connect(url, ping_interval=None)\n"))) == []
     pacing = "for n in range(10):\n    send(n)\n    time.sleep(0.05)\n"  # paces a feed: stops on nothing
     assert list(bounded_polls(ast.parse(pacing))) == []

@@ -14,7 +14,7 @@ from ..waiting import HANG_S
 
 def request(url: str, commands: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Send ``commands`` then a flush; every message received until the flush's ack."""
-    with connect(url, open_timeout=HANG_S) as ws:
+    with connect(url, open_timeout=HANG_S, ping_interval=None) as ws:
         ws.send(orjson.dumps([*commands, {"c": "flush", "cid": "done"}]).decode())
         got: list[dict[str, Any]] = []
         while not any(m.get("cid") == "done" and m.get("c") == "ack" for m in got):
@@ -30,7 +30,7 @@ def publish(server: ServerProcess, *records: dict[str, Any], topic: str = "order
 
 def publish_many(server: ServerProcess, records: list[dict[str, Any]], topic: str = "orders") -> None:
     """Publish many records fast: frames of 2,000 publishes on one socket, then a flush."""
-    with connect(server.url, open_timeout=HANG_S, max_size=None) as ws:
+    with connect(server.url, open_timeout=HANG_S, max_size=None, ping_interval=None) as ws:
         for start in range(0, len(records), 2000):
             batch = records[start : start + 2000]
             ws.send(orjson.dumps([{"c": "publish", "t": topic, "data": r} for r in batch]).decode())

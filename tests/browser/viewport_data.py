@@ -28,7 +28,7 @@ def record(n: int) -> dict[str, Any]:
 
 def publish_many(server: ServerProcess, records: list[dict[str, Any]], topic: str = "orders") -> None:
     """Publish in frames of 1,000 over one socket, then wait for a flush."""
-    with connect(server.url, open_timeout=HANG_S, max_size=None) as ws:
+    with connect(server.url, open_timeout=HANG_S, max_size=None, ping_interval=None) as ws:
         for start in range(0, len(records), 1000):
             batch = [{"c": "publish", "t": topic, "data": r} for r in records[start : start + 1000]]
             ws.send(orjson.dumps(batch).decode())

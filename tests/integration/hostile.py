@@ -67,7 +67,7 @@ def dir_bytes(path: Path) -> int:
 
 def stored(server: ServerProcess, topic: str, logon: dict[str, Any] | None = None) -> list[bytes]:
     """Every record of ``topic`` (read by a ``sow``, after ``logon`` when given), in a comparable form."""
-    with connect(server.url, open_timeout=HANG_S, max_size=None) as ws:
+    with connect(server.url, open_timeout=HANG_S, max_size=None, ping_interval=None) as ws:
         if logon is not None:
             assert all(m.get("status") != "failure" for m in request(ws, {**logon, "cid": "logon"}))
         replies = request(ws, {"c": "sow", "t": topic, "cid": "stored"})
@@ -181,7 +181,9 @@ class VictimProbe:
         return self
 
     def _open(self, name: str) -> ClientConnection:
-        ws = self._sockets.enter_context(connect(self.server.url, open_timeout=HANG_S, max_size=None))
+        ws = self._sockets.enter_context(
+            connect(self.server.url, open_timeout=HANG_S, max_size=None, ping_interval=None)
+        )
         if self.logon is not None:
             replies = request(ws, {**self.logon, "cid": f"logon-{name}"})
             assert all(m.get("status") != "failure" for m in replies), replies

@@ -58,7 +58,7 @@ ORDERS = [{"order": n, "customer": f"c{n % 3}", "qty": n * 10, "note": "n" * 100
 
 def publish_all(server: ServerProcess, topic: str, rows: list[dict[str, Any]], logon: Any = None) -> None:
     """Publish ``rows`` into ``topic`` over a synchronous socket, in frames under 900 KB."""
-    with sync_connect(server.url, open_timeout=HANG_S, max_size=None) as ws:
+    with sync_connect(server.url, open_timeout=HANG_S, max_size=None, ping_interval=None) as ws:
         if logon is not None:
             assert all(m.get("status") != "failure" for m in request(ws, {**logon, "cid": "logon"}))
         batch: list[dict[str, Any]] = []

@@ -141,7 +141,7 @@ def running(tmp_path: Path, topics: list[dict[str, Any]], name: str = "server") 
 
 def sow_records(url: str, topic: str) -> list[Any]:
     """Every record of ``topic`` (a ``sow`` over a synchronous client)."""
-    with connect(url, open_timeout=HANG_S) as ws:
+    with connect(url, open_timeout=HANG_S, ping_interval=None) as ws:
         ws.send(orjson.dumps({"c": "sow", "t": topic, "cid": "q"}).decode())
         got: list[Any] = []
         while not any(m.get("c") == "group_end" for m in got):

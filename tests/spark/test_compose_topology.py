@@ -187,7 +187,7 @@ def test_the_compose_topology_on_loopback_carries_the_feed_to_every_node(
     touched = (tmp_path / "alive").stat().st_mtime
     eventually(lambda: (tmp_path / "alive").stat().st_mtime > touched, "the health check's heartbeat")
     assert master_state(master_ui)["activeapps"][0]["name"] == "sowpush demo"
-    with connect(f"ws://{front}/ws", open_timeout=HANG_S) as subscriber:
+    with connect(f"ws://{front}/ws", open_timeout=HANG_S, ping_interval=None) as subscriber:
         subscriber.send(orjson.dumps({"c": "subscribe", "t": "orders", "sub_id": "live"}).decode())
         eventually(
             lambda: [m for m in orjson.loads(subscriber.recv(timeout=HANG_S)) if m.get("c") == "p"],
@@ -196,7 +196,9 @@ def test_the_compose_topology_on_loopback_carries_the_feed_to_every_node(
     # Logons are throttled per client address, which the nodes take from the balancer's
     # X-Forwarded-For: a client cannot name another address itself.
     spoofed = {"X-Forwarded-For": "6.6.6.6"}
-    with connect(f"ws://{front}/ws", open_timeout=HANG_S, additional_headers=spoofed) as spoofer:
+    with connect(
+        f"ws://{front}/ws", open_timeout=HANG_S, additional_headers=spoofed, ping_interval=None
+    ) as spoofer:
         spoofer.send(orjson.dumps({"c": "logon", "cid": "l", "label": "spoofer"}).decode())
         spoofer.recv(timeout=10)
         peers = [
