@@ -96,6 +96,11 @@ class Cluster:
     async def sows(self) -> list[dict[int, Any]]:
         return list(await asyncio.gather(*(self.sow(node) for node in range(NODES))))
 
+    async def agreed(self) -> list[dict[int, Any]] | None:
+        """Every node's SOW once they are all the same (None while they differ)."""
+        sows = await self.sows()
+        return sows if all(sow == sows[0] for sow in sows) else None
+
     def tail(self) -> str:
         last = self.redis.xrevrange(STREAM, "+", "-", count=1)
         return last[0][0].decode() if last else "0-0"

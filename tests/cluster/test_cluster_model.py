@@ -147,11 +147,7 @@ class ClusterMachine(RuleBasedStateMachine):
             )
             socket.messages.clear()
 
-            async def agreed() -> list[dict[int, Any]] | None:  # (the acking node applied it already)
-                sows = await self.cluster.sows()
-                return sows if all(sow == sows[0] for sow in sows) else None
-
-            if not any(await eventually_async(agreed, "the nodes never agreed on what is left")):
+            if not any(await eventually_async(self.cluster.agreed, "the nodes never agreed on what is left")):
                 self.log_from = self.cluster.tail()
                 return
             if attempt == 5:
