@@ -2,12 +2,17 @@
 // (docs/protocol.md, The filter language), on top of the view's own filter. On a number column:
 // `>10`, `>=10`, `<5`, `<=5`, `=3`, `!=3`, `10..20` or a number; elsewhere (and when a number
 // column's text is none of those): rows whose text contains it, any case; `=text` for exactly that
-// text (any case), `!text` for rows that do not contain it.
+// text (any case), `!text` for rows that do not contain it. On a number column, a comparison not
+// yet finished (`>`, `<=`, `10..`) filters nothing until it is.
 
 import { both, literal, path } from "/static/tree.js";
 
 const COMPARISON = /^(>=|<=|!=|>|<|=)\s*(-?[\d.,_]+)$/;
 const RANGE = /^(-?[\d.]+)\s*\.\.\s*(-?[\d.]+)$/;
+// What a number column's box holds while a comparison is still being typed (`>`, `>=`, `-`,
+// `10..`): no filter yet, rather than "the text contains >", which matches no number and would
+// empty the table under the user's fingers whenever the typing pauses.
+const UNFINISHED = /^(>=|<=|!=|>|<|=|!)?\s*-?$|^-?[\d.]+\s*\.\.?\s*-?$/;
 
 /** @param {string} text */
 function number(text) {
@@ -36,6 +41,7 @@ export function quickFilter(field, text, kind) {
     if (range) return `${at} BETWEEN ${Number(range[1])} AND ${Number(range[2])}`;
     const exact = number(typed);
     if (exact !== null) return `${at} = ${exact}`;
+    if (UNFINISHED.test(typed)) return "";
   }
   const like = (/** @type {string} */ pattern) => `${at} LIKE ${literal(`(?i)${pattern}`)}`;
   if (typed.startsWith("=")) return like(`^${escaped(typed.slice(1))}$`);
