@@ -9,23 +9,18 @@ from typing import Any
 
 import orjson
 
+from ..records.canonical import SEPARATOR, joined, scalar
 from ..records.paths import MISSING
 
 
 def _canonical(value: Any) -> str:
-    # Tagged as SowKeys are (1 and 1.0 one group, "1" and true others); NULL and missing are one
-    # group; objects and arrays by their JSON with sorted keys.
-    kind = type(value)
+    # Tagged as SowKeys are (records/canonical.py); NULL and missing are one group; objects and
+    # arrays by their JSON with sorted keys.
     if value is MISSING or value is None:
         return "z:"
-    if kind is str:
-        return "s:" + value  # type: ignore[no-any-return]
-    if kind is bool:
-        return "b:1" if value else "b:0"
-    if kind is int:
-        return f"n:{value}"
-    if kind is float:
-        return f"n:{int(value)}" if value.is_integer() else f"n:{value!r}"
+    text = scalar(value)
+    if text is not None:
+        return text
     return "j:" + orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
@@ -33,5 +28,5 @@ def group_key(values: tuple[Any, ...]) -> str:
     """The ``k`` of the group of these grouping values."""
     # Marked as a group's, so that it is never the SowKey of a record of the same topic (a socket
     # queue conflates by topic and key, and a socket may hold both views).
-    canonical = "group\x00" + "\x00".join(_canonical(value) for value in values)
+    canonical = "group" + SEPARATOR + joined([_canonical(value) for value in values])
     return hashlib.blake2b(canonical.encode(), digest_size=10).hexdigest()

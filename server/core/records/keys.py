@@ -6,6 +6,7 @@ import hashlib
 from typing import Any
 
 from ..errors import BAD_MESSAGE, CommandError
+from .canonical import joined, scalar
 from .paths import MISSING, PathSteps, format_path, get_path, parse_path
 
 # SowKeys already computed, by canonical key text: hashing (~0.4 us) is the most expensive step of
@@ -16,22 +17,10 @@ _CACHE_LIMIT = 4_096
 
 
 def _canonical(value: Any, path: str) -> str:
-    # Tagged so that equal numbers (1 and 1.0) are one key while "1" and true are others. An
-    # integer is written exactly: protocol/inbound.py refuses those orjson would have turned into floats.
-    kind = type(value)
-    if kind is str:
-        return "s:" + value  # type: ignore[no-any-return]
-    if kind is int:
-        return f"n:{value}"
-    if kind is bool:
-        return "b:1" if value else "b:0"
-    if kind is float:
-        # A whole float converts to the int of exactly its value, at any size: 2.0**63 is the
-        # key of 9223372036854775808. (JSON has no infinity or NaN.)
-        if value.is_integer():
-            return f"n:{int(value)}"
-        return f"n:{value!r}"
-    description = "missing" if value is MISSING else kind.__name__
+    text = scalar(value)
+    if text is not None:
+        return text
+    description = "missing" if value is MISSING else type(value).__name__
     raise CommandError(
         BAD_MESSAGE, f"key field {path} must be a string, number or boolean, not {description}"
     )
@@ -66,9 +55,11 @@ class KeySpec:
         if self._single is not None:
             canonical = _canonical(record.get(self._single, MISSING), self._texts[0])
         else:
-            canonical = "\x00".join(
-                _canonical(get_path(record, steps), text)
-                for steps, text in zip(self.paths, self._texts, strict=True)
+            canonical = joined(
+                [
+                    _canonical(get_path(record, steps), text)
+                    for steps, text in zip(self.paths, self._texts, strict=True)
+                ]
             )
         cache = self._cache
         found = cache.get(canonical)
