@@ -130,3 +130,32 @@ def test_a_frame_past_the_largest_double_that_is_not_json_anyway_is_not_json() -
     h = Harness()
     acks = send_raw(h.peer(), '[{"c":"publish","cid":1,"data":{"v":1e400}}, NaN')
     assert [(a.get("cid"), a["reason"].split(" (")[0]) for a in acks] == [(None, "bad message: not JSON")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [r'"\ud800"', r'"x\udfff"', "NaN", "Infinity", "-Infinity"],
+    ids=["lone-high-surrogate", "lone-low-surrogate", "nan", "infinity", "minus-infinity"],
+)
+@pytest.mark.parametrize("field", ["label", "cid", "t", "sub_id", "name"])
+def test_what_orjson_refuses_is_refused_even_beside_a_number_past_the_largest_double(
+    text: str, field: str
+) -> None:
+    """A number past the largest double makes the frame read a second time, by the standard
+    library, which admits lone surrogates and NaN: orjson would not have read them, nor could it
+    write them back (a label so named made /status.json answer 500 for everyone). The frame is
+    not JSON, as orjson says, wherever the text stands, before or after the number."""
+    h = Harness()
+    peer = h.peer()
+    frames = [
+        f'[{{"c":"publish","t":"orders","data":{{"order":1,"v":1e400}}}},{{"c":"logon","{field}":{text}}}]',
+        f'[{{"c":"logon","{field}":{text}}},{{"c":"publish","t":"orders","data":{{"order":1,"v":1e400}}}}]',
+        f'{{"c":"publish","t":"orders","data":{{"order":1,"v":1e400,"w":[{text}]}}}}',
+    ]
+    if text.startswith('"'):  # as a name
+        frames.append(f'{{"c":"publish","t":"orders","data":{{"order":1,"v":1e400,{text}:1}}}}')
+    for frame in frames:
+        acks = send_raw(peer, frame)
+        assert [(a.get("cid"), a["reason"].split(" (")[0]) for a in acks] == [(None, "bad message: not JSON")]
+        orjson.dumps(acks)  # what the server says of it can be written
+    assert stored(h) == []

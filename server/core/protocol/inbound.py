@@ -13,6 +13,11 @@ string or a number) is read a second time, by the standard library, which keeps 
 A number past the largest double (``1e400``, or an integer of more than 309 digits) is not JSON
 to orjson at all, which would make the whole frame ``not JSON``. Such a frame is read by the
 standard library too, and only the command holding the number is refused.
+
+The standard library reads more than orjson does: a lone surrogate (``"\\ud800"``, which no
+UTF-8 text holds and orjson can never write back: ``/status.json`` answered 500 while a socket so
+named lived) and ``NaN`` or ``Infinity``. orjson is the one decoder: what the second reading admits
+beyond it is refused as orjson refuses it, the whole frame ``not JSON``.
 """
 
 from __future__ import annotations
@@ -58,9 +63,13 @@ def loads(frame: bytes | str) -> Any:
     if decoded is not None and not _may_hold_long_integers(frame):
         return decoded
     try:
-        exact = json.loads(frame)
+        exact = json.loads(frame, parse_constant=_not_json)
+        if decoded is None:
+            _refuse_what_orjson_refuses(exact)
     except RecursionError:  # deeper than the standard library reads: no record may be so deep
         return RefusedCommand({}, CommandError(BAD_MESSAGE, "nested too deeply"))
+    except orjson.JSONDecodeError:
+        raise
     except ValueError as error:
         if past_double is not None:
             raise past_double from None  # not JSON anyway: the whole frame, as orjson said
@@ -70,6 +79,36 @@ def loads(frame: bytes | str) -> Any:
     if isinstance(exact, list) and isinstance(decoded, list):
         return [_checked(command, value) for command, value in zip(exact, decoded, strict=True)]
     return _checked(exact, decoded)
+
+
+def _not_json(constant: str) -> Any:
+    raise orjson.JSONDecodeError(f"{constant} is not a JSON number", "", 0)
+
+
+def _refuse_what_orjson_refuses(value: Any) -> None:
+    """Raises orjson's error when ``value`` (read by the standard library) holds a text orjson
+    would not have read: a lone surrogate, in a name or a value."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is str:
+            _whole_text(item)
+        elif kind is dict:
+            for name, field in item.items():
+                _whole_text(name)
+                pending.append(field)
+        elif kind is list:
+            pending.extend(item)
+
+
+def _whole_text(text: str) -> None:
+    if text.isascii():
+        return
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise orjson.JSONDecodeError("a string holds a lone surrogate", "", 0) from None
 
 
 def _may_hold_long_integers(frame: bytes | str) -> bool:
