@@ -29,7 +29,13 @@ from ..filters.functions import EvalContext
 from ..filters.orderby import OrderBy, sowkey_order
 from ..limits import MAX_WINDOW_ROWS
 from ..protocol.commands import Header, Query, Unsubscribe
-from ..session.quota import admit_filter_pass, admit_sorted_pass, admit_subscription, admit_window
+from ..session.quota import (
+    admit_filter_pass,
+    admit_replace_pass,
+    admit_sorted_pass,
+    admit_subscription,
+    admit_window,
+)
 from ..settings.unkept import Unkept, no_sow
 from .acks import ack, processed, received
 from .aggregating import check_kind, groups_for
@@ -92,12 +98,20 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
         subscription = _subscription(broker, session, body, topic, filters, entitlement, ctx, window)
         if subscription is not None and window is not None:
             admit_window(topic, subscription, existing)
-        if body.snapshot and topic.is_sow and not resuming and not topic.has_order(subscription):
-            # One pass of the filter over the topic (a resume reads the history; a window over an
-            # order that exists already reads the order).
+        if body.snapshot and topic.is_sow and not topic.has_order(subscription):
+            # One pass of the filter over the topic (a resume's too: it reads the whole topic when
+            # its history does not reach back; a window over an order that exists already reads
+            # the order).
             admit_filter_pass(pass_filter, len(topic.records))
             if window is not None or orderby is not None:
                 admit_sorted_pass(pass_filter, orderby, len(topic.records))
+        if (
+            existing is not None
+            and subscription is not None
+            and existing.topic_ref is topic
+            and not moves(existing, subscription, body)
+        ):
+            admit_replace_pass(existing, subscription, len(topic.records))
     except CommandError:
         if made is not None and not made.topic.subscribers:
             made.release()  # made for this command alone
