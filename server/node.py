@@ -24,6 +24,7 @@ from .core import native
 from .core.settings.config import Config
 from .runtime.hub import Hub
 from .runtime.logstore import LogStore
+from .runtime.reload import Coalesced
 from .runtime.siblings import Siblings
 from .runtime.status import Status
 
@@ -50,6 +51,8 @@ class PushServer(uvicorn.Server):
         self._collecting: asyncio.Task[None] | None = None  # the collector's (runtime/collector.py)
         self.announce = True  # log the "listening on" line (not a worker's: its parent does)
         self.on_listening: Callable[[], None] = lambda: None
+        # SIGHUPs, coalesced: those that arrive while a reload runs make one more, not one each.
+        self._reloads = Coalesced(self.reload_auth, "SIGHUP: reloading [auth]")
 
     def recover(self) -> None:
         """Rebuild durable state and claim a new LSN epoch, before anything listens (raises
@@ -71,7 +74,7 @@ class PushServer(uvicorn.Server):
         if self.started and threading.current_thread() is threading.main_thread():
             # uvicorn takes SIGINT and SIGTERM (handle_exit); SIGHUP reloads [auth]
             # (docs/protocol.md, Reloading entitlements).
-            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.reload_auth)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._reloads.ask)
         if self.started and self.servers:
             log.info("%s", native.describe())  # which core runs, and if pure, why
             if self.siblings is not None:  # before it counts as serving: its siblings may ask then
@@ -82,12 +85,8 @@ class PushServer(uvicorn.Server):
             self.on_listening()
 
     def reload_auth(self) -> None:
-        if self.hub.shutting_down:
-            return
-        try:
+        if not self.hub.shutting_down:
             self.hub.reload_auth()
-        except Exception:
-            log.exception("SIGHUP: reloading [auth] failed")
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from server.core.engine import Engine
 from server.core.log.local import LocalLog
 from server.core.settings.config import load_config
-from server.runtime.reload import reload_auth, with_current_auth
+from server.runtime.reload import Coalesced, reload_auth, with_current_auth
 
 from ..integration.server_process import auth_section, write_config
 
@@ -82,3 +83,50 @@ def test_a_worker_starting_again_takes_the_auth_the_file_has_now(path: Path) -> 
     fresh = with_current_auth(config)
     assert fresh.users is not None and list(fresh.users) == ["bob"]
     assert fresh.server == config.server and fresh.topics == config.topics
+
+
+async def test_signals_that_arrive_during_a_reload_run_one_more_reload_not_one_each() -> None:
+    """The loop reads each SIGHUP as one callback: fifty of them, queued while a reload ran,
+    were fifty reloads back to back."""
+    during: list[int] = []
+    finished = asyncio.Event()
+
+    def job() -> None:
+        during.append(reloads.runs)
+        if reloads.runs == 1:
+            for _ in range(50):  # as the signals read while this run holds the loop
+                asyncio.get_running_loop().call_soon(reloads.ask)
+        else:
+            finished.set()
+
+    reloads = Coalesced(job, "reload")
+    for _ in range(50):  # queued before the first run starts
+        reloads.ask()
+    await finished.wait()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert during == [1, 2], "one run for the fifty before it, one for the fifty during it"
+    reloads.ask()  # and a signal after the runs ended is a run of its own
+    while reloads.runs < 3:
+        await asyncio.sleep(0)
+
+
+async def test_a_reload_that_fails_is_logged_and_the_next_signal_reloads_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls: list[int] = []
+
+    def job() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("disk gone")
+
+    reloads = Coalesced(job, "SIGHUP: reloading [auth]")
+    reloads.ask()
+    while not calls:
+        await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert "SIGHUP: reloading [auth] failed" in caplog.text and "disk gone" in caplog.text
+    reloads.ask()
+    while len(calls) < 2:
+        await asyncio.sleep(0)
