@@ -71,8 +71,13 @@ def run_until_stopped(
             heartbeat.touch()
         if ended(spark):
             failed = [q for q in queries if not q.isActive and q.exception() is not None]
-            for query in failed:
-                log.error("query %s failed: %s", query.name, reason(str(query.exception())))
+            if failed:
+                # One line, however many had failed by now: queries of one feed mostly fail for
+                # one reason (a wrong password refuses every sink's logon).
+                log.error(
+                    "%s",
+                    "; ".join(f"query {q.name} failed: {reason(str(q.exception()))}" for q in failed),
+                )
             status = 1 if failed else 0
             break
         if summary is not None and time.monotonic() >= next_summary:

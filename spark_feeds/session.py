@@ -15,7 +15,10 @@ from pyspark.sql import SparkSession
 
 # Spark's log4j2 configuration for a feed's driver: errors, and warnings from everything but what
 # warns on every healthy run (a trigger that took longer than its interval on a busy machine,
-# AQE off in streaming, no native Hadoop library, a host name that resolves to loopback).
+# AQE off in streaming, no native Hadoop library, a host name that resolves to loopback). Nor
+# "Aborting task" with a Java stack trace: a task whose Python side stopped reading (the sink
+# raised, say because Ctrl-C stopped the server too) fails its query, which the console says in
+# one line (console.py).
 LOG4J2 = """\
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = stderr
@@ -30,6 +33,10 @@ logger.hadoop.name = org.apache.hadoop
 logger.hadoop.level = error
 logger.utils.name = org.apache.spark.util.Utils
 logger.utils.level = error
+logger.utils.filter.aborting.type = RegexFilter
+logger.utils.filter.aborting.regex = (?s)Aborting task.*
+logger.utils.filter.aborting.onMatch = DENY
+logger.utils.filter.aborting.onMismatch = NEUTRAL
 """
 
 
