@@ -94,6 +94,9 @@ def build(jobs: int) -> None:
     distribution.cmdclass["build_ext"] = ParallelBuildExt
     command = distribution.get_command_obj("build_ext")
     command.inplace = True
+    # The modules' own small extensions (one each, importing the group's library) are built
+    # beside the library, not one by one after it (115 of them took 9 s on one core).
+    command.parallel = jobs
     command.build_temp = str(WORK)
     distribution.run_command("build_ext")
     library = native.library_path()
