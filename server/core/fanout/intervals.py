@@ -13,6 +13,7 @@ SowKey, or the values at the ``conflation_key`` paths when the subscription name
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from itertools import count
@@ -67,11 +68,16 @@ class Waiting:
     """One subscription's changes waiting for the end of their interval, per conflation key, and
     the transactions they belong to."""
 
-    __slots__ = ("_groups", "pending")
+    __slots__ = ("_dues", "_groups", "pending")
 
     def __init__(self) -> None:
         self.pending: dict[Hashable, Held] = {}
         self._groups: dict[str, TxGroup] = {}  # transactions with changes pending, by ID
+        # When each pending key falls due, soonest first: taking what is due reads only that.
+        # (A scan of every pending key at each key's due time took a hidden tab's 20,000
+        # changes 15 to 29 s in one step.) A key released early, with its transaction, leaves
+        # its entry here; it is skipped when it comes up.
+        self._dues: list[tuple[float, int, Hashable]] = []
 
     def add(
         self,
@@ -89,6 +95,7 @@ class Waiting:
         created = entry is None
         if entry is None:
             entry = self.pending[ckey] = Held(key, new, old if new is None else None, due)
+            heapq.heappush(self._dues, (due, entry.order, ckey))
         else:
             entry.key, entry.latest = key, new
             entry.deleted_from = old if new is None else None
@@ -118,7 +125,14 @@ class Waiting:
     def due(self, now: float) -> tuple[list[Held], str | None]:
         """Take the entries whose interval has ended by ``now``, with every key of a transaction
         any of them belongs to, and that transaction's ID (None: none)."""
-        due = [ckey for ckey, entry in self.pending.items() if entry.due <= now]
+        dues, pending = self._dues, self.pending
+        due: list[Hashable] = []
+        while dues and dues[0][0] <= now:
+            _, order, ckey = heapq.heappop(dues)
+            entry = pending.get(ckey)
+            if entry is not None and entry.order == order:  # not released early since
+                due.append(ckey)
+        due.sort(key=lambda ckey: pending[ckey].order)  # in the order their first changes came
         tx = None
         for ckey in list(due):
             group = self.pending[ckey].group
@@ -129,4 +143,5 @@ class Waiting:
 
     def clear(self) -> None:
         self.pending.clear()
+        self._dues.clear()
         self._groups.clear()
