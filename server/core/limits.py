@@ -37,6 +37,9 @@ MAX_CONFLATION_S = 60.0
 # The estimated filter work (filters/cost.py, ~150-300 ns a unit) of the subscriptions of one socket
 # that no index can skip: every publish to their topic evaluates all of them.
 SOCKET_FILTER_BUDGET = 10_000
+# What an index term (``/id = 5``, ``/sym IN (...)``) counts of a filter's cost: a lookup, not an
+# evaluation per publish (session/quota.py, publish_cost).
+INDEX_TERM_UNITS = 3
 
 # The sorted copies of topics that one socket's live windows keep (quota.admit_order): distinct
 # orders, and the records they hold besides the largest (about 160 bytes a record, measured with

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import INVALID_OPTIONS, CommandError, FilterError
 from ..filters import Filter, ast, compile_filter
-from ..limits import MAX_PROJECTION_BYTES
+from ..limits import AGGREGATE_UNITS, MAX_PROJECTION_BYTES
 from ..protocol.lists import at_top_level, closing
 from ..records.paths import PathSteps, format_path, parse_path
 
@@ -55,6 +55,12 @@ class Spec:
     @property
     def aggregates(self) -> tuple[int, ...]:
         return tuple(i for i, f in enumerate(self.fields) if f.function is not None)
+
+    @property
+    def cost(self) -> int:
+        """What projecting one record costs, in the filter budget's units (filters/cost.py): each
+        projected field ``AGGREGATE_UNITS`` and its argument's estimated cost."""
+        return sum(AGGREGATE_UNITS + (f.argument.cost if f.argument is not None else 0) for f in self.fields)
 
 
 def _refuse(detail: str) -> CommandError:

@@ -98,6 +98,12 @@ class Topic:
         return self.key_spec is not None
 
     @property
+    def change_cost(self) -> int:
+        """What each change of its records costs a subscription beyond its own filter, in the
+        filter budget's units (session/quota.py): nothing; a topic of groups, its aggregation's."""
+        return 0
+
+    @property
     def listened(self) -> bool:
         """Whether anyone hears its changes: a subscription, or an aggregation fed by it (whose
         own subscribers are on its topic of groups, not here)."""

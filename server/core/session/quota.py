@@ -14,8 +14,9 @@ command asks for are weighed against that socket's budget, before any of it is d
 A subscription whose filter has an index term (``/id = 5``, ``/sym IN (...)``) is evaluated only
 for the records that can match it; one without is evaluated for every publish to its topic. 5,000
 of those on one socket made 1,000 publishes take 14.5 s instead of 13 ms, for every other client
-too. So the estimated cost of the unindexed filters of a socket (filters/cost.py: about one unit
-a node) may not pass ``SOCKET_FILTER_BUDGET``; a subscription beyond it, or beyond
+too. So the estimated cost of a socket's filters (filters/cost.py: about one unit a node; an index
+term free, what it is ANDed with not: ``publish_cost``) and of its aggregated views' projections
+may not pass ``SOCKET_FILTER_BUDGET``; a subscription beyond it, or beyond
 ``max_subscriptions``, is refused with ``invalid options``. Replacing a subscription (``replace``
 with its ``sub_id``) is not a new one: its old filter stops counting.
 """
@@ -28,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BAD_FILTER, BAD_MESSAGE, INVALID_OPTIONS, INVALID_ORDER_BY, CommandError, FilterError
 from ..filters import Filter, compile_filter
 from ..limits import (
-    AGGREGATE_UNITS,
     COMMAND_FILTER_WORK,
+    INDEX_TERM_UNITS,
     ORDER_TERM_UNITS,
     PUBLISH_UNITS,
     RECORD_UNITS,
@@ -74,11 +75,27 @@ def admit_subscription(session: Session, body: Query, max_subscriptions: int) ->
 
 
 def subscription_cost(subscription: Subscription) -> int:
-    """What a live subscription counts against its socket's budget (0 when an index skips it)."""
-    if subscription.index_term is not None:
-        return 0
+    """What a live subscription counts against its socket's budget: its filter (``publish_cost``),
+    and what each change of its topic costs it (an aggregated view's projection)."""
+    topic: Topic | None = subscription.topic_ref
+    view = topic.change_cost if topic is not None else 0
     filters: tuple[Any, ...] = subscription.filters
-    return sum(f.cost for f in filters)
+    own: int = sum(f.cost for f in filters)
+    return view + publish_cost(own, subscription.index_term is not None)
+
+
+def admit_aggregated_view(session: Session, groups: Topic, replacing: Subscription | None) -> None:
+    """Refuse (``invalid options``) an aggregated view whose per-change work (``groups``: its
+    topic of groups, whose ``change_cost`` is its aggregation's filters and projection) would take
+    its socket past ``SOCKET_FILTER_BUDGET``: every change of the source costs it that."""
+    cost = groups.change_cost
+    used = sum(subscription_cost(sub) for sub in session.subscriptions.values() if sub is not replacing)
+    if used + cost > SOCKET_FILTER_BUDGET:
+        raise CommandError(
+            INVALID_OPTIONS,
+            f"filter budget: this aggregated view's filter and projection cost {cost} a change and "
+            f"this connection's views {used}, at most {SOCKET_FILTER_BUDGET} in all",
+        )
 
 
 def admit_filter_pass(text: str | None, records: int) -> None:
@@ -142,9 +159,7 @@ def admit_aggregation_pass(text: str | None, spec: Spec, records: int) -> None:
     admit_filter_pass(text, records)
     compiled = _compiled(text)
     per_record = compiled.cost if compiled is not None else 0
-    per_record += sum(
-        AGGREGATE_UNITS + (f.argument.cost if f.argument is not None else 0) for f in spec.fields
-    )
+    per_record += spec.cost
     if per_record * records > COMMAND_FILTER_WORK:
         raise CommandError(
             INVALID_OPTIONS,
@@ -154,9 +169,18 @@ def admit_aggregation_pass(text: str | None, spec: Spec, records: int) -> None:
 
 
 def _filter_cost(text: str | None) -> int:
-    """What a subscription's filter costs every publish (0: an index skips it)."""
+    """What a subscription's filter costs every publish (``publish_cost``)."""
     compiled = _compiled(text)
-    return 0 if compiled is None or compiled.index_term is not None else compiled.cost
+    return 0 if compiled is None else publish_cost(compiled.cost, compiled.index_term is not None)
+
+
+def publish_cost(cost: int, indexed: bool) -> int:
+    """What filters of estimated ``cost`` cost every publish to their topic. An index term
+    (``indexed``) spares the records that cannot match it, not the ones it lets through: the rest
+    of the filter runs on each of those, and they may be every record (``/qty IN (0..99) AND`` forty
+    regular expressions counted nothing, and made each publish 0.3 to 1.7 s). So the term itself is
+    free, what it is ANDed with is not."""
+    return max(0, cost - INDEX_TERM_UNITS) if indexed else cost
 
 
 def _compiled(text: str | None) -> Filter | None:
@@ -236,7 +260,9 @@ class TransactionWork:
     Units are the filter budget's (filters/cost.py, about 100-220 ns each): deciding a command
     reads the records it names (``RECORD_UNITS`` each; a delete by filter reads every record of
     its topic and evaluates its filter on each), and each change it makes then goes to every
-    subscription of its topic (a unit each, plus the cost of its filter where no index skips it)."""
+    subscription of its topic (a unit each, plus the cost of its filter where no index skips it)
+    and to every aggregation it feeds (its gates and projections: 200 aggregations of 64 fields
+    made a transaction of 300 publishes 14 to 27 s)."""
 
     __slots__ = ("_fan_out", "spent")
 
@@ -279,7 +305,7 @@ class TransactionWork:
         if per_change is None:
             per_change = self._fan_out[topic.name] = sum(
                 1 + subscription_cost(sub) for subs in topic.subscribers.values() for sub in subs
-            )
+            ) + sum(derived.change_cost() for derived in topic.derived.values())
         self._spend(changes * per_change)
 
     def _spend(self, units: int) -> None:

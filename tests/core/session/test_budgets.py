@@ -16,6 +16,7 @@ from server.core.limits import (
     MAX_WINDOW_ROWS,
     ORDER_TERM_UNITS,
     RECORD_UNITS,
+    SOCKET_FILTER_BUDGET,
     SOCKET_ORDER_RECORDS,
     SOCKET_ORDERS,
     SORT_UNITS,
@@ -408,3 +409,62 @@ def test_a_replace_is_charged_for_what_it_re_decides(monkeypatch: pytest.MonkeyP
     assert processed(peer.send(delta), 2)["status"] == "success"
     monkeypatch.setattr(quota, "COMMAND_FILTER_WORK", 2 * cost * 1_000)
     assert processed(peer.send({**plain, "cid": 3}), 3)["status"] == "success"
+
+
+WIDE = [f"MAX(/qty + {n}) AS /f{n}" for n in range(64)]
+
+
+def aggregated_views(peer: Peer, count: int, first: int = 0) -> list[dict[str, Any]]:
+    """``count`` aggregated views of 64 fields each, none shared (each groups by a field of its own)."""
+    return [
+        processed(
+            peer.send(
+                {
+                    "c": "sow_and_subscribe",
+                    "t": "orders",
+                    "cid": n,
+                    "sub_id": n,
+                    "grouping": [f"/g{n}"],
+                    "projection": WIDE,
+                }
+            ),
+            n,
+        )
+        for n in range(first, first + count)
+    ]
+
+
+def test_aggregated_views_count_their_projection_against_the_socket_s_budget() -> None:
+    """200 aggregations of 64 fields over 100 records were free to one socket's filter budget: each
+    change of the source feeds them all."""
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 100)
+    acks = aggregated_views(peer, 200)
+    accepted = [ack for ack in acks if ack["status"] == "success"]
+    refused = [ack for ack in acks if ack["status"] != "success"]
+    assert accepted and refused, "some fit the budget, not all"
+    assert acks[: len(accepted)] == accepted, "refused from the first that does not fit on"
+    assert refused[0]["reason"].startswith("invalid options: filter budget: this aggregated view's"), refused[
+        0
+    ]
+    used = sum(quota.subscription_cost(sub) for sub in peer.session.subscriptions.values())
+    assert len(peer.session.subscriptions) == len(accepted) and used <= SOCKET_FILTER_BUDGET
+    assert len(h.broker.topics["orders"].derived) == len(accepted), "a refused one is not made"
+
+
+def test_a_transaction_counts_the_aggregations_its_changes_feed() -> None:
+    """Then a transaction of 300 publishes took 14 to 27 s in one step: its work counted the
+    subscriptions of the topic, not the aggregations fed by it. Outside a transaction the
+    publishes run as usual (a frame of them in slices)."""
+    h = Harness(topics=TOPICS)
+    load(h.peer(), 100)
+    for viewer in range(6):
+        assert all(ack["status"] == "success" for ack in aggregated_views(h.peer(), 25, first=viewer * 25))
+    publisher = h.peer()
+    publishes = [{"c": "publish", "t": "orders", "data": {"order": n, "qty": 1}} for n in range(300)]
+    ack = processed(publisher.send({"c": "tx", "cid": "tx", "cmds": publishes}), "tx")
+    assert ack["reason"].startswith("bad message: cmds["), ack
+    assert "units of work in one step" in ack["reason"], ack
+    got = publisher.send(*[{**command, "cid": n} for n, command in enumerate(publishes[:20])])
+    assert all(processed(got, n)["status"] == "success" for n in range(20))
