@@ -13,7 +13,9 @@ pause that doubles with each such death in a row, from ``FIRST_RETRY_S`` up to `
 a worker that cannot start (broken code on disk, say) is reported once, its traceback printed
 once, and tried ever less often instead of failing every second. Which workers accept
 connections is shared with every worker (``Serving``), so any worker's ``/healthz`` can say how
-many of them serve the port.
+many of them serve the port. So is when each worker's event loop last ran: one that has not for
+``SILENT_S`` is not counted as serving, and past ``STUCK_S`` (stopped with SIGSTOP, or stuck in
+one step) the parent kills it and starts another, as if it had died.
 
 Everything a worker is started with outlives its start: the parent keeps it for the whole run. A
 spawned child unpickles its arguments after ``Process.start()`` returns, and ``start()`` drops
@@ -23,6 +25,7 @@ named semaphore unlinked, before the child read it, and then no replacement ever
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import dataclasses
 import functools
@@ -57,6 +60,13 @@ FIRST_RETRY_S = 1.0  # the pause after a death within STEADY_S of the start; dou
 LAST_RETRY_S = 30.0  # and stops doubling here
 WATCH_S = 0.2  # the longest the parent waits before it looks at the signals again
 PARENT_CHECK_S = 0.5  # how often a worker looks whether its parent is still there
+BEAT_S = 0.5  # how often a worker's event loop says it runs (Serving.beat)
+# A worker whose loop has not said so for this long is not serving: /healthz stops counting it
+# (a step of the loop may take a second or two: a big transaction, the collector's freeze)...
+SILENT_S = 5.0
+# ...and past this the parent kills it and starts another: a stopped (SIGSTOP) or stuck worker
+# kept its SO_REUSEPORT socket, and most requests to the port waited on it.
+STUCK_S = 15.0
 MAX_SOCKET_PATH = 100  # bytes of a Unix socket's path (107 on Linux, 103 on macOS), with room
 
 
@@ -73,14 +83,21 @@ class Serving:
     """Which workers accept connections: one byte per worker, in memory shared with every worker.
     Worker ``i`` sets byte ``i`` once it listens; the parent clears it when it finds worker ``i``
     dead (a killed worker cannot), before it starts another, so a byte has one writer at a time
-    and needs no lock."""
+    and needs no lock. Beside it, when worker ``i``'s event loop last ran (``beat``, the system's
+    monotonic clock, which every process reads alike): a worker that listens but whose loop has
+    stopped answers nobody."""
 
     def __init__(self, context: SpawnContext, count: int) -> None:
         self.flags = context.RawArray(ctypes.c_ubyte, count)
+        self.beats = context.RawArray(ctypes.c_double, count)
         self.count = count
 
     def listening(self, index: int) -> None:
+        self.beat(index)
         self.flags[index] = 1
+
+    def beat(self, index: int) -> None:
+        self.beats[index] = time.monotonic()
 
     def gone(self, index: int) -> None:
         self.flags[index] = 0
@@ -88,9 +105,14 @@ class Serving:
     def listens(self, index: int) -> bool:
         return bool(self.flags[index])
 
+    def silent_for(self, index: int) -> float:
+        """How long since worker ``index``'s loop last ran."""
+        return time.monotonic() - self.beats[index]
+
     def capacity(self) -> tuple[int, int]:
-        """(workers that accept connections, workers)."""
-        return sum(self.flags), len(self.flags)
+        """(workers that accept connections and whose loop runs, workers)."""
+        running = [self.flags[i] and self.silent_for(i) < SILENT_S for i in range(self.count)]
+        return sum(running), self.count
 
 
 class _ConfigPickler(pickle.Pickler):
@@ -152,8 +174,24 @@ def run_worker(
             raise
         sys.exit(1)
     server.announce = False
-    server.on_listening = functools.partial(serving.listening, index)
+    server.on_listening = functools.partial(_listening, serving, index)
     server.run(sockets=[sock])
+
+
+_beating: set[asyncio.Task[None]] = set()  # the beat task, kept from the collector
+
+
+def _listening(serving: Serving, index: int) -> None:
+    """The worker listens: say so, and say every ``BEAT_S`` from its event loop that it runs."""
+    serving.listening(index)
+
+    async def beat() -> None:
+        while True:
+            serving.beat(index)
+            await asyncio.sleep(BEAT_S)
+
+    task = asyncio.get_running_loop().create_task(beat(), name="worker-beat")
+    _beating.add(task)
 
 
 def ended(exitcode: int | None) -> str:
@@ -248,6 +286,9 @@ class Pool:
         pause = min([timeout, *(s.due - now for s in self.slots if s.process is None)])
         wait([s.process.sentinel for s in self.slots if s.process is not None], max(0.0, pause))
         for slot in self.slots:
+            if slot.process is not None and slot.process.is_alive() and self.stuck(slot):
+                slot.process.kill()
+                slot.process.join()
             if slot.process is not None and not slot.process.is_alive():
                 self.died(slot)
             if slot.process is None:
@@ -255,6 +296,19 @@ class Pool:
                     self.start(slot)
             elif not slot.seen and self.serving.listens(slot.index):
                 self.back(slot)
+
+    def stuck(self, slot: Slot) -> bool:
+        """Whether ``slot``'s worker listens but its loop has not run for ``STUCK_S`` (stopped,
+        or stuck in one step): said once, as it is killed to be replaced."""
+        silent = self.serving.silent_for(slot.index)
+        if not (slot.seen and self.serving.listens(slot.index) and silent > STUCK_S):
+            return False
+        assert slot.process is not None
+        log.error(
+            "worker %d (pid %s) has not answered for %.0f s (stopped, or stuck in one step): killing it",
+            slot.index, slot.process.pid, silent,
+        )  # fmt: skip
+        return True
 
     def died(self, slot: Slot) -> None:
         assert slot.process is not None

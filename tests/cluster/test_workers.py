@@ -198,6 +198,32 @@ async def test_a_killed_worker_is_replaced_by_one_that_serves(start_node: StartN
     assert "Traceback" not in node.output()
 
 
+async def test_a_stopped_worker_stops_counting_and_is_replaced(start_node: StartNode) -> None:
+    """A SIGSTOPped worker kept its SO_REUSEPORT socket: most requests to the port waited on it
+    while /healthz said 2 of 2. Its loop no longer says it runs: it stops counting, and the
+    parent kills it and starts another."""
+    node = workers_ready(start_node(args=["--workers", "2"]))
+    first = worker_pids(node)
+    victim = min(first)
+    os.kill(victim, signal.SIGSTOP)
+    try:
+        # (A request the kernel hands the stopped worker times out: no answer, asked again.)
+        eventually(lambda: healthz(node.http) == (200, "ok: 1 of 2 workers"))
+        eventually(lambda: f"(pid {victim}) has not answered for " in node.output())
+        back = eventually(lambda: BACK.search(node.output()))
+    finally:
+        if victim in worker_pids(node):
+            os.kill(victim, signal.SIGCONT)
+    assert victim not in worker_pids(node)
+    workers_ready(node, 3)
+    eventually(lambda: healthz(node.http) == (200, "ok: 2 of 2 workers"))
+    assert worker_pids(node) == first - {victim} | {int(back.group(1))}
+    [stuck, killed] = errors(node)
+    assert "(stopped, or stuck in one step): killing it" in stuck
+    assert f"(pid {victim}) was killed by SIGKILL after running for" in killed
+    assert "Traceback" not in node.output()
+
+
 async def test_the_port_comes_back_when_every_worker_is_killed(start_node: StartNode) -> None:
     node = workers_ready(start_node(args=["--workers", "2"]))
     publisher = await Client.connect(node.url)
