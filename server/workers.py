@@ -225,6 +225,12 @@ class Slot:
     failures: int = 0  # deaths in a row, each within STEADY_S of its start
     seen: bool = False  # the parent has seen this process listen
     reported: bool = False  # a failed start was logged: the next ones are not, until one starts
+    # The worker's last beat as the parent last read it, and when (by the parent's watch) it last
+    # moved: silence is timed by the parent's own watching, so a pause of the whole process group
+    # (Ctrl-Z, docker pause, a suspended VM) is no silence of one worker.
+    beat: float = 0.0
+    heard: float = 0.0
+    killed: bool = False  # killed as stuck: said once, and not killed again while it goes
 
     def pause(self, lived: float) -> float:
         """Counts a death after ``lived`` seconds; returns the pause before the next start."""
@@ -265,6 +271,7 @@ class Pool:
         self.serving = Serving(self.context, count)
         self.slots = [Slot(index) for index in range(count)]
         self.directory = directory  # removed when the port closes (stop)
+        self._watched = time.monotonic()  # when the parent last looked at its workers
 
     def start(self, slot: Slot) -> None:
         config, parent = pickled(self.config), os.getpid()
@@ -272,6 +279,7 @@ class Pool:
         slot.process = self.context.Process(target=run_worker, args=args, daemon=False)
         slot.process.start()
         slot.started, slot.seen = time.monotonic(), False
+        slot.beat, slot.heard, slot.killed = self.serving.beats[slot.index], slot.started, False
 
     def listening(self) -> bool:
         return all(self.serving.listens(slot.index) for slot in self.slots)
@@ -285,10 +293,12 @@ class Pool:
         now = time.monotonic()
         pause = min([timeout, *(s.due - now for s in self.slots if s.process is None)])
         wait([s.process.sentinel for s in self.slots if s.process is not None], max(0.0, pause))
+        self.listen_to_beats()
         for slot in self.slots:
-            if slot.process is not None and slot.process.is_alive() and self.stuck(slot):
-                slot.process.kill()
-                slot.process.join()
+            if slot.process is not None and slot.process.is_alive() and not slot.killed and self.stuck(slot):
+                slot.killed = True
+                slot.process.kill()  # (gone at once, unless stuck in the kernel: then a later watch)
+                slot.process.join(STOP_GRACE_S / 15)
             if slot.process is not None and not slot.process.is_alive():
                 self.died(slot)
             if slot.process is None:
@@ -297,10 +307,22 @@ class Pool:
             elif not slot.seen and self.serving.listens(slot.index):
                 self.back(slot)
 
+    def listen_to_beats(self) -> None:
+        """Note which workers' loops beat since the last watch. After a gap in the parent's own
+        watching (the parent paused, or starved of a core, with its workers) every worker counts
+        as just heard: their silence is timed from now."""
+        now = time.monotonic()
+        gap = now - self._watched > 10 * WATCH_S + 1.0
+        self._watched = now
+        for slot in self.slots:
+            beat = self.serving.beats[slot.index]
+            if gap or beat != slot.beat:
+                slot.beat, slot.heard = beat, now
+
     def stuck(self, slot: Slot) -> bool:
-        """Whether ``slot``'s worker listens but its loop has not run for ``STUCK_S`` (stopped,
-        or stuck in one step): said once, as it is killed to be replaced."""
-        silent = self.serving.silent_for(slot.index)
+        """Whether ``slot``'s worker listens but the parent has not heard its loop beat for
+        ``STUCK_S`` (stopped, or stuck in one step): said once, as it is killed to be replaced."""
+        silent = time.monotonic() - slot.heard
         if not (slot.seen and self.serving.listens(slot.index) and silent > STUCK_S):
             return False
         assert slot.process is not None

@@ -7,12 +7,15 @@
 
 import { both, literal, path } from "/static/tree.js";
 
-const COMPARISON = /^(>=|<=|!=|>|<|=)\s*(-?[\d.,_]+)$/;
+const COMPARISON = /^(>=|<=|!=|>|<|=)\s*(-?[\d.,_]+(?:[eE][-+]?\d+)?)$/;
 const RANGE = /^(-?[\d.]+)\s*\.\.\s*(-?[\d.]+)$/;
 // What a number column's box holds while a comparison is still being typed (`>`, `>=`, `-`,
 // `10..`): no filter yet, rather than "the text contains >", which matches no number and would
 // empty the table under the user's fingers whenever the typing pauses.
-const UNFINISHED = /^(>=|<=|!=|>|<|=|!)?\s*-?$|^-?[\d.]+\s*\.\.?\s*-?$/;
+const NUMBER_SO_FAR = "-?[\\d,_]*\\.?\\d*(?:[eE][-+]?)?"; // "", "-", "1.", ".", "1e", "1e-"
+const UNFINISHED = new RegExp(
+  `^(?:>=|<=|!=|>|<|=|!)?\\s*${NUMBER_SO_FAR}$|^-?[\\d.]+\\s*\\.\\.?\\.?\\s*${NUMBER_SO_FAR}$`,
+);
 
 /** @param {string} text */
 function number(text) {
@@ -38,7 +41,8 @@ export function quickFilter(field, text, kind) {
     const bound = comparison ? number(comparison[2]) : null;
     if (comparison && bound !== null) return `${at} ${comparison[1]} ${bound}`;
     const range = RANGE.exec(typed);
-    if (range) return `${at} BETWEEN ${Number(range[1])} AND ${Number(range[2])}`;
+    const [low, high] = range ? [Number(range[1]), Number(range[2])] : [NaN, NaN];
+    if (Number.isFinite(low) && Number.isFinite(high)) return `${at} BETWEEN ${low} AND ${high}`;
     const exact = number(typed);
     if (exact !== null) return `${at} = ${exact}`;
     if (UNFINISHED.test(typed)) return "";
