@@ -63,15 +63,8 @@ def admit_subscription(session: Session, body: Query, max_subscriptions: int) ->
             f"at most {max_subscriptions}",
         )
     cost = _filter_cost(body.filter)
-    if not cost:
-        return
-    used = sum(subscription_cost(sub) for sub in session.subscriptions.values() if sub is not existing)
-    if used + cost > SOCKET_FILTER_BUDGET:
-        raise CommandError(
-            INVALID_OPTIONS,
-            f"filter budget: this subscription's filter costs {cost} and this connection's "
-            f"unindexed filters {used}, at most {SOCKET_FILTER_BUDGET} in all",
-        )
+    if cost:
+        _charge_socket(session, cost, existing, "this subscription's filter costs")
 
 
 def subscription_cost(subscription: Subscription) -> int:
@@ -90,13 +83,19 @@ def admit_aggregated_view(session: Session, groups: Topic, replacing: Subscripti
     """Refuse (``invalid options``) an aggregated view whose per-change work (``groups``: its
     topic of groups, whose ``change_cost`` is its aggregation's filters and projection) would take
     its socket past ``SOCKET_FILTER_BUDGET``: every change of the source costs it that."""
-    cost = groups.change_cost
+    what = "this aggregated view's filter and projection cost"
+    _charge_socket(session, groups.change_cost, replacing, what)
+
+
+def _charge_socket(session: Session, cost: int, replacing: Subscription | None, what: str) -> None:
+    """Refuse (``invalid options``) a view costing ``cost`` a publish that would take ``session``'s
+    subscriptions (but ``replacing``) past ``SOCKET_FILTER_BUDGET``."""
     used = sum(subscription_cost(sub) for sub in session.subscriptions.values() if sub is not replacing)
     if used + cost > SOCKET_FILTER_BUDGET:
         raise CommandError(
             INVALID_OPTIONS,
-            f"filter budget: this aggregated view's filter and projection cost {cost} a change and "
-            f"this connection's views {used}, at most {SOCKET_FILTER_BUDGET} in all",
+            f"filter budget: {what} {cost} and this connection's other views {used}, at most "
+            f"{SOCKET_FILTER_BUDGET} in all",
         )
 
 
