@@ -13,6 +13,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from . import classes
+
 # Spark's log4j2 configuration for a feed's driver: errors, and warnings from everything but what
 # warns on every healthy run (a trigger that took longer than its interval on a busy machine,
 # AQE off in streaming, no native Hadoop library, a host name that resolves to loopback). Nor
@@ -72,14 +74,15 @@ def local_session(app: str, master: str | None = None) -> SparkSession:
     """A SparkSession for a feed, quiet, UI off, shuffling into few partitions
     (``shuffle_partitions``). Under spark-submit the master is the one it was given; otherwise
     ``master``, ``SPARK_MASTER`` or ``local[*]``, with a driver that logs only what matters
-    (LOG4J2)."""
+    (LOG4J2) and maps its classes from the class archive when there is one (classes.py)."""
     builder = SparkSession.builder.appName(app)
     chosen = None
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
         chosen = master or os.environ.get("SPARK_MASTER", "local[*]")
         builder = builder.master(chosen)
         builder = builder.config(
-            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j2_file()}"
+            "spark.driver.extraJavaOptions",
+            f"-Dlog4j2.configurationFile=file:{log4j2_file()} {classes.java_options()}",
         )
     session = (
         builder.config("spark.ui.enabled", "false")

@@ -39,15 +39,17 @@ def chromium_path() -> str:
     return found
 
 
-# Module scope, not session: Playwright's sync API keeps an event loop running while it is open,
-# and the asyncio tests of other modules must not run beside it.
-@pytest.fixture(scope="module")
+# Package scope, not session: Playwright's sync API keeps an event loop running while it is open,
+# and the asyncio tests of other packages must not run beside it (this package has none). The
+# scheduler hands a worker its browser modules together (tests/conftest.py, BROWSER_UNITS), so
+# they share one driver and one Chromium; each test's page has a context of its own.
+@pytest.fixture(scope="package")
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as instance:
         yield instance
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
     yield browser

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from spark_feeds import classes
+
 from ..integration.server_process import ServerProcess, running
 
 TOPICS = [
@@ -25,6 +27,7 @@ def spark() -> Iterator[SparkSession]:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.sql.streaming.schemaInference", "true")
+        .config("spark.driver.extraJavaOptions", classes.java_options())  # as a feed's JVM starts
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
