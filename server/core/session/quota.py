@@ -41,6 +41,7 @@ from ..limits import (
     TX_WORK_BUDGET,
 )
 from ..protocol.commands import Publish, Query, SowDelete
+from .held import admit_server_order, fits_server_order
 
 if TYPE_CHECKING:
     from ..aggregate.parse import Spec
@@ -199,8 +200,11 @@ def _compiled(text: str | None) -> Filter | None:
         return None
 
 
-def admit_window(topic: Topic, subscription: Subscription, replacing: Subscription | None) -> None:
-    """Refuse (``invalid options``) a window whose order would take its socket past its budget.
+def admit_window(
+    topics: Iterable[Topic], topic: Topic, subscription: Subscription, replacing: Subscription | None
+) -> None:
+    """Refuse (``invalid options``) a window whose order would take its socket past its budget,
+    or, when it is a new order, the server past its own (held.py; ``topics``: the server's).
 
     Each window with its own ``orderby`` or filter keeps a sorted copy of its topic's matching
     records: one socket with 1,000 one-row windows on 50,000 records grew the server from 64 MB to
@@ -228,12 +232,23 @@ def admit_window(topic: Topic, subscription: Subscription, replacing: Subscripti
             f"(orderby, filter), at most {SOCKET_ORDERS}",
         )
     sizes = [len(kept) for kept in held.values()]
+    size: int | None = None  # the new order's size, when it had to be worked out
     if wanted not in held and not _fits(sizes, len(topic.records)):
         # It may not fit: its size is worked out before it is made, which costs a third of
         # making it (filtering without sort keys), so that a refusal costs no sorted copy.
-        records = topic.records.values()
-        size = len(records) if subscription.unfiltered else sum(map(subscription.matches, _data(records)))
+        size = _order_size(topic, subscription)
         _check_fits(sizes, size)
+    if not topic.orders.holds(share):
+        # A new order for the server: its topic's size bounds it, worked out when that is too many.
+        if size is None and not fits_server_order(topics, len(topic.records)):
+            size = _order_size(topic, subscription)
+        admit_server_order(topics, len(topic.records) if size is None else size)
+
+
+def _order_size(topic: Topic, subscription: Subscription) -> int:
+    """How many records window ``subscription``'s new order would keep."""
+    records = topic.records.values()
+    return len(records) if subscription.unfiltered else sum(map(subscription.matches, _data(records)))
 
 
 def _fits(sizes: list[int], new: int) -> bool:

@@ -1,0 +1,89 @@
+"""What the whole server's views may hold, across sockets (server/core/session/held.py): many sockets,
+each within its own budget, cannot together keep more window orders or aggregated groups than the
+server's bounds; idle orders give way first; a refusal leaves nothing behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.core.limits import SERVER_GROUPS, SERVER_ORDER_RECORDS
+from server.core.session import held
+
+from ..harness import Harness
+from .budget_load import TOPICS, load, processed, window
+
+BOUND = 1000  # as the server's bounds, scaled down so that the tests load small topics
+MAX_BY_ORDER = ["/order", "MAX(/qty) AS /max"]
+
+
+def test_orders_across_sockets_are_bounded_and_idle_ones_give_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(held, "SERVER_ORDER_RECORDS", BOUND)
+    h = Harness(topics=TOPICS)
+    first, second, third = h.peer(), h.peer(), h.peer()
+    load(first, 700)
+    topics = list(h.broker.topics.values())
+    assert window(first, "a", "/qty")["status"] == "success"
+    # Another socket's order of the same records is within its own budget, not the server's.
+    ack = window(second, "b", "/qty DESC")
+    assert ack["reason"] == (
+        "invalid options: window orders: the server's windows keep 700 records in their orders, "
+        f"and this one would keep 700 more, at most {BOUND} in all"
+    )
+    assert held.order_records(topics) == 700  # the refused one left nothing
+    # A window over an order that exists costs the server nothing: it shares it.
+    assert window(third, "shared", "/qty", top_n=5)["status"] == "success"
+    # A new order that is small fits beside it: its size is worked out when its topic is too many.
+    assert window(second, "few", "/qty DESC", filter="/order < 100")["status"] == "success"
+    assert held.order_records(topics) == 800
+    # Orders no window uses are kept for the next window over them, until the room is needed.
+    first.send({"c": "unsubscribe", "sub_id": "a"})
+    third.send({"c": "unsubscribe", "sub_id": "shared"})
+    assert held.order_records(topics) == 800  # the /qty order is idle, still kept
+    assert window(second, "b", "/qty DESC, /order")["status"] == "success"
+    assert held.order_records(topics) == 800  # the idle one dropped, the new one kept
+    assert SERVER_ORDER_RECORDS > 0  # the real bound is the one documented
+
+
+def test_groups_across_sockets_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(held, "SERVER_GROUPS", BOUND)
+    h = Harness(topics=TOPICS)
+    first, second = h.peer(), h.peer()
+    load(first, 700)
+    topics = list(h.broker.topics.values())
+    orders = h.broker.topics["orders"]
+    by_order = {"c": "sow_and_subscribe", "t": "orders", "grouping": ["/order"]}
+    first_view = {**by_order, "cid": "a", "sub_id": "a", "projection": ["/order", "SUM(/qty) AS /sum"]}
+    ack = processed(first.send(first_view), "a")
+    assert ack["status"] == "success"
+    assert held.groups(topics) == 700
+    derived = dict(orders.derived)
+    # Another projection of the same grouping keeps groups of its own; so does a one-shot ``sow``.
+    for cid, command in (("b", "sow_and_subscribe"), ("c", "sow")):
+        query = {**by_order, "c": command, "cid": cid, "sub_id": cid, "projection": MAX_BY_ORDER}
+        ack = processed(second.send(query), cid)
+        assert ack["reason"] == (
+            "invalid options: aggregations: the server's aggregations keep 700 groups, and this "
+            f"one would keep 700 more, at most {BOUND} in all"
+        ), ack
+        assert held.groups(topics) == 700 and orders.derived == derived  # nothing left behind
+    # Few groups fit beside them; and when the first view goes, its groups go with it.
+    by_qty = {**by_order, "cid": "q", "sub_id": "q", "grouping": ["/qty"]}
+    by_qty["projection"] = ["/qty", "COUNT(/order) AS /n"]
+    assert processed(second.send(by_qty), "q")["status"] == "success"
+    first.send({"c": "unsubscribe", "sub_id": "a"})
+    query = {**by_order, "cid": "b", "sub_id": "b", "projection": MAX_BY_ORDER}
+    assert processed(second.send(query), "b")["status"] == "success"
+    assert held.groups(topics) == 700 + 97
+    assert SERVER_GROUPS > 0
+
+
+def test_a_topics_configured_orders_are_not_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(held, "SERVER_ORDER_RECORDS", BOUND)
+    h = Harness(topics=[{"name": "orders", "key": ["/order"], "orders": ["/qty", "/qty DESC"]}])
+    peer = h.peer()
+    load(peer, 700)
+    topics = list(h.broker.topics.values())
+    assert held.order_records(topics) == 0  # 1,400 records in the operator's two orders
+    assert window(peer, "kept", "/qty")["status"] == "success"  # reads a kept order
+    assert window(peer, "own", "/order DESC")["status"] == "success"  # an order of its own
+    assert held.order_records(topics) == 700
