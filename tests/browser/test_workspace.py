@@ -96,10 +96,14 @@ def test_a_pane_maximises_and_restores(page: Page, server: ServerProcess) -> Non
     expect(page.locator(".view")).to_have_count(3)
     before = shown(page)
     page.locator(".pane-actions .maximise").nth(1).click()
-    boxes = shown(page)
-    assert len(boxes) == 1, "only the maximised view shows"
     _, _, width, height = page.evaluate(WORKSPACE)
-    assert boxes[0]["width"] >= width - 4 and boxes[0]["height"] >= height - 40
+
+    def maximised(boxes: Any) -> bool:
+        """Only the maximised view shows, and it fills the workspace (once the layout has run:
+        read at once after the click, a busy machine showed it at its old size)."""
+        return len(boxes) == 1 and boxes[0]["width"] >= width - 4 and boxes[0]["height"] >= height - 40
+
+    eventually(lambda: shown(page), maximised)
     expect(page.locator(".pane-actions .maximise[aria-pressed='true']")).to_have_count(1)
     shot(page, "workspace-maximised.png")
     page.locator(".pane-actions .maximise[aria-pressed='true']").click()
@@ -123,8 +127,9 @@ def test_the_edge_between_two_panes_resizes_them(page: Page, server: ServerProce
     page.mouse.down()
     page.mouse.move(x - 200 if side_by_side else x, y if side_by_side else y - 150, steps=8)
     page.mouse.up()
-    first, second = shown(page)
-    assert second[size] - first[size] > 250, (first, second)
+    first, second = eventually(  # type: ignore[misc]
+        lambda: shown(page), lambda boxes: len(boxes) == 2 and boxes[1][size] - boxes[0][size] > 250
+    )
     assert not overlap(first, second)
     expect(page.locator(".view").nth(0).locator("regular-table tbody tr").first).to_be_visible()
     assert page.errors == []  # type: ignore[attr-defined]
