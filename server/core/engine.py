@@ -18,6 +18,7 @@ from .broker.broker import Broker, Clock, LogFactory
 from .errors import BAD_MESSAGE, CommandError
 from .handlers import logons, publishing, querying, reentitle, transactions, visibility
 from .handlers.acks import check_logged_on, fail, persisted_ack, processed, received
+from .handlers.preparing import Preparation, prepare
 from .protocol import inbound, wire
 from .protocol.commands import (
     Body,
@@ -87,8 +88,24 @@ class Engine:
         finally:
             self.broker.settle()
 
-    def execute(self, session: Session, raw: Any) -> None:
-        """Process one decoded command (the broker's ``settle`` ends a run of them)."""
+    def prepare(self, session: Session, raw: Any) -> Preparation | None:
+        """The pass over a topic that decoded command ``raw`` would make in one step, to be read
+        in slices before it runs (handlers/preparing.py), or None: it runs at once."""
+        return prepare(self.broker, session, raw)
+
+    def execute(self, session: Session, raw: Any, prepared: Preparation | None = None) -> None:
+        """Process one decoded command (the broker's ``settle`` ends a run of them); ``prepared``:
+        its pass, read in slices (``prepare``), whose end is now."""
+        if prepared is None:
+            self._execute(session, raw)
+            return
+        try:
+            prepared.install()
+            self._execute(session, raw)
+        finally:
+            prepared.release()
+
+    def _execute(self, session: Session, raw: Any) -> None:
         broker = self.broker
         cid = valid_cid(raw)
         try:

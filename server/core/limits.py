@@ -75,11 +75,18 @@ MAX_SHARED_GROUP_INPUTS = 128
 
 # The filter work one command may do in one pass over a topic (a snapshot, a new window's order,
 # a delete by filter): records x the filter's estimated cost (filters/cost.py, about 100-220 ns a
-# unit; a regular expression is 100 or more). It is one step that other sockets wait for (a pass is
-# not cut into slices yet): 400 ORed regular expressions over 20,000 records held every socket for
-# 100 s. At this bound a pass waits a few seconds at the worst; filters of a few terms pass over a
-# million records, a regular expression over 300,000.
+# unit; a regular expression is 100 or more). A snapshot's pass and a new window's order are read
+# in slices (handlers/preparing.py); a delete by filter is still one step that other sockets wait
+# for: 400 ORed regular expressions over 20,000 records held every socket for 100 s. At this bound
+# a pass takes a few seconds at the worst; filters of a few terms pass over a million records, a
+# regular expression over 300,000.
 COMMAND_FILTER_WORK = 30_000_000
+# One slice of a pass over a topic that is read in slices (fanout/passes.py), in the same units:
+# about 1-2 ms (the runtime reads slices until its own slice of time is up: runtime/connection.py).
+SLICE_UNITS = 10_000
+# A command's pass over a topic estimated at more work than this is read in slices (handlers/
+# preparing.py): below it, a pass takes 10 ms or so at most and runs whole.
+SLICED_PASS_UNITS = 80_000
 # What each projected field of an aggregation adds to a record's share of that pass, besides its
 # argument's estimated cost: reading it and accumulating it (quota.admit_aggregation_pass).
 AGGREGATE_UNITS = 1

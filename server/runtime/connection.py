@@ -10,7 +10,10 @@ outbox grows, never the work of other sockets; when it overflows the engine asks
 A frame's commands run in slices (``receive``): at most ``SLICE_COMMANDS`` commands or
 ``SLICE_S`` of work, then the engine settles and the loop runs every other socket's reader,
 writer and timers before the next slice. One frame of 100,000 commands used to hold everyone for
-12 s. The socket's own order is kept: its next frame is not read until this one is done.
+12 s. The socket's own order is kept: its next frame is not read until this one is done. A
+command whose pass over a topic would be a long step of its own (a snapshot of a big topic through
+a filter, a new window's order) has the pass read in slices first, the same way, and then runs
+(core/handlers/preparing.py).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ..core.engine import Engine
+from ..core.handlers.preparing import Preparation
 from ..core.session.session import Session
 from .ports import SocketPort
 from .pump import Pump
@@ -141,7 +145,13 @@ class Connection:
                         pump()  # what it waits for goes to Redis now
                         await cluster.settled(session)
                         continue
-                    engine.execute(session, commands[done])
+                    prepared = engine.prepare(session, commands[done])
+                    if prepared is not None:
+                        await self._read_in_slices(prepared)
+                        if session.close_code is not None:
+                            prepared.release()
+                            break
+                    engine.execute(session, commands[done], prepared)
                     done += 1
                     if time.perf_counter() > deadline:
                         break
@@ -154,6 +164,28 @@ class Connection:
             pump()
         if cluster is not None:
             await cluster.paced(session)
+
+    async def _read_in_slices(self, prepared: Preparation) -> None:
+        """Read a command's pass over a topic a slice at a time (core/handlers/preparing.py). The
+        passes of every socket take turns (``Pump.pass_turn``): one slice of one pass, then the
+        loop runs every other socket's frames, then the next pass's slice. Ten sockets' passes at
+        once would otherwise each take a slice in every round of the loop, and every other socket
+        would wait ten slices a round."""
+        broker, pump = self.broker, self.pump
+        try:
+            done = False
+            while not done:
+                async with pump.pass_turn:
+                    end = time.perf_counter() + SLICE_S
+                    while not (done := prepared.advance()) and time.perf_counter() < end:
+                        pass
+                    if not done:
+                        broker.settle()  # what this frame did so far goes out before others run
+                        pump()
+                        await asyncio.sleep(0)  # the others run; other passes wait for the turn
+        except BaseException:
+            prepared.release()
+            raise
 
     async def _write_loop(self) -> None:
         session, outbox, clock = self.session, self.session.outbox, self.broker.clock

@@ -40,6 +40,8 @@ class Pump:
         self.timers_wake_at = math.inf  # when the timer task wakes by itself
         self.proposals = asyncio.Event()  # changes, claims or releases wait for Redis (redis_writer.py)
         self.settled: dict[Session, asyncio.Event] = {}  # sockets waiting for their changes in flight
+        # The turn that passes read in slices take, one slice of one pass at a time (connection.py).
+        self.pass_turn = asyncio.Lock()
 
     def __call__(self) -> None:
         broker = self.broker

@@ -86,6 +86,9 @@ def extremes(field: str, rng: random.Random, topics: tuple[str, str]) -> list[tu
             ("16 terms", ",".join(f"{long_path[:200]}{n} DESC" for n in range(MAX_ORDERBY_TERMS))),
             ("2,000 terms", _paths(2000, 3)),
             ("by qty", "/qty DESC, /id"),
+            # A new order each time: every window of it a whole new sort of the topic (a pass
+            # read in slices: core/handlers/preparing.py), and one more for the socket's budget.
+            ("an order of its own", f"/qty, /x{rng.randrange(10**9)}"),
         ]
     if field == "o":
         return [

@@ -23,12 +23,14 @@ from typing import TYPE_CHECKING, Any
 from ..filters.entitlement import gate_share
 from ..filters.orderby import OrderBy, parse_orderby, sowkey_order
 from ..limits import IDLE_ORDER_RECORDS, IDLE_ORDERS
-from .ranges import KeptOrder, indexed_order
-from .windows import Window, WindowOrder, WindowSpec, match_all
+from .passes import GatePass, SortedPass
+from .ranges import PAYS, KeptOrder, indexed_order, plan
+from .windows import OrderAssembly, SortKey, Window, WindowOrder, WindowSpec, match_all
 
 if TYPE_CHECKING:
     from ..records.version import RecordVersion
     from ..settings.config import TopicConfig
+    from ..sow.store import Sow
     from .subscription import Subscription
 
 
@@ -53,7 +55,7 @@ UNGATED = ((), None, None)  # gate_share of a view with no filter and no entitle
 class WindowOrders:
     """One topic's window orders, by what shares them."""
 
-    __slots__ = ("_idle", "_kept", "_orders")
+    __slots__ = ("_idle", "_kept", "_orders", "made")
 
     def __init__(self, kept: Iterable[OrderBy | None] = ()) -> None:
         self._orders: dict[tuple[Any, ...], WindowOrder] = {}
@@ -61,6 +63,9 @@ class WindowOrders:
         self._idle: OrderedDict[tuple[Any, ...], WindowOrder] = OrderedDict()
         # The configured orders, by their sort: in _orders too, never idle, never dropped.
         self._kept: dict[OrderBy | None, WindowOrder] = {}
+        # The order a build in slices made for the command now running (handlers/preparing.py):
+        # its window takes it when it opens; not kept, nor counted, before (gone after the command).
+        self.made: WindowOrder | None = None
         for order in kept:
             self._keep(order, {})
 
@@ -102,7 +107,9 @@ class WindowOrders:
             return
         order = self._orders.get(share)
         if order is None:
-            order = self._build(subscription, spec, records)
+            made = self.made_for(share)
+            order = made if made is not None else self._build(subscription, spec, records)
+            self.made = None
             self._orders[share] = order
             order.share = share
         self._idle.pop(share, None)
@@ -126,6 +133,31 @@ class WindowOrders:
         if base is not None:
             return WindowOrder.within(base, matches, records)
         return WindowOrder.sorting(spec.sort_key, matches, records.values())
+
+    def build_in_slices(self, subscription: Subscription, sow: Sow, units: int) -> OrderBuild | None:
+        """The build of window ``subscription``'s new order as a pass in slices (``units``: its
+        cost a record), or None when the order exists, or a kept order finds its few candidates
+        (then ``open`` builds it at once: that is not a pass over the topic)."""
+        share = order_share(subscription)
+        spec = subscription.window_spec
+        if share is None or spec is None or share in self._orders:
+            return None
+        matches = subscription.matches
+        if not subscription.unfiltered and self._kept:
+            gate = subscription.entitlement.filter
+            filters = (*subscription.filters, gate) if gate is not None else subscription.filters
+            found = plan(self._kept.values(), filters)
+            if found is not None and found.size <= PAYS * len(sow):
+                return None
+        base = self._kept.get(spec.order)
+        if base is not None:
+            return OrderBuild(share, spec, matches, GatePass(sow, matches, units), base)
+        return OrderBuild(share, spec, matches, SortedPass(sow, spec.sort_key, matches, units), None)
+
+    def made_for(self, share: tuple[Any, ...] | None) -> WindowOrder | None:
+        """The order a build in slices made for the command now running, when it is ``share``'s."""
+        made = self.made
+        return made if made is not None and share is not None and made.share == share else None
 
     def close(self, subscription: Subscription) -> None:
         window = subscription.window
@@ -170,3 +202,83 @@ class WindowOrders:
         for order in self._orders.values():
             touched += order.apply(key, new)
         return touched
+
+
+# The entries one slice of a build in slices walks or puts in its order.
+ASSEMBLY_STEP = 4_096
+
+
+class OrderBuild:
+    """A window order made by a pass in slices (fanout/passes.py): ``advance`` until it says it
+    is done, then ``finish`` (in the step that opens the window) makes the order as it is then.
+
+    Every stage is sliced: the pass (the sort keys sorted and merged, or, over a kept order of the
+    same sort, which records pass), then the walk of the kept order, then the order put together
+    (OrderAssembly); the records written meanwhile are taken again at the end, each as a change
+    of the order (``WindowOrder.apply``), so the end costs what was written, not the topic."""
+
+    __slots__ = ("_assembly", "_base", "_matches", "_pass", "_passing", "_walk", "_walked", "share", "spec")
+
+    def __init__(
+        self,
+        share: tuple[Any, ...],
+        spec: WindowSpec,
+        matches: Any,
+        sliced: GatePass | SortedPass,
+        base: WindowOrder | None,
+    ) -> None:
+        self.share = share
+        self.spec = spec
+        self._matches = matches
+        self._pass = sliced
+        self._base = base  # the kept order of its sort: a walk of it, filtered, is the order
+        self._passing: set[str] | None = None  # the keys that pass (over a kept order)
+        self._walk: list[SortKey] = []  # the kept order's sort keys, as they were then
+        self._walked: list[SortKey] = []  # those of them that pass
+        self._assembly: OrderAssembly | None = None
+
+    def __len__(self) -> int:
+        """The records the pass reads."""
+        return len(self._pass)
+
+    def advance(self) -> bool:
+        assembly = self._assembly
+        if assembly is not None:
+            return assembly.advance(ASSEMBLY_STEP)
+        sliced, base = self._pass, self._base
+        if not sliced.advance():
+            return False
+        if isinstance(sliced, SortedPass):
+            self._assembly = OrderAssembly(self.spec.sort_key, self._matches, sliced.merged())
+            return False
+        assert base is not None
+        passing = self._passing
+        if passing is None:  # the kept order as it is when the keys that pass are known
+            self._passing = sliced.passing()
+            self._walk = list(base.sorted)
+            self._walk.reverse()  # (taken from the end)
+            return False
+        walk = self._walk
+        part = walk[-ASSEMBLY_STEP:]
+        del walk[-ASSEMBLY_STEP:]
+        part.reverse()
+        self._walked += [entry for entry in part if entry[-1] in passing]
+        if not walk:
+            self._assembly = OrderAssembly(base.sort_key, self._matches, self._walked)
+        return False
+
+    def close(self) -> None:
+        self._pass.close()
+
+    def finish(self) -> WindowOrder:
+        while not self.advance():
+            pass
+        assert self._assembly is not None
+        order = self._assembly.order
+        sliced = self._pass
+        sliced.close()
+        records = sliced.records
+        for key in sliced.watched:  # written since: each a change of the order
+            order.apply(key, records.get(key))
+        order.share = self.share
+        return order

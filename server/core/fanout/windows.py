@@ -93,6 +93,51 @@ def sort_entries(entries: list[SortKey], sort_key: Callable[[Keyed], SortKey]) -
         entries.sort()
 
 
+def extend_sorted(ordered: SortedList, values: list[SortKey]) -> None:
+    """Add ``values`` (sorted, each after every item ``ordered`` holds) at the end of ``ordered``
+    as its own ``update`` does into an empty list: in sublists of its load, nothing compared.
+    (``update`` into a list that holds items sorts them all again, or adds one at a time.) It
+    writes the list's own fields, as sortedcontainers 2 lays them out (tests/core/fanout/
+    test_passes.py holds it to ``update``)."""
+    if not values:
+        return
+    load, lists, maxes = ordered._load, ordered._lists, ordered._maxes
+    ordered._len += len(values)
+    del ordered._index[:]
+    start = 0
+    if lists and len(lists[-1]) < load:  # the last sublist filled first: each but the last is full
+        start = load - len(lists[-1])
+        lists[-1].extend(values[:start])
+        maxes[-1] = lists[-1][-1]
+    lists.extend(values[at : at + load] for at in range(start, len(values), load))
+    maxes.extend(part[-1] for part in lists[len(maxes) :])
+
+
+class OrderAssembly:
+    """A ``WindowOrder`` put together a slice at a time (``advance``) from its entries, sorted
+    already (a build in slices: orders.py): its index of keys and its sorted list grow by a slice
+    each time, so no step holds the loop for the whole of a big order."""
+
+    __slots__ = ("_entries", "_next", "order")
+
+    def __init__(
+        self, sort_key: Callable[[Keyed], SortKey], matches: Callable[[Any], bool], entries: list[SortKey]
+    ) -> None:
+        self.order = WindowOrder(sort_key, matches, [])
+        self._entries = entries
+        self._next = 0
+
+    def advance(self, step: int) -> bool:
+        """Take ``step`` more entries; True when they are all taken."""
+        entries, start = self._entries, self._next
+        part = entries[start : start + step]
+        order = self.order
+        order.keys.update({entry[-1]: entry for entry in part})
+        extend_sorted(order.sorted, part)
+        self._next = start + len(part)
+        return self._next >= len(entries)
+
+
 class WindowOrder:
     """The records that pass one set of gates, in one order, shared by every window over them."""
 

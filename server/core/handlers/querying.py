@@ -32,9 +32,8 @@ from ..protocol.commands import Header, Query, Unsubscribe
 from ..session.held import admit_server_groups
 from ..session.quota import (
     admit_aggregated_view,
-    admit_filter_pass,
+    admit_pass,
     admit_replace_pass,
-    admit_sorted_pass,
     admit_subscription,
     admit_window,
 )
@@ -108,9 +107,7 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
             # One pass of the filter over the topic (a resume's too: it reads the whole topic when
             # its history does not reach back; a window over an order that exists already reads
             # the order).
-            admit_filter_pass(pass_filter, len(topic.records))
-            if window is not None or orderby is not None:
-                admit_sorted_pass(pass_filter, orderby, len(topic.records))
+            admit_pass(pass_filter, orderby, window is not None or orderby is not None, len(topic.records))
         if (
             existing is not None
             and subscription is not None

@@ -14,6 +14,8 @@ import orjson
 
 from ..fanout.subscription import Subscription
 from ..fanout.windows import WindowSpec
+from ..filters.entitlement import gate_share
+from ..filters.orderby import OrderBy
 from ..protocol import wire
 from ..protocol.commands import Query
 from ..queue.snapshots import FRAME_BREAK, JoinedRows, SnapshotRecords, estimated_size, record_message
@@ -61,12 +63,13 @@ def snapshot(
     subscription: Subscription | None,
     end_fields: dict[str, Any] | None = None,
 ) -> tuple[int, int]:
-    matches, versions = _select(topic, reader, body, orderby) if topic.is_sow else (0, [])
-    views: list[Any] | None = None
+    matches, versions, views = _select(topic, reader, body, orderby) if topic.is_sow else (0, [], None)
     if subscription is not None and subscription.held is not None:
-        # What the subscription holds is what it was sent: its views are taken now. Otherwise
-        # each view is made as the writer drains the snapshot, never a list of them all.
-        views = [subscription.view_of(version) for version in versions]
+        # What the subscription holds is what it was sent: its views are taken now (made by the
+        # pass in slices that found the records, when one did). Otherwise each view is made as
+        # the writer drains the snapshot, never a list of them all.
+        if views is None:
+            views = [subscription.view_of(version) for version in versions]
         for version, view in zip(versions, views, strict=True):
             subscription.remember(version.key, view)
     head = wire.snapshot_head(topic.name_json, orjson.dumps(body.query_id))
@@ -119,12 +122,21 @@ def _send(
     session.send_stream(stream, len(versions) + 2, size, records, subscription, begin, end, topic.queue)
 
 
-def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> tuple[int, list[RecordVersion]]:
-    """The records the query returns, in order, and how many matched (within the entitlement)."""
+def _select(
+    topic: Topic, reader: Subscription, body: Query, orderby: Any
+) -> tuple[int, list[RecordVersion], list[Any] | None]:
+    """The records the query returns, in order, how many matched (within the entitlement), and
+    their views when a pass in slices made them (else None)."""
     window = reader.window
     if window is not None:  # kept in order already
         records = topic.records
-        return len(window.order), [records[key] for key in window.sowkeys()]
+        return len(window.order), [records[key] for key in window.sowkeys()], None
+    start = body.skip_n or 0
+    end = start + body.top_n if body.top_n is not None else None
+    prepared = topic.prepared
+    if prepared is not None and prepared.share == selection_share(reader, orderby):
+        topic.prepared = None
+        return prepared.finish(start, end)  # read in slices before the command ran (preparing.py)
     if reader.unfiltered:  # no filter and no entitlement filter: compact records stay undecoded
         versions = topic.sow.every_version()  # shared: read, never changed
     else:
@@ -133,11 +145,14 @@ def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> tu
     matches = len(versions)
     if orderby is not None:
         versions = orderby.sort(versions)
-    start = body.skip_n or 0
-    end = start + body.top_n if body.top_n is not None else None
     if start or end is not None:
         versions = versions[start:end]
-    return matches, versions
+    return matches, versions, None
+
+
+def selection_share(reader: Subscription, orderby: OrderBy | None) -> tuple[Any, ...]:
+    """What decides a snapshot's records and their order: its reader's gates and its ``orderby``."""
+    return (orderby, *gate_share(reader.filters, reader.entitlement, reader.ctx))
 
 
 def _encode_snapshot(

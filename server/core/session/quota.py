@@ -8,7 +8,8 @@ command asks for are weighed against that socket's budget, before any of it is d
   the whole topic when its history does not reach back), a delete by filter, a ``replace``'s
   re-decision of what the client holds (``admit_replace_pass``); and
   the first pass of an aggregation, its projection counted too (``admit_aggregation_pass``), and
-  a pass that sorts, its sort keys and sort counted too (``admit_sorted_pass``).
+  a pass that sorts, its sort keys and sort counted too (``admit_sorted_pass``). A query's pass
+  is charged by ``admit_pass``, whether it is read whole or in slices (handlers/preparing.py).
 - Transactions (``TransactionWork``): the work of a ``tx``'s one step, counted before it is done.
 
 A subscription whose filter has an index term (``/id = 5``, ``/sym IN (...)``) is evaluated only
@@ -102,8 +103,9 @@ def _charge_socket(session: Session, cost: int, replacing: Subscription | None, 
 
 def admit_filter_pass(text: str | None, records: int) -> None:
     """Refuse (``bad filter``) a filter that one command would evaluate over ``records`` records
-    (a snapshot, a delete by filter: one step, unsliced) when that is more work than
-    ``COMMAND_FILTER_WORK``: its estimated cost per record times the records."""
+    (a snapshot, read in slices when it is big: handlers/preparing.py; a delete by filter, in one
+    step) when that is more work than ``COMMAND_FILTER_WORK``: its estimated cost per record times
+    the records."""
     compiled = _compiled(text)
     if compiled is None:
         return
@@ -115,6 +117,16 @@ def admit_filter_pass(text: str | None, records: int) -> None:
             f"{COMMAND_FILTER_WORK} units in one pass; make it cheaper (fewer regular expressions "
             "or functions)",
         )
+
+
+def admit_pass(text: str | None, orderby: OrderBy | None, sorting: bool, records: int) -> None:
+    """The charge of a query's pass over ``records`` records: its filter, and when it is
+    ``sorting`` (a window's new order, a snapshot with ``orderby``), its sort too. The query
+    makes it before its pass, and so does the preparation of a pass in slices before reading its
+    first slice (handlers/preparing.py): one charge, wherever the pass is read."""
+    admit_filter_pass(text, records)
+    if sorting:
+        admit_sorted_pass(text, orderby, records)
 
 
 def admit_replace_pass(old: Subscription, new: Subscription, records: int) -> None:
@@ -144,9 +156,7 @@ def admit_sorted_pass(text: str | None, orderby: OrderBy | None, records: int) -
     ``COMMAND_FILTER_WORK``: each record's sort key reads every term, then the sort compares the
     keys (``SORT_UNITS`` and ``ORDER_TERM_UNITS`` a term). Without this, an order of 16 terms over
     a million records was one step of tens of seconds whose filter cost nothing."""
-    compiled = _compiled(text)
-    terms = len(orderby.terms) if orderby is not None else 0
-    per_record = (compiled.cost if compiled is not None else 0) + SORT_UNITS + ORDER_TERM_UNITS * terms
+    per_record = pass_units(text, orderby, True)
     if per_record * records > COMMAND_FILTER_WORK:
         raise CommandError(
             INVALID_ORDER_BY,
@@ -154,6 +164,16 @@ def admit_sorted_pass(text: str | None, orderby: OrderBy | None, records: int) -
             f"filter, at most {COMMAND_FILTER_WORK} units in one pass; sort by fewer fields or "
             "filter cheaper",
         )
+
+
+def pass_units(text: str | None, orderby: OrderBy | None, sorting: bool) -> int:
+    """What one record costs a pass of filter ``text`` over a topic (an index does not help a
+    pass), and when ``sorting``, its sort key of ``orderby``'s terms and its share of the sort."""
+    compiled = _compiled(text)
+    units = compiled.cost if compiled is not None else 0
+    if sorting:
+        units += SORT_UNITS + ORDER_TERM_UNITS * (len(orderby.terms) if orderby is not None else 0)
+    return units
 
 
 def admit_aggregation_pass(text: str | None, spec: Spec, records: int) -> None:
@@ -217,14 +237,7 @@ def admit_window(
     share = topic.order_share(subscription)
     if share is None:
         return
-    # By the topic object, not its name: each aggregation's topic of groups, under its source's
-    # name, keeps orders of its own, distinct from the records' orders with the same share.
-    held = {
-        (id(sub.topic_ref), sub.window.order.share): sub.window.order
-        for sub in subscription.session.subscriptions.values()
-        if sub.window is not None and sub is not replacing
-    }
-    wanted = (id(topic), share)
+    wanted, held = _held_orders(topic, share, subscription, replacing)
     if wanted not in held and len(held) >= SOCKET_ORDERS:
         raise CommandError(
             INVALID_OPTIONS,
@@ -245,8 +258,46 @@ def admit_window(
         admit_server_order(topics, len(topic.records) if size is None else size)
 
 
+def admits_window_at_once(
+    topics: Iterable[Topic], topic: Topic, subscription: Subscription, replacing: Subscription | None
+) -> bool:
+    """Whether ``admit_window`` admits window ``subscription`` on its quick bounds alone (its
+    socket's count of orders, and its topic's size against what its socket and the server hold),
+    so that a build in slices may make the order first (handlers/preparing.py). False when it
+    refuses the window, or must first work out how many records the new order would keep (a pass
+    of its own, made when the command runs, so that a refusal costs no sorted copy)."""
+    share = topic.order_share(subscription)
+    if share is None:
+        return True
+    wanted, held = _held_orders(topic, share, subscription, replacing)
+    if wanted in held:
+        return True
+    if len(held) >= SOCKET_ORDERS or not _fits([len(kept) for kept in held.values()], len(topic.records)):
+        return False
+    return topic.orders.holds(share) or fits_server_order(topics, len(topic.records))
+
+
+def _held_orders(
+    topic: Topic, share: tuple[Any, ...], subscription: Subscription, replacing: Subscription | None
+) -> tuple[tuple[int, tuple[Any, ...]], dict[tuple[int, tuple[Any, ...]], Any]]:
+    """Which order the window wants, and the distinct orders its socket's windows (but
+    ``replacing``) keep. By the topic object, not its name: each aggregation's topic of groups,
+    under its source's name, keeps orders of its own, distinct from the records' orders with the
+    same share."""
+    held = {
+        (id(sub.topic_ref), sub.window.order.share): sub.window.order
+        for sub in subscription.session.subscriptions.values()
+        if sub.window is not None and sub is not replacing
+    }
+    return (id(topic), share), held
+
+
 def _order_size(topic: Topic, subscription: Subscription) -> int:
-    """How many records window ``subscription``'s new order would keep."""
+    """How many records window ``subscription``'s new order would keep (the order a build in
+    slices made for it says so: handlers/preparing.py)."""
+    made = topic.orders.made_for(topic.order_share(subscription))
+    if made is not None:
+        return len(made)
     records = topic.records.values()
     return len(records) if subscription.unfiltered else sum(map(subscription.matches, _data(records)))
 
@@ -295,7 +346,7 @@ class TransactionWork:
         so far), or refuse (``bad message``) the transaction when it passes ``TX_WORK_BUDGET``."""
         if isinstance(command, SowDelete) and command.filter is not None:
             examined = (len(topic.records) if topic is not None else 0) + pending
-            self._spend(examined * (RECORD_UNITS + _pass_cost(command.filter)))
+            self._spend(examined * (RECORD_UNITS + pass_units(command.filter, None, False)))
         elif isinstance(command, SowDelete) and command.sow_keys is not None:
             self._spend(len(command.sow_keys) * RECORD_UNITS)
         else:
@@ -341,9 +392,3 @@ def over_budget() -> CommandError:
         "(records read, filters evaluated, deliveries to its topics' subscriptions): "
         "split it into smaller transactions",
     )
-
-
-def _pass_cost(text: str) -> int:
-    """A filter's cost per record in a pass over a topic (an index does not help a pass)."""
-    compiled = _compiled(text)
-    return 0 if compiled is None else compiled.cost

@@ -28,12 +28,15 @@ from ..records.version import RecordVersion
 from .history import Held, History, Past
 from .txlog import DELETE, EXPIRE, PUBLISH, LogEntry
 
+# The keys written since a pass began, each True when the record was made (again) since
+# (``Sow.watch``), in the order they were last made.
+Watched = dict[str, bool]
 VersionChange = tuple[RecordVersion | None, RecordVersion | None]  # (what was there, what is there now)
 NO_CHANGE: VersionChange = (None, None)
 
 
 class Sow:
-    __slots__ = ("_every", "_records", "changes", "history")
+    __slots__ = ("_every", "_records", "_watchers", "changes", "history")
 
     def __init__(self) -> None:
         self._records: dict[str, RecordVersion] = {}
@@ -41,6 +44,8 @@ class Sow:
         # The recent changes, to resume views from (history.py); set for the topics that keep one.
         self.history: History | None = None
         self._every: list[RecordVersion] | None = None  # every_version's, until the next change
+        # The keys changed since each pass in slices began (``watch``: fanout/passes.py).
+        self._watchers: list[Watched] = []
 
     @property
     def records(self) -> Mapping[str, RecordVersion]:
@@ -59,6 +64,26 @@ class Sow:
     def __len__(self) -> int:
         return len(self._records)
 
+    def watch(self) -> Watched:
+        """From now on, note every key written here in the answer, until ``unwatch``: a pass that
+        reads the records in slices, other sockets' changes between them, takes those keys again
+        at its end (fanout/passes.py). True: the record was (re)made, so it now comes after every
+        record that was here before in the records' order; False: changed in place, or removed."""
+        watched: Watched = {}
+        self._watchers.append(watched)
+        return watched
+
+    def unwatch(self, watched: Watched) -> None:
+        self._watchers = [other for other in self._watchers if other is not watched]
+
+    def _noted(self, key: str, made: bool) -> None:
+        for watched in self._watchers:
+            if made:
+                watched.pop(key, None)  # (re)made last: it goes after every other one noted
+                watched[key] = True
+            elif key not in watched:
+                watched[key] = False
+
     def put(self, version: RecordVersion) -> VersionChange:
         """Store ``version`` under its key, by the change its ``seq`` numbers."""
         key = version.key
@@ -66,6 +91,8 @@ class Sow:
         self._records[key] = version
         self._every = None
         self.changes += 1
+        if self._watchers:
+            self._noted(key, old is None)
         history = self.history
         if history is not None:
             # A new record's version says what the change was: it costs the history no tuple.
@@ -80,6 +107,8 @@ class Sow:
             return NO_CHANGE
         self._every = None
         self.changes += 1
+        if self._watchers:
+            self._noted(key, False)
         if self.history is not None:
             self.history.note(Past(lsn, key, old, gone, timestamp))
         return old, None
@@ -128,9 +157,13 @@ class Sow:
             version.compact()  # stored records keep only their encoding (records/version.py)
             records[key] = version
             made.append((current, version))
+            if self._watchers:
+                self._noted(key, current is None)
         if loaded is not None and len(loaded) < len(records):
             for key in [key for key in records if key not in loaded]:
                 made.append((records.pop(key), None))
+                if self._watchers:
+                    self._noted(key, False)
         history = self.history
         if history is not None:
             history.reset(floor)

@@ -1,0 +1,350 @@
+"""Passes over a topic's records in slices: which records pass a view's gates, sorted or in the
+records' order, read a slice at a time while other sockets run between the slices, then finished
+in one step that takes again every record written meanwhile.
+
+A pass reads the records as they were when it began (a list of their versions: versions are never
+changed, only replaced) and asks the SOW to note every key written since (``Sow.watch``). Its end
+is exact: what it answers is what one pass over the records as they are at its end would answer,
+in the same order. So a command whose answer such a pass prepares (handlers/preparing.py) is
+answered as if it had run whole at that moment, which is what it would have been had it waited
+its turn. The end costs what was written during the pass, and a sorted pass's last merge.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from operator import itemgetter
+from typing import Any
+
+from ..filters.orderby import Keyed
+from ..limits import SLICE_UNITS
+from ..records.version import RecordVersion
+from ..sow.store import Sow
+from .windows import SortKey, entry_of, sort_entries
+
+_FRESH = object()  # a view to make from the version as it is now
+
+
+class GatePass:
+    """Which records pass ``matches``, a slice at a time (``advance``), then ``in_order`` or
+    ``passing``. ``units``: the estimated cost of one record (session/quota.py's units), which
+    sizes the slices."""
+
+    def __init__(
+        self,
+        sow: Sow,
+        matches: Callable[[Any], bool],
+        units: int,
+        view_of: Callable[[RecordVersion], Any] | None = None,
+    ) -> None:
+        """``view_of``: what a subscription that remembers what it was sent (a delta or ``oof``
+        one) remembers of each version, made a slice at a time once the records are read."""
+        self._sow = sow
+        self.records = sow.records
+        self._matches = matches
+        self._versions = list(sow.records.values())  # the records as the pass began
+        self.watched = sow.watch()
+        self._batch = max(1, SLICE_UNITS // max(1, units))
+        self._next = 0
+        self._found: list[int] = []  # indexes in _versions of those that pass
+        self._view_of = view_of
+        self._views: list[Any] = []  # view_of of each found one, in _found's order
+
+    def __len__(self) -> int:
+        return len(self._versions)
+
+    def advance(self) -> bool:
+        """Read one slice; True when the records are all read (the end is left)."""
+        versions, start = self._versions, self._next
+        if start >= len(versions):
+            return self._view_some()
+        end = min(len(versions), start + self._batch)
+        matches = self._matches
+        self._found += [index for index in range(start, end) if matches(versions[index].data)]
+        self._next = end
+        return end >= len(versions) and self._view_of is None
+
+    def _view_some(self) -> bool:
+        """Make the views of one slice of the versions found; True when they are all made."""
+        view_of, found, views = self._view_of, self._found, self._views
+        if view_of is None or len(views) >= len(found):
+            return True
+        versions = self._versions
+        views += [view_of(versions[index]) for index in found[len(views) : len(views) + self._batch]]
+        return len(views) >= len(found)
+
+    def close(self) -> None:
+        """Stop noting writes (a pass whose command will not use it, or one finished)."""
+        self._sow.unwatch(self.watched)
+
+    def _read_all(self) -> None:
+        while not self.advance():
+            pass
+        self.close()
+
+    def _passes(self, version: RecordVersion | None) -> bool:
+        return version is not None and self._matches(version.data)
+
+    def in_order(self) -> tuple[list[RecordVersion], list[Any]]:
+        """The versions that pass, as they are now, in the records' order, and (with ``view_of``)
+        the view of each, else no views."""
+        self._read_all()
+        versions, found, watched, views = self._versions, self._found, self.watched, self._views
+        view_of = self._view_of
+        if not watched:
+            return [versions[index] for index in found], views
+        records = self._sow.records
+        # Changed in place (or removed): where each was in the records' order is where it still
+        # is, if it is there; made since: after every record that was there, in the order made.
+        in_place = {key for key, made in watched.items() if not made}
+        kept = [
+            (index, views[at] if view_of is not None else None)
+            for at, index in enumerate(found)
+            if versions[index].key not in watched
+        ]
+        if in_place:
+            kept += [
+                (index, _FRESH)
+                for index, version in enumerate(versions)
+                if version.key in in_place and self._passes(records.get(version.key))
+            ]
+            kept.sort(key=itemgetter(0))
+        answer = [versions[index] for index, _ in kept]
+        if in_place:  # (as they are now)
+            answer = [records[version.key] if version.key in in_place else version for version in answer]
+        for key, made in watched.items():
+            current = records.get(key)
+            if made and self._passes(current):
+                assert current is not None
+                answer.append(current)
+                kept.append((-1, _FRESH))
+        if view_of is None:
+            return answer, []
+        held = [view for _, view in kept]
+        return answer, [
+            view_of(version) if view is _FRESH else view for view, version in zip(held, answer, strict=True)
+        ]
+
+    @property
+    def viewed(self) -> bool:
+        """Whether it makes the views of what it finds."""
+        return self._view_of is not None
+
+    def passing(self) -> set[str]:
+        """The keys of the records that pass, as they are now; the writes noted so far are
+        forgotten, and those from now on noted (``watched``) until ``close``."""
+        while not self.advance():
+            pass
+        versions, watched, records = self._versions, self.watched, self._sow.records
+        keys = {versions[index].key for index in self._found}
+        for key in watched:
+            if self._passes(records.get(key)):
+                keys.add(key)
+            else:
+                keys.discard(key)
+        watched.clear()
+        return keys
+
+
+# Runs of up to this many sort keys in all are merged in one go (a sort of two sorted runs is one
+# merge, in C: a few ms); longer ones a slice of this many at a time.
+MERGE_WHOLE = 8_192
+MERGE_STEP = 2_048
+
+
+class _Merge:
+    """Two sorted runs merged a slice at a time."""
+
+    __slots__ = ("_at_first", "_at_second", "_first", "_second", "merged")
+
+    def __init__(self, first: list[SortKey], second: list[SortKey]) -> None:
+        self._first, self._second = first, second
+        self._at_first = self._at_second = 0
+        self.merged: list[SortKey] = []
+
+    def advance(self, step: int) -> bool:
+        """Merge up to ``step`` more sort keys; True when they are all merged."""
+        first, second, merged = self._first, self._second, self.merged
+        i, j = self._at_first, self._at_second
+        end_first, end_second = len(first), len(second)
+        while step > 0 and i < end_first and j < end_second:
+            if second[j] < first[i]:
+                merged.append(second[j])
+                j += 1
+            else:
+                merged.append(first[i])
+                i += 1
+            step -= 1
+        self._at_first, self._at_second = i, j
+        if i < end_first and j < end_second:
+            return False
+        merged += first[i:] if i < end_first else second[j:]
+        return True
+
+
+class SortedPass:
+    """The sort keys of the records that pass ``matches``, sorted: each slice's sorted as it is
+    read, then the sorted runs merged two at a time, a slice at a time (``advance``), then
+    ``entries`` (every one, as the records are now), ``leading`` (the first few) or ``merged``."""
+
+    def __init__(
+        self,
+        sow: Sow,
+        sort_key: Callable[[Keyed], SortKey],
+        matches: Callable[[Any], bool],
+        units: int,
+    ) -> None:
+        self._sow = sow
+        self.records = sow.records
+        self._sort_key = sort_key
+        self._matches = matches
+        self._versions = list(sow.records.values())
+        self.watched = sow.watch()
+        self._batch = max(1, SLICE_UNITS // max(1, units))
+        self._next = 0
+        self._runs: deque[list[SortKey]] = deque()  # sorted; merged first in, first out
+        self._merging: _Merge | None = None
+        self._found: set[str] = set()  # the keys of the records read that passed
+
+    def __len__(self) -> int:
+        return len(self._versions)
+
+    def _entry(self, version: RecordVersion) -> SortKey | None:
+        return entry_of(self._sort_key, self._matches, version)
+
+    def advance(self) -> bool:
+        """Read one slice, or merge a slice of two runs; True when one sorted run is left."""
+        versions, start, runs = self._versions, self._next, self._runs
+        if start < len(versions):
+            end = min(len(versions), start + self._batch)
+            entry = self._entry
+            run = [found for index in range(start, end) if (found := entry(versions[index])) is not None]
+            sort_entries(run, self._sort_key)
+            if run:
+                self._found.update(found[-1] for found in run)
+                runs.append(run)
+            self._next = end
+            return False
+        merging = self._merging
+        if merging is not None:
+            if merging.advance(MERGE_STEP):
+                runs.append(merging.merged)
+                self._merging = None
+            return False
+        if len(runs) <= 1:
+            return True
+        first, second = runs.popleft(), runs.popleft()
+        if len(first) + len(second) <= MERGE_WHOLE:
+            both = first + second
+            sort_entries(both, self._sort_key)
+            runs.append(both)
+        else:
+            self._merging = _Merge(first, second)
+        return False
+
+    def close(self) -> None:
+        self._sow.unwatch(self.watched)
+
+    def merged(self) -> list[SortKey]:
+        """The sort keys of the records that passed as the pass read them (the keys of
+        ``watched`` may have changed since), sorted. The writes go on being noted."""
+        while not self.advance():
+            pass
+        return self._runs[0] if self._runs else []
+
+    def _fresh(self) -> list[SortKey]:
+        """The sort keys of the records written since the pass began that pass now, sorted."""
+        records, entry = self._sow.records, self._entry
+        fresh = [
+            found
+            for key in self.watched
+            if (version := records.get(key)) is not None and (found := entry(version)) is not None
+        ]
+        sort_entries(fresh, self._sort_key)
+        return fresh
+
+    def entries(self) -> list[SortKey]:
+        """The sort keys of the records that pass, as they are now, sorted."""
+        entries = self.merged()
+        self.close()
+        watched = self.watched
+        if not watched:
+            return entries
+        entries = [found for found in entries if found[-1] not in watched]
+        entries += self._fresh()
+        sort_entries(entries, self._sort_key)  # (two runs: one merge)
+        return entries
+
+    def leading(self, count: int) -> tuple[int, list[SortKey]]:
+        """How many records pass, as they are now, and the first ``count`` sort keys of them: a
+        walk of as many, whatever the topic's size."""
+        entries, watched = self.merged(), self.watched
+        self.close()
+        if not watched:
+            return len(entries), entries[:count]
+        fresh = self._fresh()
+        stale = sum(1 for key in watched if key in self._found)
+        leading: list[SortKey] = []
+        for found in entries:
+            if len(leading) >= count:
+                break
+            if found[-1] not in watched:
+                leading.append(found)
+        leading += fresh[:count]
+        sort_entries(leading, self._sort_key)
+        return len(entries) - stale + len(fresh), leading[:count]
+
+
+class Selection:
+    """A snapshot's records found by a pass in slices, for the command being prepared: those that
+    pass its reader's gates (``share``: what decides which pass, and the order), sorted by its
+    ``orderby`` or in the records' order. The topic holds it while that command runs
+    (``Topic.prepared``), and the snapshot takes it instead of a pass of its own."""
+
+    __slots__ = ("_pass", "_records", "share")
+
+    def __init__(
+        self,
+        share: tuple[Any, ...],
+        sow: Sow,
+        matches: Callable[[Any], bool],
+        sort_key: Callable[[Keyed], SortKey] | None,
+        units: int,
+        view_of: Callable[[RecordVersion], Any] | None = None,
+    ) -> None:
+        """``view_of``: what its subscription remembers of each record sent (a delta or ``oof``
+        one), made in slices too when it is in the records' order (sorted: by the snapshot)."""
+        self.share = share
+        self._records = sow.records
+        self._pass: GatePass | SortedPass = (
+            GatePass(sow, matches, units, view_of)
+            if sort_key is None
+            else SortedPass(sow, sort_key, matches, units)
+        )
+
+    def __len__(self) -> int:
+        return len(self._pass)
+
+    def advance(self) -> bool:
+        return self._pass.advance()
+
+    def close(self) -> None:
+        self._pass.close()
+
+    def finish(self, start: int, end: int | None) -> tuple[int, list[RecordVersion], list[Any] | None]:
+        """How many records pass, those at ``start`` to ``end`` (None: the last) of them, and
+        their views when it made them (else None: the snapshot makes them)."""
+        sliced = self._pass
+        records = self._records
+        if isinstance(sliced, GatePass):
+            versions, views = sliced.in_order()
+            matches = len(versions)
+            if start or end is not None:
+                versions, views = versions[start:end], views[start:end]
+            return matches, versions, views if sliced.viewed else None
+        if end is not None:  # the first few: a walk of as many
+            matches, entries = sliced.leading(end)
+            return matches, [records[entry[-1]] for entry in entries[start:]], None
+        entries = sliced.entries()
+        return len(entries), [records[entry[-1]] for entry in entries[start:]], None

@@ -1,0 +1,100 @@
+"""A pass over a topic read in slices (fanout/passes.py), proved by a property test: whatever is
+written between its slices (records made, changed, removed, made again), its end answers what one
+pass over the records as they are then answers, in the same order: the records' order, or sorted."""
+
+from __future__ import annotations
+
+from itertools import count
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sortedcontainers import SortedList
+
+from server.core.fanout.passes import GatePass, SortedPass
+from server.core.fanout.windows import extend_sorted, match_all, sorted_entries
+from server.core.filters.orderby import parse_orderby, sowkey_order
+from server.core.limits import SLICE_UNITS
+from server.core.records.version import RecordVersion
+from server.core.sow.store import Sow
+
+KEYS = st.sampled_from([f"k{n}" for n in range(12)])
+VALUES = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b"]), st.none())
+WRITE = st.tuples(st.sampled_from(["put", "remove"]), KEYS, VALUES)
+STEP = st.one_of(st.just(("advance", "", None)), WRITE)
+
+
+def passes(data: Any) -> bool:
+    return isinstance(data.get("v"), int) and data["v"] > -2
+
+
+def view_of(version: RecordVersion) -> tuple[str, int]:
+    return version.key, version.seq
+
+
+SORTS = [sowkey_order, parse_orderby("/v DESC").sort_key, parse_orderby("/v").sort_key]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    first=st.lists(st.tuples(KEYS, VALUES), max_size=12),
+    steps=st.lists(STEP, max_size=30),
+    batch=st.integers(1, 4),
+    gated=st.booleans(),
+    sort=st.sampled_from(range(len(SORTS))),
+)
+def test_a_pass_in_slices_ends_as_one_pass_over_the_records_as_they_are(
+    first: list[tuple[str, Any]], steps: list[tuple[str, str, Any]], batch: int, gated: bool, sort: int
+) -> None:
+    sow, seq = Sow(), count(1)
+
+    def write(op: str, key: str, value: Any) -> None:
+        if op == "put":
+            sow.put(RecordVersion(key, {"v": value}, next(seq), 0.0))
+        else:
+            sow.remove(key, next(seq), 0.0)
+
+    for key, value in first:
+        write("put", key, value)
+    matches = passes if gated else match_all
+    units = SLICE_UNITS // batch  # a slice of ``batch`` records
+    in_order, passing = GatePass(sow, matches, units), GatePass(sow, matches, units)
+    viewed = GatePass(sow, matches, units, view_of)  # and what a delta subscription remembers
+    ordered, leading = (
+        SortedPass(sow, SORTS[sort], matches, units),
+        SortedPass(sow, SORTS[sort], matches, units),
+    )
+    for op, key, value in steps:
+        if op == "advance":
+            for each in (in_order, passing, viewed, ordered, leading):
+                each.advance()
+        else:
+            write(op, key, value)
+    now = [version for version in sow.records.values() if matches(version.data)]
+    assert in_order.in_order() == (now, [])  # the same versions (as they are now), in the records' order
+    assert viewed.in_order() == (now, [view_of(version) for version in now])
+    assert passing.passing() == {version.key for version in now}
+    passing.close()
+    every = sorted_entries(SORTS[sort], matches, sow.records.values())
+    assert ordered.entries() == every
+    assert leading.leading(3) == (len(every), every[:3])
+    write("put", "later", 1)  # a finished pass notes nothing more
+    assert not sow._watchers
+
+
+@given(st.lists(st.lists(st.integers(0, 10_000), max_size=3000), max_size=4))
+def test_a_sorted_list_extended_at_its_end_is_the_one_update_makes(parts: list[list[int]]) -> None:
+    values = sorted(set().union(*parts)) if parts else []
+    cuts = sorted({len(part) % (len(values) + 1) for part in parts})
+    extended, start = SortedList(), 0
+    for cut in [*cuts, len(values)]:
+        extend_sorted(extended, [(value,) for value in values[start:cut]])
+        start = max(start, cut)
+    made = SortedList((value,) for value in values)
+    assert list(extended) == list(made) and len(extended) == len(made)
+    extended._check()
+    for value in (-1, 5_000, 20_000):  # and it works as a sorted list after
+        extended.add((value,))
+        made.add((value,))
+        assert extended.index((value,)) == made.index((value,))
+    extended._check()

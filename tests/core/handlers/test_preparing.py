@@ -1,0 +1,125 @@
+"""A query whose pass over a big topic is read in slices before it runs (handlers/preparing.py):
+whatever other sockets publish between its slices, what its socket is sent, then and afterwards,
+is byte for byte what it would be sent had the query run whole once those publishes were done."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+import pytest
+
+from server.core.engine import Engine
+
+from ..harness import Harness, Peer
+
+# ``t`` keeps an order by ``/s``: a window by it is a walk of that order, filtered (orders.py).
+TOPICS = [{"name": "t", "key": ["/id"], "orders": ["/s"]}, {"name": "small", "key": ["/id"]}]
+RECORDS = 8_000  # enough for a sorted pass to be read in slices
+
+
+def seeded() -> tuple[Harness, Peer, Peer]:
+    h = Harness(topics=TOPICS)
+    reader, writer = h.peer(), h.peer()
+    rows = [
+        {"c": "publish", "t": "t", "data": {"id": n, "lvl": n % 9, "s": f"s{n % 31}"}} for n in range(RECORDS)
+    ]
+    for first in range(0, RECORDS, 1000):
+        writer.send(*rows[first : first + 1000])
+    writer.take()
+    return h, reader, writer
+
+
+def change(rng: random.Random) -> dict[str, Any]:
+    """A publish or a delete of a record of the topic, or of one new to it."""
+    record = rng.randrange(RECORDS + 50)
+    if rng.random() < 0.25:
+        return {"c": "sow_delete", "t": "t", "filter": f"/id = {record}"}
+    return {
+        "c": "publish",
+        "t": "t",
+        "data": {"id": record, "lvl": rng.randrange(9), "s": f"s{rng.randrange(31)}"},
+    }
+
+
+QUERIES = [
+    {"c": "sow_and_subscribe", "t": "t", "filter": "/lvl > 2", "orderby": "/s", "top_n": 30, "cid": "q"},
+    {"c": "sow", "t": "t", "filter": "/lvl > 3", "cid": "q"},
+    {
+        "c": "sow",
+        "t": "t",
+        "filter": "/lvl > 3",
+        "orderby": "/s DESC, /lvl",
+        "top_n": 25,
+        "skip_n": 3,
+        "cid": "q",
+    },
+    {"c": "sow_and_subscribe", "t": "t", "filter": "/lvl < 7", "orderby": "/lvl", "top_n": 20, "cid": "q"},
+    {"c": "sow_and_delta_subscribe", "t": "t", "orderby": "/lvl DESC", "top_n": 10, "o": "oof", "cid": "q"},
+    {"c": "sow_and_delta_subscribe", "t": "t", "filter": "/s = 's3' OR /lvl = 2", "o": "oof", "cid": "q"},
+]
+
+
+def run(
+    engine: Engine, peer: Peer, command: dict[str, Any], between: list[list[dict[str, Any]]], writer: Peer
+) -> int:
+    """Run ``command`` with its pass in slices, a frame of ``between`` fed between each two of its
+    slices (every stage of it: reading, merging, putting an order together); how many were fed."""
+    raw = orjson.loads(orjson.dumps(command))
+    prepared = engine.prepare(peer.session, raw)
+    assert prepared is not None, "the pass was not read in slices"
+    fed = 0
+    while not prepared.advance():
+        if fed < len(between):
+            writer.send(*between[fed])
+            fed += 1
+    engine.execute(peer.session, raw, prepared)
+    engine.broker.settle()
+    return fed
+
+
+def orders(h: Harness) -> list[list[Any]]:
+    """Every window order of the topic, in full."""
+    return [list(order.sorted) for order in h.broker.topics["t"].orders]
+
+
+@pytest.mark.parametrize("query", range(len(QUERIES)))
+def test_a_query_read_in_slices_is_answered_as_if_it_ran_whole_when_its_turn_came(query: int) -> None:
+    rng = random.Random(query)
+    between = [[change(rng) for _ in range(rng.randrange(1, 4))] for _ in range(400)]
+    sliced, sliced_reader, sliced_writer = seeded()
+    whole, whole_reader, whole_writer = seeded()
+    command = QUERIES[query]
+    fed = run(sliced.engine, sliced_reader, command, between, sliced_writer)
+    assert fed >= 3, f"only {fed} slices"
+    assert fed < len(between), "more slices than frames: the last stages saw no writes"
+    for frame in between[:fed]:  # what the sliced pass saw between its slices, before the query runs whole
+        whole_writer.send(*frame)
+    answered = sliced_reader.take()
+    assert answered == whole_reader.send(command)
+    assert orders(sliced) == orders(whole)  # the whole order, not only the window's rows
+    assert any(m.get("c") == "sow" for m in answered)
+    later = [*between[fed : fed + 20], [change(rng) for _ in range(200)]]
+    for frame in later:  # and the live subscription's changes after it
+        sliced_writer.send(*frame)
+        whole_writer.send(*frame)
+        assert sliced_reader.take() == whole_reader.take()
+
+
+def test_a_small_topic_or_a_cheap_pass_runs_whole() -> None:
+    h, reader, _ = seeded()
+    small = {"c": "sow", "t": "small", "filter": "/lvl > 3", "cid": "q"}
+    assert h.engine.prepare(reader.session, small) is None
+    assert h.engine.prepare(reader.session, {"c": "sow", "t": "t", "cid": "q"}) is None  # every record
+    publish = {"c": "publish", "t": "t", "data": {"id": 1}}
+    assert h.engine.prepare(reader.session, publish) is None
+
+
+def test_a_pass_the_budget_refuses_is_refused_when_it_runs_not_read() -> None:
+    h, reader, _ = seeded()
+    costly = " OR ".join(f"/s LIKE 'x{n}.*'" for n in range(60))
+    command = {"c": "sow", "t": "t", "filter": costly, "cid": "q"}
+    assert h.engine.prepare(reader.session, command) is None
+    replies = reader.send(command)
+    assert replies[-1]["status"] == "failure" and "too costly" in replies[-1]["reason"]
