@@ -84,6 +84,11 @@ COMMAND_FILTER_WORK = 30_000_000
 # One slice of a pass over a topic that is read in slices (fanout/passes.py), in the same units:
 # about 1-2 ms (the runtime reads slices until its own slice of time is up: runtime/connection.py).
 SLICE_UNITS = 10_000
+# Passes read in slices at once in the whole server; the others' commands wait their turn, in
+# order, before their pass takes its copy of the records (runtime/connection.py). A pass holds what
+# it has found until its command runs (a sorted pass of a million records: 100 MB or more of sort
+# keys), so a thousand sockets each asking for one must not hold a thousand.
+SERVER_PASSES = 4
 # A command's pass over a topic estimated at more work than this is read in slices (handlers/
 # preparing.py): below it, a pass takes 10 ms or so at most and runs whole.
 SLICED_PASS_UNITS = 80_000

@@ -166,26 +166,33 @@ class Connection:
             await cluster.paced(session)
 
     async def _read_in_slices(self, prepared: Preparation) -> None:
-        """Read a command's pass over a topic a slice at a time (core/handlers/preparing.py). The
-        passes of every socket take turns (``Pump.pass_turn``): one slice of one pass, then the
-        loop runs every other socket's frames, then the next pass's slice. Ten sockets' passes at
-        once would otherwise each take a slice in every round of the loop, and every other socket
-        would wait ten slices a round."""
-        broker, pump = self.broker, self.pump
+        """Read a command's pass over a topic a slice at a time (core/handlers/preparing.py), once
+        it is one of the ``SERVER_PASSES`` read at once (``Pump.passes``). Those take turns
+        (``Pump.pass_turn``): one slice of one pass, then the loop runs every other socket's
+        frames, then the next pass's slice. Ten sockets' passes at once would otherwise each take
+        a slice in every round of the loop, and every other socket would wait ten slices a round."""
+        pump = self.pump
+        self.broker.settle()  # what this frame did so far goes out before the pass waits its turn
+        pump()
         try:
-            done = False
-            while not done:
-                async with pump.pass_turn:
-                    end = time.perf_counter() + SLICE_S
-                    while not (done := prepared.advance()) and time.perf_counter() < end:
-                        pass
-                    if not done:
-                        broker.settle()  # what this frame did so far goes out before others run
-                        pump()
-                        await asyncio.sleep(0)  # the others run; other passes wait for the turn
+            async with pump.passes:  # (its copy of the records is taken at its first slice)
+                await self._take_turns(prepared)
         except BaseException:
             prepared.release()
             raise
+
+    async def _take_turns(self, prepared: Preparation) -> None:
+        broker, pump = self.broker, self.pump
+        done = False
+        while not done:
+            async with pump.pass_turn:
+                end = time.perf_counter() + SLICE_S
+                while not (done := prepared.advance()) and time.perf_counter() < end:
+                    pass
+                if not done:
+                    broker.settle()  # what this frame did so far goes out before others run
+                    pump()
+                    await asyncio.sleep(0)  # the others run; other passes wait for the turn
 
     async def _write_loop(self) -> None:
         session, outbox, clock = self.session, self.session.outbox, self.broker.clock

@@ -25,6 +25,7 @@ import asyncio
 import math
 
 from ..core.broker.broker import Broker
+from ..core.limits import SERVER_PASSES
 from ..core.log.shared import SharedLog
 from ..core.session.session import Session
 
@@ -40,7 +41,9 @@ class Pump:
         self.timers_wake_at = math.inf  # when the timer task wakes by itself
         self.proposals = asyncio.Event()  # changes, claims or releases wait for Redis (redis_writer.py)
         self.settled: dict[Session, asyncio.Event] = {}  # sockets waiting for their changes in flight
-        # The turn that passes read in slices take, one slice of one pass at a time (connection.py).
+        # The passes read in slices (connection.py): at most SERVER_PASSES at once, and one
+        # slice of one of them at a time.
+        self.passes = asyncio.Semaphore(SERVER_PASSES)
         self.pass_turn = asyncio.Lock()
 
     def __call__(self) -> None:

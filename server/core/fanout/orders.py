@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..filters.entitlement import gate_share
 from ..filters.orderby import OrderBy, parse_orderby, sowkey_order
 from ..limits import IDLE_ORDER_RECORDS, IDLE_ORDERS
-from .passes import GatePass, SortedPass
+from .passes import CHUNK, GatePass, Run, SortedPass
 from .ranges import PAYS, KeptOrder, indexed_order, plan
 from .windows import OrderAssembly, SortKey, Window, WindowOrder, WindowSpec, match_all
 
@@ -151,8 +151,10 @@ class WindowOrders:
                 return None
         base = self._kept.get(spec.order)
         if base is not None:
-            return OrderBuild(share, spec, matches, GatePass(sow, matches, units), base)
-        return OrderBuild(share, spec, matches, SortedPass(sow, spec.sort_key, matches, units), None)
+            return OrderBuild(share, spec, matches, GatePass(sow, matches, units), base, {})
+        keys: dict[str, SortKey] = {}
+        sliced = SortedPass(sow, spec.sort_key, matches, units, keys)
+        return OrderBuild(share, spec, matches, sliced, None, keys)
 
     def made_for(self, share: tuple[Any, ...] | None) -> WindowOrder | None:
         """The order a build in slices made for the command now running, when it is ``share``'s."""
@@ -204,10 +206,6 @@ class WindowOrders:
         return touched
 
 
-# The entries one slice of a build in slices walks or puts in its order.
-ASSEMBLY_STEP = 4_096
-
-
 class OrderBuild:
     """A window order made by a pass in slices (fanout/passes.py): ``advance`` until it says it
     is done, then ``finish`` (in the step that opens the window) makes the order as it is then.
@@ -217,7 +215,9 @@ class OrderBuild:
     (OrderAssembly); the records written meanwhile are taken again at the end, each as a change
     of the order (``WindowOrder.apply``), so the end costs what was written, not the topic."""
 
-    __slots__ = ("_assembly", "_base", "_matches", "_pass", "_passing", "_walk", "_walked", "share", "spec")
+    __slots__ = (
+        "_assembly", "_base", "_keys", "_matches", "_pass", "_passing", "_walk", "_walked", "share", "spec",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -226,7 +226,9 @@ class OrderBuild:
         matches: Any,
         sliced: GatePass | SortedPass,
         base: WindowOrder | None,
+        keys: dict[str, SortKey],
     ) -> None:
+        """``keys``: the order's index of keys, filled as its entries are found."""
         self.share = share
         self.spec = spec
         self._matches = matches
@@ -234,22 +236,19 @@ class OrderBuild:
         self._base = base  # the kept order of its sort: a walk of it, filtered, is the order
         self._passing: set[str] | None = None  # the keys that pass (over a kept order)
         self._walk: list[SortKey] = []  # the kept order's sort keys, as they were then
-        self._walked: list[SortKey] = []  # those of them that pass
+        self._walked: Run = []  # those of them that pass, in chunks
         self._assembly: OrderAssembly | None = None
-
-    def __len__(self) -> int:
-        """The records the pass reads."""
-        return len(self._pass)
+        self._keys = keys
 
     def advance(self) -> bool:
         assembly = self._assembly
         if assembly is not None:
-            return assembly.advance(ASSEMBLY_STEP)
+            return assembly.advance()
         sliced, base = self._pass, self._base
         if not sliced.advance():
             return False
         if isinstance(sliced, SortedPass):
-            self._assembly = OrderAssembly(self.spec.sort_key, self._matches, sliced.merged())
+            self._assembly = OrderAssembly(self.spec.sort_key, self._matches, sliced.merged(), self._keys)
             return False
         assert base is not None
         passing = self._passing
@@ -259,12 +258,15 @@ class OrderBuild:
             self._walk.reverse()  # (taken from the end)
             return False
         walk = self._walk
-        part = walk[-ASSEMBLY_STEP:]
-        del walk[-ASSEMBLY_STEP:]
+        part = walk[-CHUNK:]
+        del walk[-CHUNK:]
         part.reverse()
-        self._walked += [entry for entry in part if entry[-1] in passing]
+        walked = [entry for entry in part if entry[-1] in passing]
+        if walked:
+            self._walked.append(walked)
+            self._keys.update({entry[-1]: entry for entry in walked})
         if not walk:
-            self._assembly = OrderAssembly(base.sort_key, self._matches, self._walked)
+            self._assembly = OrderAssembly(base.sort_key, self._matches, self._walked, self._keys)
         return False
 
     def close(self) -> None:

@@ -20,13 +20,35 @@ from typing import Any
 from ..filters.orderby import Keyed
 from ..limits import SLICE_UNITS
 from ..records.version import RecordVersion
-from ..sow.store import Sow
+from ..sow.store import Sow, Watched
 from .windows import SortKey, entry_of, sort_entries
 
 _FRESH = object()  # a view to make from the version as it is now
 
 
-class GatePass:
+class _Frozen:
+    """What a pass in slices reads: the records as they were at its first slice (``_start``: not
+    when the pass is made, so a pass waiting for its turn holds no copy), and the keys written
+    since (``watched``), until ``close``."""
+
+    def __init__(self, sow: Sow) -> None:
+        self._sow = sow
+        self.records = sow.records
+        self._versions: list[RecordVersion] = []
+        self.watched: Watched = {}
+        self._started = False
+
+    def _start(self) -> None:
+        self._started = True
+        self._versions = list(self._sow.records.values())
+        self.watched = self._sow.watch()
+
+    def close(self) -> None:
+        """Stop noting writes (a pass whose command will not use it, or one finished)."""
+        self._sow.unwatch(self.watched)
+
+
+class GatePass(_Frozen):
     """Which records pass ``matches``, a slice at a time (``advance``), then ``in_order`` or
     ``passing``. ``units``: the estimated cost of one record (session/quota.py's units), which
     sizes the slices."""
@@ -40,22 +62,18 @@ class GatePass:
     ) -> None:
         """``view_of``: what a subscription that remembers what it was sent (a delta or ``oof``
         one) remembers of each version, made a slice at a time once the records are read."""
-        self._sow = sow
-        self.records = sow.records
+        super().__init__(sow)
         self._matches = matches
-        self._versions = list(sow.records.values())  # the records as the pass began
-        self.watched = sow.watch()
         self._batch = max(1, SLICE_UNITS // max(1, units))
         self._next = 0
         self._found: list[int] = []  # indexes in _versions of those that pass
         self._view_of = view_of
         self._views: list[Any] = []  # view_of of each found one, in _found's order
 
-    def __len__(self) -> int:
-        return len(self._versions)
-
     def advance(self) -> bool:
         """Read one slice; True when the records are all read (the end is left)."""
+        if not self._started:
+            self._start()
         versions, start = self._versions, self._next
         if start >= len(versions):
             return self._view_some()
@@ -73,10 +91,6 @@ class GatePass:
         versions = self._versions
         views += [view_of(versions[index]) for index in found[len(views) : len(views) + self._batch]]
         return len(views) >= len(found)
-
-    def close(self) -> None:
-        """Stop noting writes (a pass whose command will not use it, or one finished)."""
-        self._sow.unwatch(self.watched)
 
     def _read_all(self) -> None:
         while not self.advance():
@@ -151,39 +165,65 @@ class GatePass:
 # merge, in C: a few ms); longer ones a slice of this many at a time.
 MERGE_WHOLE = 8_192
 MERGE_STEP = 2_048
+# A sorted run is held in chunks of at most this many sort keys (``Run``), never in one list of
+# them all: a list the collector has not yet seen is walked whole by its next young collection,
+# and a merge makes no object the collector counts, so a merged list of 200,000 sort keys stayed
+# young while it grew; eight of them cost one young collection 0.15 s.
+CHUNK = 4_096
+Run = list[list[SortKey]]  # sorted, in order; no chunk empty
+
+
+def chunked(entries: list[SortKey]) -> Run:
+    return [entries[start : start + CHUNK] for start in range(0, len(entries), CHUNK)]
+
+
+def flat(run: Run) -> list[SortKey]:
+    return [entry for chunk in run for entry in chunk]
 
 
 class _Merge:
-    """Two sorted runs merged a slice at a time."""
+    """Two sorted runs merged a slice at a time, into chunks."""
 
-    __slots__ = ("_at_first", "_at_second", "_first", "_second", "merged")
+    __slots__ = ("_at", "_first", "_second", "merged")
 
-    def __init__(self, first: list[SortKey], second: list[SortKey]) -> None:
+    def __init__(self, first: Run, second: Run) -> None:
         self._first, self._second = first, second
-        self._at_first = self._at_second = 0
-        self.merged: list[SortKey] = []
+        self._at = [0, 0, 0, 0]  # the chunk and the place in it of each run
+        self.merged: Run = [[]]
 
     def advance(self, step: int) -> bool:
         """Merge up to ``step`` more sort keys; True when they are all merged."""
         first, second, merged = self._first, self._second, self.merged
-        i, j = self._at_first, self._at_second
-        end_first, end_second = len(first), len(second)
-        while step > 0 and i < end_first and j < end_second:
-            if second[j] < first[i]:
-                merged.append(second[j])
-                j += 1
+        chunk_a, at_a, chunk_b, at_b = self._at
+        out = merged[-1]
+        while step > 0 and chunk_a < len(first) and chunk_b < len(second):
+            a, b = first[chunk_a], second[chunk_b]
+            if b[at_b] < a[at_a]:
+                out.append(b[at_b])
+                at_b += 1
+                if at_b == len(b):
+                    chunk_b, at_b = chunk_b + 1, 0
             else:
-                merged.append(first[i])
-                i += 1
+                out.append(a[at_a])
+                at_a += 1
+                if at_a == len(a):
+                    chunk_a, at_a = chunk_a + 1, 0
+            if len(out) >= CHUNK:
+                out = []
+                merged.append(out)
             step -= 1
-        self._at_first, self._at_second = i, j
-        if i < end_first and j < end_second:
+        self._at = [chunk_a, at_a, chunk_b, at_b]
+        if chunk_a < len(first) and chunk_b < len(second):
             return False
-        merged += first[i:] if i < end_first else second[j:]
+        rest, chunk, at = (first, chunk_a, at_a) if chunk_a < len(first) else (second, chunk_b, at_b)
+        if chunk < len(rest):
+            merged.append(rest[chunk][at:])
+            merged.extend(rest[chunk + 1 :])
+        merged[:] = [part for part in merged if part]
         return True
 
 
-class SortedPass:
+class SortedPass(_Frozen):
     """The sort keys of the records that pass ``matches``, sorted: each slice's sorted as it is
     read, then the sorted runs merged two at a time, a slice at a time (``advance``), then
     ``entries`` (every one, as the records are now), ``leading`` (the first few) or ``merged``."""
@@ -194,27 +234,27 @@ class SortedPass:
         sort_key: Callable[[Keyed], SortKey],
         matches: Callable[[Any], bool],
         units: int,
+        keyed: dict[str, SortKey] | None = None,
     ) -> None:
-        self._sow = sow
-        self.records = sow.records
+        """``keyed``: filled with each sort key found, by its SowKey, as it is found (a window
+        order's index of keys: windows.OrderAssembly)."""
+        super().__init__(sow)
+        self._keyed = keyed
         self._sort_key = sort_key
         self._matches = matches
-        self._versions = list(sow.records.values())
-        self.watched = sow.watch()
         self._batch = max(1, SLICE_UNITS // max(1, units))
         self._next = 0
-        self._runs: deque[list[SortKey]] = deque()  # sorted; merged first in, first out
+        self._runs: deque[Run] = deque()  # merged first in, first out
         self._merging: _Merge | None = None
         self._found: set[str] = set()  # the keys of the records read that passed
-
-    def __len__(self) -> int:
-        return len(self._versions)
 
     def _entry(self, version: RecordVersion) -> SortKey | None:
         return entry_of(self._sort_key, self._matches, version)
 
     def advance(self) -> bool:
         """Read one slice, or merge a slice of two runs; True when one sorted run is left."""
+        if not self._started:
+            self._start()
         versions, start, runs = self._versions, self._next, self._runs
         if start < len(versions):
             end = min(len(versions), start + self._batch)
@@ -223,7 +263,9 @@ class SortedPass:
             sort_entries(run, self._sort_key)
             if run:
                 self._found.update(found[-1] for found in run)
-                runs.append(run)
+                runs.append([run])
+                if self._keyed is not None:
+                    self._keyed.update({found[-1]: found for found in run})
             self._next = end
             return False
         merging = self._merging
@@ -235,20 +277,17 @@ class SortedPass:
         if len(runs) <= 1:
             return True
         first, second = runs.popleft(), runs.popleft()
-        if len(first) + len(second) <= MERGE_WHOLE:
-            both = first + second
+        if sum(map(len, first)) + sum(map(len, second)) <= MERGE_WHOLE:
+            both = flat(first) + flat(second)
             sort_entries(both, self._sort_key)
-            runs.append(both)
+            runs.append(chunked(both))
         else:
             self._merging = _Merge(first, second)
         return False
 
-    def close(self) -> None:
-        self._sow.unwatch(self.watched)
-
-    def merged(self) -> list[SortKey]:
+    def merged(self) -> Run:
         """The sort keys of the records that passed as the pass read them (the keys of
-        ``watched`` may have changed since), sorted. The writes go on being noted."""
+        ``watched`` may have changed since), sorted, in chunks. The writes go on being noted."""
         while not self.advance():
             pass
         return self._runs[0] if self._runs else []
@@ -266,12 +305,12 @@ class SortedPass:
 
     def entries(self) -> list[SortKey]:
         """The sort keys of the records that pass, as they are now, sorted."""
-        entries = self.merged()
+        run = self.merged()
         self.close()
         watched = self.watched
         if not watched:
-            return entries
-        entries = [found for found in entries if found[-1] not in watched]
+            return flat(run)
+        entries = [found for chunk in run for found in chunk if found[-1] not in watched]
         entries += self._fresh()
         sort_entries(entries, self._sort_key)  # (two runs: one merge)
         return entries
@@ -279,21 +318,21 @@ class SortedPass:
     def leading(self, count: int) -> tuple[int, list[SortKey]]:
         """How many records pass, as they are now, and the first ``count`` sort keys of them: a
         walk of as many, whatever the topic's size."""
-        entries, watched = self.merged(), self.watched
+        run, watched = self.merged(), self.watched
         self.close()
-        if not watched:
-            return len(entries), entries[:count]
-        fresh = self._fresh()
-        stale = sum(1 for key in watched if key in self._found)
+        every = sum(map(len, run))
         leading: list[SortKey] = []
-        for found in entries:
+        for chunk in run:
             if len(leading) >= count:
                 break
-            if found[-1] not in watched:
-                leading.append(found)
+            leading += [found for found in chunk if found[-1] not in watched]
+        if not watched:
+            return every, leading[:count]
+        fresh = self._fresh()
+        stale = sum(1 for key in watched if key in self._found)
         leading += fresh[:count]
         sort_entries(leading, self._sort_key)
-        return len(entries) - stale + len(fresh), leading[:count]
+        return every - stale + len(fresh), leading[:count]
 
 
 class Selection:
@@ -322,9 +361,6 @@ class Selection:
             if sort_key is None
             else SortedPass(sow, sort_key, matches, units)
         )
-
-    def __len__(self) -> int:
-        return len(self._pass)
 
     def advance(self) -> bool:
         return self._pass.advance()

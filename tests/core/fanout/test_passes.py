@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sortedcontainers import SortedList
 
-from server.core.fanout.passes import GatePass, SortedPass
+from server.core.fanout.passes import CHUNK, GatePass, SortedPass, _Merge, flat
 from server.core.fanout.windows import extend_sorted, match_all, sorted_entries
 from server.core.filters.orderby import parse_orderby, sowkey_order
 from server.core.limits import SLICE_UNITS
@@ -98,3 +98,30 @@ def test_a_sorted_list_extended_at_its_end_is_the_one_update_makes(parts: list[l
         made.add((value,))
         assert extended.index((value,)) == made.index((value,))
     extended._check()
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 50), min_size=1, max_size=9), max_size=6),
+    st.lists(st.lists(st.integers(0, 50), min_size=1, max_size=9), max_size=6),
+    st.integers(1, 7),
+)
+def test_two_runs_in_chunks_merge_a_slice_at_a_time_into_one(
+    first: list[list[int]], second: list[list[int]], step: int
+) -> None:
+    def run(chunks: list[list[int]], side: int) -> list[list[tuple[int, int, int]]]:
+        # Sorted, unique (as sort keys are), in chunks of any size.
+        every = sorted({(value, side, n) for n, chunk in enumerate(chunks) for value in chunk})
+        sizes = [len(chunk) for chunk in chunks]
+        out, at = [], 0
+        for size in sizes:
+            if at < len(every):
+                out.append(every[at : at + size])
+                at += size
+        return [part for part in out if part]
+
+    a, b = run(first, 0), run(second, 1)
+    merge = _Merge(a, b)
+    while not merge.advance(step):
+        pass
+    assert flat(merge.merged) == sorted(flat(a) + flat(b))
+    assert all(merge.merged) and all(len(part) <= CHUNK for part in merge.merged)
