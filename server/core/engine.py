@@ -100,7 +100,11 @@ class Engine:
             self._execute(session, raw)
             return
         try:
-            prepared.install()
+            try:
+                prepared.install()
+            except Exception:  # a defect: the command runs whole, as if it had not been prepared
+                log.exception("finishing a pass in slices failed on session %s: %.200r", session.id, raw)
+                prepared.release()
             self._execute(session, raw)
         finally:
             prepared.release()

@@ -147,8 +147,9 @@ class Connection:
                         continue
                     prepared = engine.prepare(session, commands[done])
                     if prepared is not None:
-                        await self._read_in_slices(prepared)
-                        if session.close_code is not None:
+                        if not await self._read_in_slices(prepared):
+                            prepared = None  # (a defect, logged: the command runs whole)
+                        elif session.close_code is not None:
                             prepared.release()
                             break
                     engine.execute(session, commands[done], prepared)
@@ -165,21 +166,27 @@ class Connection:
         if cluster is not None:
             await cluster.paced(session)
 
-    async def _read_in_slices(self, prepared: Preparation) -> None:
+    async def _read_in_slices(self, prepared: Preparation) -> bool:
         """Read a command's pass over a topic a slice at a time (core/handlers/preparing.py), once
         it is one of the ``SERVER_PASSES`` read at once (``Pump.passes``). Those take turns
         (``Pump.pass_turn``): one slice of one pass, then the loop runs every other socket's
         frames, then the next pass's slice. Ten sockets' passes at once would otherwise each take
-        a slice in every round of the loop, and every other socket would wait ten slices a round."""
+        a slice in every round of the loop, and every other socket would wait ten slices a round.
+        False when the pass failed (a defect, logged): then its command runs whole."""
         pump = self.pump
         self.broker.settle()  # what this frame did so far goes out before the pass waits its turn
         pump()
         try:
             async with pump.passes:  # (its copy of the records is taken at its first slice)
                 await self._take_turns(prepared)
+        except Exception:
+            prepared.release()
+            log.exception("a pass in slices failed on session %s; its command runs whole", self.session.id)
+            return False
         except BaseException:
             prepared.release()
             raise
+        return True
 
     async def _take_turns(self, prepared: Preparation) -> None:
         broker, pump = self.broker, self.pump

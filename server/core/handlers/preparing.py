@@ -20,6 +20,7 @@ unprepared too: it runs, and says why. A pass smaller than ``SLICED_PASS_UNITS``
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CommandError, FilterError
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
     from ..broker.broker import Broker
     from ..fanout.topic import Topic
     from ..session.session import Session
+
+
+log = logging.getLogger("server.core")
 
 
 class Preparation:
@@ -94,6 +98,9 @@ def prepare(broker: Broker, session: Session, raw: Any) -> Preparation | None:
         return _prepare(broker, session, body, topic)
     except (CommandError, FilterError):
         return None  # refused when it runs, in its own words
+    except Exception:  # a defect: the command runs whole, and fails or not on its own
+        log.exception("preparing a pass in slices failed on session %s: %.200r", session.id, raw)
+        return None
 
 
 _SNAPSHOTS = frozenset({"sow", "sow_and_subscribe", "sow_and_delta_subscribe"})
