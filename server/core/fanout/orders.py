@@ -152,9 +152,8 @@ class WindowOrders:
         base = self._kept.get(spec.order)
         if base is not None:
             return OrderBuild(share, spec, matches, GatePass(sow, matches, units), base, {})
-        keys: dict[str, SortKey] = {}
-        sliced = SortedPass(sow, spec.sort_key, matches, units, keys)
-        return OrderBuild(share, spec, matches, sliced, None, keys)
+        sliced = SortedPass(sow, spec.sort_key, matches, units)
+        return OrderBuild(share, spec, matches, sliced, None, sliced.found)
 
     def made_for(self, share: tuple[Any, ...] | None) -> WindowOrder | None:
         """The order a build in slices made for the command now running, when it is ``share``'s."""

@@ -234,19 +234,17 @@ class SortedPass(_Frozen):
         sort_key: Callable[[Keyed], SortKey],
         matches: Callable[[Any], bool],
         units: int,
-        keyed: dict[str, SortKey] | None = None,
     ) -> None:
-        """``keyed``: filled with each sort key found, by its SowKey, as it is found (a window
-        order's index of keys: windows.OrderAssembly)."""
         super().__init__(sow)
-        self._keyed = keyed
         self._sort_key = sort_key
         self._matches = matches
         self._batch = max(1, SLICE_UNITS // max(1, units))
         self._next = 0
         self._runs: deque[Run] = deque()  # merged first in, first out
         self._merging: _Merge | None = None
-        self._found: set[str] = set()  # the keys of the records read that passed
+        # Each sort key found, by its SowKey, as it is found: what ``leading`` counts, and a
+        # window order's index of keys (windows.OrderAssembly).
+        self.found: dict[str, SortKey] = {}
 
     def _entry(self, version: RecordVersion) -> SortKey | None:
         return entry_of(self._sort_key, self._matches, version)
@@ -262,10 +260,8 @@ class SortedPass(_Frozen):
             run = [found for index in range(start, end) if (found := entry(versions[index])) is not None]
             sort_entries(run, self._sort_key)
             if run:
-                self._found.update(found[-1] for found in run)
+                self.found.update({found[-1]: found for found in run})
                 runs.append([run])
-                if self._keyed is not None:
-                    self._keyed.update({found[-1]: found for found in run})
             self._next = end
             return False
         merging = self._merging
@@ -329,7 +325,7 @@ class SortedPass(_Frozen):
         if not watched:
             return every, leading[:count]
         fresh = self._fresh()
-        stale = sum(1 for key in watched if key in self._found)
+        stale = sum(1 for key in watched if key in self.found)
         leading += fresh[:count]
         sort_entries(leading, self._sort_key)
         return every - stale + len(fresh), leading[:count]
