@@ -26,12 +26,12 @@ from .desk import shot
 
 # What the console of a quiet run never shows: a stack trace, Spark's progress bars and chatter.
 NOISE = ("Traceback", "Exception", "[Stage", " ERROR ", " WARN ", "log4j", "setLogLevel")
-SCROLL_TO_THE_RIGHT = """async (table) => {
-  for (let step = 0; step < 20; step++) {
-    table.scrollLeft = table.scrollWidth;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}"""
+# The table learns its columns' widths as it draws them, so its width grows as it scrolls: scroll
+# again until the column meant is drawn (a fixed number of scrolls fell short on a busy machine).
+TURNOVER = "tbody [data-field='turnover']"
+SCROLL_TO_TURNOVER = (
+    f"(t) => {{ t.scrollLeft = t.scrollWidth; return t.querySelector({TURNOVER!r}) !== null; }}"
+)
 
 
 def filled(url: str) -> bool:
@@ -82,11 +82,10 @@ def test_scripts_run_serves_the_dashboard_it_prints_and_ctrl_c_stops_it_quietly(
         expect(positions.locator(ROW)).to_have_count(8)  # a row per trader
         expect(orders.locator(ROW).first).to_be_visible()
         # Numbers read as a desk expects: separated thousands (turnover is a late column: the table
-        # draws the columns on screen, so it is scrolled to, as far as the columns it measures go).
-        positions.locator("regular-table").evaluate(SCROLL_TO_THE_RIGHT)
-        expect(positions.locator("tbody [data-field='turnover']").first).to_have_text(
-            re.compile(r"^\d{1,3}(,\d{3})+\.\d\d$")
-        )
+        # draws only the columns on screen, so it is scrolled to).
+        table = positions.locator("regular-table")
+        eventually(lambda: table.evaluate(SCROLL_TO_TURNOVER), "the positions table drew no turnover column")
+        expect(positions.locator(TURNOVER).first).to_have_text(re.compile(r"^\d{1,3}(,\d{3})+\.\d\d$"))
         # The orders view's size follows the feed.
         first_count = orders.locator(".rows").inner_text()
         expect(orders.locator(".rows")).not_to_have_text(first_count)
