@@ -54,6 +54,11 @@ SOCKET_ORDER_RECORDS = 500_000
 # on other sockets; these keep many sockets within theirs from filling the machine.
 SERVER_ORDER_RECORDS = 8_000_000
 SERVER_GROUPS = 4_000_000
+# One aggregation's groups may weigh as many groups as its topic has records, or this many when
+# they are fewer: groups are never more than the records they group, but a group weighs more for
+# long field names (aggregate/parse.py, ``Spec.group_weight``), so this keeps an aggregation to
+# about what its topic holds.
+AGGREGATION_GROUPS_FLOOR = 10_000
 
 # Orders whose last window closed that a topic keeps, kept up to date, for the next window over
 # them (fanout/orders.py): a grid sorted back to its first order, a page reloaded, the next user

@@ -174,41 +174,11 @@ class GroupTable:
 
     def load(self, records: Iterable[tuple[str, Any, int, float]]) -> None:
         """The first pass: every input record at once (none is in the table yet), told to nobody
-        (``drain`` answers none of them); each group's MIN and MAX values gathered unsorted and
-        sorted once, at the end. A SOW keeps its records in the order they were first stored, so
-        a group whose records come out of the order of their last change has its members put in
-        that order at the end (a plain field is the latest changed record's)."""
-        where, groups, readers = self._where, self.groups, self.layout.readers
-        group_of, new_accumulators, accumulate = self.group_of, self.layout.new_accumulators, self._accumulate
-        assert not groups, "load fills an empty table"
-        # (input, slot, whether its values wait for the one sort)
-        plan = [
-            (index, slot, family == "extreme")
-            for slot, (index, family, _) in enumerate(self.layout.accumulated)
-        ]
-        seq_of: dict[str, int] = {}
-        unordered: set[str] = set()
-        seq, timestamp = self._last
-        for key, data, seq, timestamp in records:
-            gkey = group_of(data)
-            given = tuple([read(data) for read in readers])
-            group = groups.get(gkey)
-            if group is None:
-                group = groups[gkey] = Group(gkey, new_accumulators(), seq=seq, timestamp=timestamp)
-            elif seq >= group.seq:
-                group.seq, group.timestamp = seq, timestamp
-            else:
-                unordered.add(gkey)
-            accumulate(group, given, plan)
-            group.members[key] = given
-            where[key] = gkey
-            seq_of[key] = seq
-        self._last = max(((g.seq, g.timestamp) for g in groups.values()), default=(seq, timestamp))
-        for gkey in unordered:
-            group = groups[gkey]
-            group.members = dict(sorted(group.members.items(), key=lambda item: seq_of[item[0]]))
-        for group in groups.values():
-            settle(group.accumulators)
+        (``drain`` answers none of them). ``TableLoad`` does it in parts."""
+        loading = TableLoad(self)
+        loading.feed(records)
+        while not loading.settle_some(1 << 62):
+            pass
 
     def _touch(self, gkey: str) -> list[Any]:
         seq, timestamp = self._last
@@ -279,6 +249,75 @@ class GroupTable:
             Touched(gkey, existed, gone, seq, timestamp)
             for gkey, (existed, gone, seq, timestamp) in sorted(touched.items(), key=_by_seq)
         ]
+
+
+class TableLoad:
+    """The first pass of an empty table in parts: ``feed`` it the input records (in the order the
+    SOW keeps them), as many times as there are parts, then ``settle_some`` until it answers True.
+    Each group's MIN and MAX values are gathered unsorted and sorted once, when it settles. A SOW
+    keeps its records in the order they were first stored, so a group whose records came out of
+    the order of their last change has its members put in that order as it settles (a plain field
+    is the latest changed record's)."""
+
+    __slots__ = ("_plan", "_seq_of", "_settled", "_table", "_unordered")
+
+    def __init__(self, table: GroupTable) -> None:
+        assert not table.groups, "a load fills an empty table"
+        self._table = table
+        # (input, slot, whether its values wait for the one sort)
+        self._plan = [
+            (index, slot, family == "extreme")
+            for slot, (index, family, _) in enumerate(table.layout.accumulated)
+        ]
+        self._seq_of: dict[str, int] = {}
+        self._unordered: set[str] = set()
+        self._settled: list[Group] | None = None  # the groups left to settle, once fed
+
+    def feed(self, records: Iterable[tuple[str, Any, int, float]]) -> None:
+        """More input records, each new to the table."""
+        table = self._table
+        where, groups, readers = table._where, table.groups, table.layout.readers
+        group_of, new_accumulators, accumulate = (
+            table.group_of,
+            table.layout.new_accumulators,
+            table._accumulate,
+        )
+        plan, seq_of, unordered = self._plan, self._seq_of, self._unordered
+        last_seq, last_time = table._last
+        for key, data, seq, timestamp in records:
+            gkey = group_of(data)
+            given = tuple([read(data) for read in readers])
+            group = groups.get(gkey)
+            if group is None:
+                group = groups[gkey] = Group(gkey, new_accumulators(), seq=seq, timestamp=timestamp)
+            elif seq >= group.seq:
+                group.seq, group.timestamp = seq, timestamp
+            else:
+                unordered.add(gkey)
+            accumulate(group, given, plan)
+            group.members[key] = given
+            where[key] = gkey
+            seq_of[key] = seq
+            if seq >= last_seq:
+                last_seq, last_time = seq, timestamp
+        table._last = (last_seq, last_time)
+
+    def settle_some(self, members: int) -> bool:
+        """Settle groups of about ``members`` records in all (at least one group); True once
+        every group is settled and the table is ready for ``apply``."""
+        table = self._table
+        pending = self._settled
+        if pending is None:
+            pending = self._settled = list(table.groups.values())
+            pending.reverse()  # (taken from the end)
+        seq_of, unordered = self._seq_of, self._unordered
+        while pending and members > 0:
+            group = pending.pop()
+            if group.key in unordered:
+                group.members = dict(sorted(group.members.items(), key=lambda item: seq_of[item[0]]))
+            settle(group.accumulators)
+            members -= len(group.members)
+        return not pending
 
 
 def _by_seq(item: tuple[str, list[Any]]) -> int:

@@ -26,6 +26,10 @@ MAX_PROJECTED_FIELDS = 64
 # its projection puts it: an ``AS`` path deeper than this could make a group record no message can
 # carry. A bare path is its own output: the value under it is that much shallower.
 MAX_OUTPUT_DEPTH = 16
+# What a group weighs in the counts of groups (session/held.py): about this many bytes with its
+# table's entry, and once more per as many bytes of its record's field names (every group record
+# holds them: 64 KB of them made each of 20,000 groups a record of 64 KB, 1.3 GB for one `sow`).
+GROUP_BYTES = 440
 
 _CALL = re.compile(r"\s*([A-Za-z_]+)\s*\(", re.DOTALL)
 _ANY_AGGREGATE = re.compile(r"\b(" + "|".join(AGGREGATES) + r")\s*\(", re.IGNORECASE)
@@ -57,10 +61,20 @@ class Spec:
         return tuple(i for i, f in enumerate(self.fields) if f.function is not None)
 
     @property
+    def group_weight(self) -> int:
+        """How many groups one of its groups counts as (``GROUP_BYTES``)."""
+        return 1 + _names_bytes(self.fields) // GROUP_BYTES
+
+    @property
     def cost(self) -> int:
         """What projecting one record costs, in the filter budget's units (filters/cost.py): each
         projected field ``AGGREGATE_UNITS`` and its argument's estimated cost."""
         return sum(AGGREGATE_UNITS + (f.argument.cost if f.argument is not None else 0) for f in self.fields)
+
+
+def _names_bytes(fields: tuple[Field, ...]) -> int:
+    """The bytes of the field names a group record of ``fields`` holds."""
+    return sum(len(format_path(f.output)) for f in fields)
 
 
 def _refuse(detail: str) -> CommandError:

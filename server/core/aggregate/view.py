@@ -21,7 +21,8 @@ once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..fanout.orders import WindowOrders
@@ -35,11 +36,13 @@ from ..records.keys import KeySpec
 from ..records.paths import MISSING, PathSteps
 from ..records.version import RecordVersion
 from ..sow.history import History
+from ..sow.store import Sow
 from .groups import MATCH, GroupTable
 from .parse import Spec
 from .projection import GroupChange, Projection
 
 Share = tuple[Any, ...]
+Admit = Callable[[int], None]  # a new aggregation's groups weighed: it refuses by raising
 log = logging.getLogger("server.aggregate")
 
 
@@ -114,14 +117,16 @@ class GroupIndex:
         gates = [(gate, entitlement.ctx)] if gate is not None else []
         self._gates = tuple(gates + [(f, ctx) for f in filters])
 
-    def inputs(self) -> Iterator[tuple[str, Any, int, float]]:
-        """The source's records that are inputs now, each decoded once (a stored version keeps
-        only its encoding, and ``data`` decodes it afresh on each use)."""
+    def inputs(
+        self, versions: Iterable[RecordVersion] | None = None
+    ) -> Iterator[tuple[str, Any, int, float]]:
+        """Which of ``versions`` (None: the source's records now) are inputs, each decoded once (a
+        stored version keeps only its encoding, and ``data`` decodes it afresh on each use)."""
         admits = self.admits if self._gates else None
-        for key, version in self.source.records.items():
+        for version in self.source.records.values() if versions is None else versions:
             data = version.data
             if admits is None or admits(data):
-                yield key, data, version.seq, version.timestamp
+                yield version.key, data, version.seq, version.timestamp
 
     def adopt(self, spec: Spec) -> Projection:
         """``spec``'s projection over the table: the first fills the table (one pass over the
@@ -149,6 +154,16 @@ class GroupIndex:
     def source_changed(
         self, key: str, old: RecordVersion | None, new: RecordVersion | None, gone: str
     ) -> None:
+        self.take(key, old, new, gone)
+        # Written when the unit of work (or the transaction) ends: each group once. Said once
+        # per unit of work, not once per change.
+        if not self._owed:
+            self._owed = True
+            self.frames.derived(self)
+
+    def take(self, key: str, old: RecordVersion | None, new: RecordVersion | None, gone: str) -> None:
+        """Record ``key`` of the source changed from ``old`` to ``new`` (None: it went, ``gone``
+        says how): the table takes it, to be written when its views are next flushed."""
         version = new if new is not None else old
         if version is None:
             return
@@ -158,11 +173,6 @@ class GroupIndex:
             if not self.admits(data):
                 data = None
         self.table.apply(key, data, version.seq, version.timestamp, reason)
-        # Written when the unit of work (or the transaction) ends: each group once. Said once
-        # per unit of work, not once per change.
-        if not self._owed:
-            self._owed = True
-            self.frames.derived(self)
 
     def change_cost(self) -> int:
         """Each change of the source: its gates, and every projection over the table."""
@@ -189,7 +199,7 @@ class GroupIndex:
         if not self.views:
             if self.source.derived.get(self.share) is self:
                 del self.source.derived[self.share]
-        elif view is not None:  # the inputs only it read are read no more
+        else:  # the inputs only it read (or one that failed to join added) are read no more
             self.table.compact([each.projection.outputs for each in self.views.values()])
 
 
@@ -233,12 +243,27 @@ def _index_for(
     share = index_share(spec, filters, entitlement, ctx)
     index = GroupIndex(source, share, spec.grouping, filters, entitlement, ctx, frames)
     if live:
-        if share not in source.derived:
-            source.derived[share] = index
-        else:
-            index.share = share = (*share, spec.text)
-            source.derived[share] = index
+        _register(index, spec)
     return index
+
+
+def _register(index: GroupIndex, spec: Spec) -> None:
+    """Feed ``index`` the changes of its source from now on: shared while it is the first of its
+    grouping and gates (``usable_index`` found no table to use)."""
+    derived = index.source.derived
+    if index.share in derived:
+        index.share = (*index.share, spec.text)
+    derived[index.share] = index
+
+
+@dataclass(slots=True)
+class BuiltGroups:
+    """An aggregation's group table and its topic's group records, made by a pass in slices
+    before the aggregation (building.py), and current: the aggregation starts from them."""
+
+    index: GroupIndex
+    projection: Projection
+    sow: Sow
 
 
 class Aggregation:
@@ -253,10 +278,14 @@ class Aggregation:
         frames: TxFrames,
         live: bool = True,
         history: History | None = None,
+        built: BuiltGroups | None = None,
+        admit: Admit | None = None,
     ) -> None:
         """``live``: fed from now on (shared by subscriptions); otherwise a one-shot ``sow``'s
         groups, computed once and dropped. ``history``: the topic of groups keeps its changes
-        from now on, to resume views from (docs/protocol.md, Resuming a view)."""
+        from now on, to resume views from (docs/protocol.md, Resuming a view). ``built``: its
+        groups, made already (else made now, in one pass over the source). ``admit``: asked with
+        how many groups it has before they are written (it refuses by raising)."""
         self.source = source
         self.share = share
         self.spec = spec
@@ -265,14 +294,25 @@ class Aggregation:
         self.ctx = ctx
         keys = tuple(f.output for f in spec.fields if f.group_index is not None)
         self.topic = topic = GroupTopic(source, self, GroupKeys(keys))
-        self.index = index = _index_for(source, spec, filters, entitlement, ctx, frames, live)
-        try:
-            self.projection = index.adopt(spec)
-            # The groups of the records there are now, told to nobody: nobody subscribes yet.
-            self.write(self.projection.everything(), told=False)
-        except BaseException:
-            index.release(None)  # made for this one alone: not left fed
-            raise
+        if built is not None:
+            if admit is not None:
+                admit(len(built.sow.records))
+            self.index = index = built.index
+            self.projection = built.projection
+            topic.sow = built.sow
+            if live:
+                _register(index, spec)
+        else:
+            self.index = index = _index_for(source, spec, filters, entitlement, ctx, frames, live)
+            try:
+                self.projection = index.adopt(spec)
+                if admit is not None:
+                    admit(len(index.table.groups))
+                # The groups of the records there are now, told to nobody: nobody subscribes yet.
+                self.write(self.projection.everything(), told=False)
+            except BaseException:
+                index.release(None)  # made for this one alone: not left fed
+                raise
         topic.sow.history = history
         if live:
             index.views[share] = self
@@ -280,25 +320,37 @@ class Aggregation:
     def write(self, changes: list[GroupChange], told: bool) -> None:
         """Store each group change in the topic of groups, and tell its subscribers."""
         topic = self.topic
+        if not told:
+            store_quietly(topic.sow, changes)
+            return
         sow = topic.sow
         for change in changes:
             key = change.key
             if change.after is None:
                 old, _ = sow.remove(key, change.seq, change.timestamp, change.gone)
-                if told and old is not None:
+                if old is not None:
                     # The OOF's body is the group's last state, its bookmark the change's.
                     last = RecordVersion(key, old.data, change.seq, change.timestamp)
                     topic.fan_out(key, last, None, gone=change.gone)
                 continue
             old, new = sow.put(RecordVersion(key, change.after, change.seq, change.timestamp))
-            if told:
-                topic.fan_out(key, old, new)
-            elif new is not None:
-                new.compact()
+            topic.fan_out(key, old, new)
 
     def release(self) -> None:
         """Its last subscriber left: no longer fed."""
         self.index.release(self)
+
+
+def store_quietly(sow: Sow, changes: list[GroupChange]) -> None:
+    """Store each group change in ``sow``, told to nobody (nobody subscribes yet), each group
+    record kept as its encoding only."""
+    for change in changes:
+        if change.after is None:
+            sow.remove(change.key, change.seq, change.timestamp, change.gone)
+            continue
+        _, new = sow.put(RecordVersion(change.key, change.after, change.seq, change.timestamp))
+        if new is not None:
+            new.compact()
 
 
 def aggregations_of(source: Topic) -> list[Aggregation]:

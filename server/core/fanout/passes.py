@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from operator import itemgetter
 from typing import Any
 
@@ -223,6 +224,48 @@ class _Merge:
         return True
 
 
+class RunMerge:
+    """Sorted runs merged into one, two at a time (the first added first), a slice at a time:
+    ``add`` each, ``advance`` until it answers True, then ``result``. ``sort`` sorts a list of
+    items in place, in their order (runs short enough are merged by it: one merge, in C)."""
+
+    __slots__ = ("_merging", "_runs", "_sort")
+
+    def __init__(self, sort: Callable[[list[Any]], None]) -> None:
+        self._sort = sort
+        self._runs: deque[Run] = deque()
+        self._merging: _Merge | None = None
+
+    def add(self, run: list[Any]) -> None:
+        """One more run, sorted already, not empty."""
+        self._runs.append(chunked(run) if len(run) > CHUNK else [run])
+
+    def advance(self) -> bool:
+        """Merge a slice of two runs; True when one run is left (or none)."""
+        runs, merging = self._runs, self._merging
+        if merging is not None:
+            if merging.advance(MERGE_STEP):
+                runs.append(merging.merged)
+                self._merging = None
+            return False
+        if len(runs) <= 1:
+            return True
+        first, second = runs.popleft(), runs.popleft()
+        if sum(map(len, first)) + sum(map(len, second)) <= MERGE_WHOLE:
+            both = flat(first) + flat(second)
+            self._sort(both)
+            runs.append(chunked(both))
+        else:
+            self._merging = _Merge(first, second)
+        return False
+
+    def result(self) -> Run:
+        """The one run, in chunks (merged to the end first)."""
+        while not self.advance():
+            pass
+        return self._runs[0] if self._runs else []
+
+
 class SortedPass(_Frozen):
     """The sort keys of the records that pass ``matches``, sorted: each slice's sorted as it is
     read, then the sorted runs merged two at a time, a slice at a time (``advance``), then
@@ -240,8 +283,7 @@ class SortedPass(_Frozen):
         self._matches = matches
         self._batch = max(1, SLICE_UNITS // max(1, units))
         self._next = 0
-        self._runs: deque[Run] = deque()  # merged first in, first out
-        self._merging: _Merge | None = None
+        self._runs = RunMerge(partial(sort_entries, sort_key=sort_key))
         # Each sort key found, by its SowKey, as it is found: what ``leading`` counts, and a
         # window order's index of keys (windows.OrderAssembly).
         self.found: dict[str, SortKey] = {}
@@ -261,32 +303,17 @@ class SortedPass(_Frozen):
             sort_entries(run, self._sort_key)
             if run:
                 self.found.update({found[-1]: found for found in run})
-                runs.append([run])
+                runs.add(run)
             self._next = end
             return False
-        merging = self._merging
-        if merging is not None:
-            if merging.advance(MERGE_STEP):
-                runs.append(merging.merged)
-                self._merging = None
-            return False
-        if len(runs) <= 1:
-            return True
-        first, second = runs.popleft(), runs.popleft()
-        if sum(map(len, first)) + sum(map(len, second)) <= MERGE_WHOLE:
-            both = flat(first) + flat(second)
-            sort_entries(both, self._sort_key)
-            runs.append(chunked(both))
-        else:
-            self._merging = _Merge(first, second)
-        return False
+        return self._runs.advance()
 
     def merged(self) -> Run:
         """The sort keys of the records that passed as the pass read them (the keys of
         ``watched`` may have changed since), sorted, in chunks. The writes go on being noted."""
         while not self.advance():
             pass
-        return self._runs[0] if self._runs else []
+        return self._runs.result()
 
     def _fresh(self) -> list[SortKey]:
         """The sort keys of the records written since the pass began that pass now, sorted."""

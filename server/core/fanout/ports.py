@@ -49,3 +49,11 @@ class Derived(Protocol):
     def change_cost(self) -> int:
         """What one change of the topic costs it, in the filter budget's units (session/quota.py)."""
         ...
+
+
+class Prepared(Protocol):
+    """What a pass in slices made for the command now running (handlers/preparing.py), held by
+    its topic while that command runs: a snapshot's records (passes.py), or an aggregation's
+    groups (aggregate/building.py). ``share``: which command's it is."""
+
+    share: tuple[Any, ...]

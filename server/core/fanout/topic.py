@@ -23,7 +23,6 @@ from ..sow.store import Sow
 from .bodies import Memo
 from .counting import Counting
 from .orders import WindowOrders, kept_orders, order_share
-from .passes import Selection
 from .run import FanOutRun
 from .subindex import SubscriptionIndex
 from .subscription import Message, Subscription
@@ -32,7 +31,7 @@ from .windows import Window
 
 if TYPE_CHECKING:
     from ..filters.entitlement import Entitlement
-    from .ports import Derived, Subscriber
+    from .ports import Derived, Prepared, Subscriber
 
 
 class Topic:
@@ -83,9 +82,9 @@ class Topic:
         # Live windows' orders, shared by windows with the same gates and order (orders.py).
         self.orders = WindowOrders(kept_orders(config))
         self.counting = Counting(self.queue)  # subscriptions with the option count
-        # A snapshot's records found by a pass in slices for the command now running
-        # (handlers/preparing.py), which its snapshot takes instead of a pass of its own.
-        self.prepared: Selection | None = None
+        # What a pass in slices made for the command now running (handlers/preparing.py): a
+        # snapshot's records, or an aggregation's groups, taken instead of a pass of its own.
+        self.prepared: Prepared | None = None
 
     @property
     def records(self) -> Mapping[str, RecordVersion]:

@@ -11,15 +11,26 @@ one, and otherwise groups computed over the filtered records for it alone and dr
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
+from ..aggregate.building import GroupBuild
 from ..aggregate.parse import parse_aggregation
-from ..aggregate.view import Aggregation, GroupTopic, share_of, shared_aggregation, usable_index
+from ..aggregate.view import (
+    Aggregation,
+    BuiltGroups,
+    GroupTopic,
+    Share,
+    share_of,
+    shared_aggregation,
+    usable_index,
+)
 from ..errors import INVALID_OPTIONS, CommandError
 from ..filters import Filter
 from ..filters.entitlement import Entitlement
 from ..filters.functions import EvalContext
 from ..protocol.commands import Query
+from ..session.held import admit_server_groups
 from ..session.quota import admit_aggregation_pass
 from ..settings.unkept import no_sow
 from ..sow.history import History
@@ -79,9 +90,27 @@ def groups_for(
     index = usable_index(source, spec, filters, entitlement, ctx, live)
     if index is None or index.table.missing(spec):  # a new table, or inputs to add: a pass
         admit_aggregation_pass(body.filter, spec, len(source.records))
+    # Its groups made by a pass in slices before the command ran (preparing.py), unless a table
+    # to use came meanwhile (then that one is used, as it would have been).
+    built = prepared_groups(source, share) if index is None else None
     history = group_history(broker, source) if live else None
-    made = Aggregation(source, share, spec, filters, entitlement, ctx, broker.tx_frames, live, history)
+    admit = partial(admit_server_groups, broker.topics.values(), source, spec)
+    made = Aggregation(
+        source, share, spec, filters, entitlement, ctx, broker.tx_frames, live, history, built, admit
+    )
     return made.topic, made
+
+
+def prepared_groups(source: Topic, share: Share) -> BuiltGroups | None:
+    """The groups of aggregation ``share`` that a pass in slices made for this command, if any;
+    refused as that pass was when it counted them (then it wrote none)."""
+    prepared = source.prepared
+    if not isinstance(prepared, GroupBuild) or prepared.share != share:
+        return None
+    source.prepared = None
+    if prepared.refusal is not None:
+        raise prepared.refusal
+    return prepared.built
 
 
 def group_history(broker: Broker, source: Topic) -> History | None:

@@ -1,16 +1,17 @@
 """A query whose pass over a topic would hold the loop: its pass read in slices before it runs.
 
-A snapshot of a big topic through a filter, or sorted, and a live window's new order, each read
-every record of the topic in one step that every other socket waited for (a sort of 200,000
-records: 0.8 to 1.5 s). The runtime asks ``prepare`` about each command before it runs it; when
-the command would make such a pass, the answer is a ``Preparation``, a pass in slices over the
-records as they were when it began (fanout/passes.py), which the runtime advances a slice at a
-time, letting the other sockets run between slices. Then, in one step, the pass is finished (the
-records written meanwhile taken again: its answer is the records as they are then) and the command
-runs, its snapshot or its window taking what the pass found instead of a pass of its own. So the
-command runs whole, as it always has, at the moment its turn comes: nothing of what it answers or
-guarantees changes, only when the other sockets get to run. The socket's next commands wait for
-it, so its own order is kept.
+A snapshot of a big topic through a filter, or sorted, a live window's new order and a new
+aggregation's groups each read every record of the topic in one step that every other socket
+waited for (a sort of 200,000 records: 0.8 to 1.5 s; an aggregation grouped by ``/order`` over as
+many, 2 to 5 s). The runtime asks ``prepare`` about each command before it runs it; when the
+command would make such a pass, the answer is a ``Preparation``, a pass in slices over the records
+as they were when it began (fanout/passes.py; an aggregation's, aggregate/building.py), which the
+runtime advances a slice at a time, letting the other sockets run between slices. Then, in one
+step, the pass is finished (the records written meanwhile taken again: its answer is the records
+as they are then) and the command runs, its snapshot, its window or its aggregation taking what
+the pass found instead of a pass of its own. So the command runs whole, as it always has, at the
+moment its turn comes: nothing of what it answers or guarantees changes, only when the other
+sockets get to run. The socket's next commands wait for it, so its own order is kept.
 
 A pass is charged before it begins (session/quota.py: what it may cost, the same charge the
 command itself makes): a command the charge refuses is not prepared, and is refused when it runs.
@@ -21,8 +22,12 @@ unprepared too: it runs, and says why. A pass smaller than ``SLICED_PASS_UNITS``
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ..aggregate.building import GroupBuild
+from ..aggregate.parse import parse_aggregation
+from ..aggregate.view import GroupIndex, index_share, share_of, shared_aggregation, usable_index
 from ..errors import CommandError, FilterError
 from ..fanout.orders import OrderBuild
 from ..fanout.passes import Selection
@@ -32,8 +37,16 @@ from ..filters.functions import EvalContext
 from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol import inbound
 from ..protocol.commands import Query, decode_body, decode_header
-from ..session.quota import admit_pass, admits_window_at_once, pass_units
+from ..session.held import admit_server_groups
+from ..session.quota import (
+    admit_aggregation_pass,
+    admit_pass,
+    admit_subscription,
+    admits_window_at_once,
+    pass_units,
+)
 from .acks import check_logged_on
+from .aggregating import check_kind
 from .querying import own_filters, window_spec
 from .resuming import resume_point
 from .snapshotting import selection_share
@@ -54,7 +67,7 @@ class Preparation:
 
     __slots__ = ("_work", "topic")
 
-    def __init__(self, topic: Topic, work: OrderBuild | Selection) -> None:
+    def __init__(self, topic: Topic, work: OrderBuild | Selection | GroupBuild) -> None:
         self.topic = topic
         self._work = work
 
@@ -63,13 +76,15 @@ class Preparation:
         return self._work.advance()
 
     def install(self) -> None:
-        """Where the command finds what the pass found: a window's order is finished now (a
-        snapshot's records are finished by the snapshot that takes them)."""
+        """Where the command finds what the pass found: a window's order and an aggregation's
+        groups are finished now (a snapshot's records by the snapshot that takes them)."""
         work, topic = self._work, self.topic
         if isinstance(work, OrderBuild):
             topic.orders.made = work.finish()
-        else:
-            topic.prepared = work
+            return
+        if isinstance(work, GroupBuild):
+            work.install()
+        topic.prepared = work
 
     def release(self) -> None:
         """After the command: what it did not take is let go of."""
@@ -89,12 +104,15 @@ def prepare(broker: Broker, session: Session, raw: Any) -> Preparation | None:
         check_logged_on(broker, session)
         header = decode_header(raw)
         body = decode_body(header, raw)
-        if not isinstance(body, Query) or not body.snapshot or body.aggregated or body.options.replace:
+        if not isinstance(body, Query) or not body.snapshot or body.options.replace:
             return None
         topic = broker.topics.get(body.topic)
         if topic is None or not topic.is_sow or (body.subscribe and body.sub_id in session.subscriptions):
             return None  # (a sub_id in use is refused when it runs)
         session.check_read(body.topic)
+        admit_subscription(session, body, broker.config.server.max_subscriptions)
+        if body.aggregated:
+            return _prepare_groups(broker, session, body, topic)
         return _prepare(broker, session, body, topic)
     except (CommandError, FilterError):
         return None  # refused when it runs, in its own words
@@ -141,3 +159,38 @@ def _prepare(broker: Broker, session: Session, body: Query, topic: Topic) -> Pre
     share = selection_share(reader, orderby)
     selection = Selection(share, topic.sow, reader.matches, sort_key, units, view_of)
     return Preparation(topic, selection)
+
+
+def _prepare_groups(broker: Broker, session: Session, body: Query, topic: Topic) -> Preparation | None:
+    """The first pass of the aggregation an aggregated query would make, in slices: None when one
+    exists to share, or a table to use (adding inputs to one that others read runs whole)."""
+    check_kind(body, None)
+    orderby = parse_orderby(body.orderby) if body.orderby else None
+    window_spec(body, orderby, True, None)  # (what it would refuse, refused before the pass)
+    spec = parse_aggregation(
+        list(body.grouping) if body.grouping is not None else None,
+        list(body.projection) if body.projection is not None else None,
+    )
+    filters = own_filters(body.filter)
+    entitlement = session.entitlement(body.topic, broker.clock)
+    ctx = EvalContext(broker.clock, session.user_id, session.client_name)
+    share = share_of(spec, filters, entitlement, ctx)
+    if shared_aggregation(topic, share) is not None:
+        return None
+    if usable_index(topic, spec, filters, entitlement, ctx, body.subscribe) is not None:
+        return None
+    records = len(topic.records)
+    admit_aggregation_pass(body.filter, spec, records)  # the charge the command makes (aggregating.py)
+    gate = entitlement.filter
+    units = (
+        RECORD_UNITS
+        + pass_units(body.filter, None, False)
+        + spec.cost
+        + (gate.cost if gate is not None else 0)
+    )
+    if units * records < SLICED_PASS_UNITS:
+        return None
+    index_of = index_share(spec, filters, entitlement, ctx)
+    index = GroupIndex(topic, index_of, spec.grouping, filters, entitlement, ctx, broker.tx_frames)
+    admit = partial(admit_server_groups, broker.topics.values(), topic, spec)
+    return Preparation(topic, GroupBuild(topic, share, index, spec, units, admit))

@@ -29,7 +29,6 @@ from ..filters.functions import EvalContext
 from ..filters.orderby import OrderBy, sowkey_order
 from ..limits import MAX_WINDOW_ROWS
 from ..protocol.commands import Header, Query, Unsubscribe
-from ..session.held import admit_server_groups
 from ..session.quota import (
     admit_aggregated_view,
     admit_pass,
@@ -101,8 +100,6 @@ def query(broker: Broker, session: Session, header: Header, body: Query) -> None
             admit_window(broker.topics.values(), topic, subscription, existing)
         if subscription is not None and body.aggregated:
             admit_aggregated_view(session, topic, existing)
-        if made is not None:
-            admit_server_groups(broker.topics.values(), made)
         if body.snapshot and topic.is_sow and not topic.has_order(subscription):
             # One pass of the filter over the topic (a resume's too: it reads the whole topic when
             # its history does not reach back; a window over an order that exists already reads

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..fanout.passes import Selection
 from ..fanout.subscription import Subscription
 from ..fanout.windows import WindowSpec
 from ..filters.entitlement import gate_share
@@ -134,7 +135,7 @@ def _select(
     start = body.skip_n or 0
     end = start + body.top_n if body.top_n is not None else None
     prepared = topic.prepared
-    if prepared is not None and prepared.share == selection_share(reader, orderby):
+    if isinstance(prepared, Selection) and prepared.share == selection_share(reader, orderby):
         topic.prepared = None
         return prepared.finish(start, end)  # read in slices before the command ran (preparing.py)
     if reader.unfiltered:  # no filter and no entitlement filter: compact records stay undecoded

@@ -9,16 +9,21 @@ refused with ``invalid options`` (a topic's configured ``orders`` are not counte
 operator chose them), after the orders no window uses (kept for the next window over
 them: fanout/orders.py) are dropped to make room. Each figure is counted from the topics when it
 is needed (a few orders and aggregations each): nothing to keep in step.
+
+A group weighs more for long field names (``Spec.group_weight``), and one aggregation may weigh
+no more groups than its topic has records (or ``AGGREGATION_GROUPS_FLOOR``): groups are never
+more than the records they group, but 64 KB of names over 20,000 groups was 1.3 GB.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from ..aggregate.parse import GROUP_BYTES, Spec
 from ..aggregate.view import Aggregation, GroupIndex
 from ..errors import INVALID_OPTIONS, CommandError
 from ..fanout.topic import Topic
-from ..limits import SERVER_GROUPS, SERVER_ORDER_RECORDS
+from ..limits import AGGREGATION_GROUPS_FLOOR, SERVER_GROUPS, SERVER_ORDER_RECORDS
 
 
 def aggregations(topics: Iterable[Topic]) -> Iterator[Aggregation]:
@@ -43,8 +48,9 @@ def order_records(topics: Iterable[Topic]) -> int:
 
 
 def groups(topics: Iterable[Topic]) -> int:
-    """The groups every live aggregation of the server keeps."""
-    return sum(len(view.topic.records) for view in aggregations(topics))
+    """The groups every live aggregation of the server keeps, each counted as its projection
+    weighs it (``Spec.group_weight``: its record's field names)."""
+    return sum(len(view.topic.records) * view.spec.group_weight for view in aggregations(topics))
 
 
 def fits_server_order(topics: Iterable[Topic], size: int) -> bool:
@@ -69,13 +75,20 @@ def admit_server_order(topics: Iterable[Topic], size: int) -> None:
         )
 
 
-def admit_server_groups(topics: Iterable[Topic], made: Aggregation) -> None:
-    """Refuse the aggregation just ``made`` (its caller releases it) when the server's
-    aggregations, it included, keep more than ``SERVER_GROUPS`` groups."""
-    own = len(made.topic.records)
+def admit_server_groups(topics: Iterable[Topic], source: Topic, spec: Spec, count: int) -> None:
+    """Refuse a new aggregation of ``spec`` over ``source`` whose ``count`` groups weigh more than
+    ``source``'s records (or ``AGGREGATION_GROUPS_FLOOR``), or would take the server's
+    aggregations past ``SERVER_GROUPS`` groups: asked once its groups are counted and before they
+    are written (aggregate/view.py, aggregate/building.py), so a refusal costs no group record."""
+    own = count * spec.group_weight
+    allowed = max(len(source.records), AGGREGATION_GROUPS_FLOOR)
+    if own > allowed:
+        raise CommandError(
+            INVALID_OPTIONS,
+            f"aggregations: this one's {count} groups would weigh as {own} (a group counts once more "
+            f"for each {GROUP_BYTES} bytes of its field names), more than the {allowed} its topic allows",
+        )
     held = groups(topics)
-    if made.index.views.get(made.share) is made:
-        held -= own  # a live one counts itself already; a one-shot ``sow``'s does not
     if held + own > SERVER_GROUPS:
         raise CommandError(
             INVALID_OPTIONS,

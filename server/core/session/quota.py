@@ -177,11 +177,11 @@ def pass_units(text: str | None, orderby: OrderBy | None, sorting: bool) -> int:
 
 
 def admit_aggregation_pass(text: str | None, spec: Spec, records: int) -> None:
-    """Refuse an aggregation whose first pass (every input record read, grouped and accumulated:
-    one step, unsliced) is more work than ``COMMAND_FILTER_WORK``: ``bad filter`` when its filter
-    alone is; ``invalid options`` when the filter and the projection are, each projected field
-    costing its argument's estimated cost and ``AGGREGATE_UNITS``. 63 maxima of arithmetic over
-    50,000 records held every socket for 15 s before this was counted."""
+    """Refuse an aggregation whose first pass (every input record read, grouped and accumulated,
+    whole or in slices: aggregate/building.py) is more work than ``COMMAND_FILTER_WORK``: ``bad
+    filter`` when its filter alone is; ``invalid options`` when the filter and the projection are,
+    each projected field costing its argument's estimated cost and ``AGGREGATE_UNITS``. 63 maxima
+    of arithmetic over 50,000 records held every socket for 15 s before this was counted."""
     admit_filter_pass(text, records)
     compiled = _compiled(text)
     per_record = compiled.cost if compiled is not None else 0

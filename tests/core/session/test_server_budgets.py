@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.core.limits import SERVER_GROUPS, SERVER_ORDER_RECORDS
+from server.core.limits import AGGREGATION_GROUPS_FLOOR, SERVER_GROUPS, SERVER_ORDER_RECORDS
 from server.core.session import held
 
 from ..harness import Harness
@@ -87,3 +87,37 @@ def test_a_topics_configured_orders_are_not_counted(monkeypatch: pytest.MonkeyPa
     assert window(peer, "kept", "/qty")["status"] == "success"  # reads a kept order
     assert window(peer, "own", "/order DESC")["status"] == "success"  # an order of its own
     assert held.order_records(topics) == 700
+
+
+def test_a_group_weighs_its_records_field_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every group record holds its projection's field names: long ones make each group count as
+    more groups, and an aggregation may weigh no more groups than its topic has records (or
+    AGGREGATION_GROUPS_FLOOR): 64 KB of names over 20,000 groups was 1.3 GB for one ``sow``."""
+    monkeypatch.setattr(held, "SERVER_GROUPS", BOUND)
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 300)
+    topics = list(h.broker.topics.values())
+    long_name = "/" + "n" * 500  # (a group: 440 bytes and one more group per 440 of its names)
+    view = {"c": "sow_and_subscribe", "t": "orders", "grouping": ["/order"], "cid": "a", "sub_id": "a"}
+    ack = processed(peer.send({**view, "projection": ["/order", f"SUM(/qty) AS {long_name}"]}), "a")
+    assert ack["status"] == "success"
+    assert held.groups(topics) == 600
+    longer = {**view, "cid": "b", "sub_id": "b", "projection": ["/order", f"MAX(/qty) AS {long_name}x"]}
+    ack = processed(peer.send(longer), "b")
+    assert ack["reason"] == (
+        "invalid options: aggregations: the server's aggregations keep 600 groups, and this one "
+        f"would keep 600 more, at most {BOUND} in all"
+    )
+    huge = ["/order", "COUNT(*) AS /" + "n" * 20_000]  # (a 64 KB projection is allowed: a small topic's)
+    for command in ("sow", "sow_and_subscribe"):
+        ack = processed(peer.send({**view, "c": command, "cid": "c", "sub_id": "c", "projection": huge}), "c")
+        assert ack["reason"] == (
+            "invalid options: aggregations: this one's 300 groups would weigh as 13800 (a group "
+            f"counts once more for each 440 bytes of its field names), more than the "
+            f"{AGGREGATION_GROUPS_FLOOR} its topic allows"
+        ), ack
+    assert held.groups(topics) == 600
+    few = {**view, "grouping": ["/qty"], "cid": "d", "sub_id": "d", "projection": ["/qty", huge[1]]}
+    monkeypatch.setattr(held, "SERVER_GROUPS", SERVER_GROUPS)
+    assert processed(peer.send(few), "d")["status"] == "success"
