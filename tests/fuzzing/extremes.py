@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from server.core.aggregate.parse import MAX_GROUPING_FIELDS, MAX_PROJECTED_FIELDS
 from server.core.limits import (
     MAX_ID_LENGTH,
     MAX_INTEGER,
@@ -21,6 +22,7 @@ from server.core.limits import (
     MAX_ORDERBY_TERMS,
     MAX_PATH_LENGTH,
     MAX_PATHS,
+    MAX_PROJECTION_BYTES,
     MAX_TX_COMMANDS,
     MAX_WINDOW_ROWS,
 )
@@ -128,6 +130,25 @@ def extremes(field: str, rng: random.Random, topics: tuple[str, str]) -> list[tu
         return [("hide", True), ("show", False)]
     if field == "cmds":
         return _transactions(rng, big)
+    if field == "grouping":
+        return [
+            ("a group a record", ["/id"]),
+            ("a few groups", ["/qty"]),
+            ("16 fields", [f"/g{n}" for n in range(MAX_GROUPING_FIELDS)]),
+            ("past limit", [f"/g{n}" for n in range(MAX_GROUPING_FIELDS + 1)]),
+        ]
+    if field == "projection":
+        # An aggregation of its own each time: a first pass over the topic (read in slices:
+        # core/aggregate/building.py), and a table of groups for the server's budget.
+        return [
+            (
+                "an aggregation of its own",
+                ["/qty", f"SUM(/qty) AS /s{rng.randrange(10**9)}", "COUNT(*) AS /n"],
+            ),
+            ("64 maxima", [f"MAX(/qty * {n} + /id) AS /m{n}" for n in range(MAX_PROJECTED_FIELDS)]),
+            ("past limit", [f"MIN(/qty) AS /m{n}" for n in range(MAX_PROJECTED_FIELDS + 1)]),
+            ("64 KB", ["/qty", "COUNT(*) AS /" + "n" * (MAX_PROJECTION_BYTES - 40)]),
+        ]
     raise KeyError(field)
 
 

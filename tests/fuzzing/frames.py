@@ -30,11 +30,17 @@ RELEVANT_FIELDS: dict[str, tuple[str, ...]] = {
     "publish": ("t", "data", "s", "e"),
     "delta_publish": ("t", "data", "s", "e"),
     "sow_delete": ("t", "filter", "sow_keys", "data", "s"),
-    "sow": ("t", "filter", "o", "bs", "top_n", "skip_n", "orderby", "query_id"),
+    "sow": ("t", "filter", "o", "bs", "top_n", "skip_n", "orderby", "query_id", "grouping", "projection"),
     "subscribe": ("t", "filter", "o", "sub_id", "bm"),
     "delta_subscribe": ("t", "filter", "o", "sub_id", "bm"),
-    "sow_and_subscribe": ("t", "filter", "o", "bs", "top_n", "skip_n", "orderby", "query_id", "sub_id"),
-    "sow_and_delta_subscribe": ("t", "filter", "o", "top_n", "skip_n", "orderby", "query_id", "sub_id"),
+    "sow_and_subscribe": (
+        *("t", "filter", "o", "bs", "top_n", "skip_n", "orderby", "query_id", "sub_id"),
+        *("grouping", "projection"),
+    ),
+    "sow_and_delta_subscribe": (
+        *("t", "filter", "o", "top_n", "skip_n", "orderby", "query_id", "sub_id"),
+        *("grouping", "projection"),
+    ),
     "unsubscribe": ("sub_id",),
     "heartbeat": (),
     "flush": (),
@@ -83,6 +89,19 @@ def _plausible(name: str, command: st.SearchStrategy[Any] | None) -> st.SearchSt
         return st.lists(command, max_size=3) if command is not None else st.just([])
     if name == "hidden":
         return st.booleans()
+    if name == "grouping":
+        return st.sampled_from([["/qty"], ["/s"], ["/id"], ["/s", "/qty"], [], ["qty"], "/qty"])
+    if name == "projection":
+        return st.sampled_from(
+            [
+                ["/qty", "COUNT(/id) AS /n"],
+                ["/s", "SUM(/qty) AS /total", "MIN(/qty) AS /low", "MAX(/id) AS /high"],
+                ["AVG(/qty) AS /mean", "COUNT(*) AS /all"],
+                ["/qty"],
+                ["SUM(SUM(/qty)) AS /x"],
+                [],
+            ]
+        )
     raise AssertionError(name)
 
 
