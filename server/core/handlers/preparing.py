@@ -32,14 +32,15 @@ from ..errors import CommandError, FilterError
 from ..fanout.orders import OrderBuild
 from ..fanout.passes import Selection
 from ..fanout.subscription import Subscription
-from ..filters import parse_orderby
+from ..filters import compile_filter, parse_orderby
 from ..filters.functions import EvalContext
 from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol import inbound
-from ..protocol.commands import Query, decode_body, decode_header
+from ..protocol.commands import Query, SowDelete, decode_body, decode_header
 from ..session.held import admit_server_groups
 from ..session.quota import (
     admit_aggregation_pass,
+    admit_filter_pass,
     admit_pass,
     admit_subscription,
     admits_window_at_once,
@@ -47,6 +48,7 @@ from ..session.quota import (
 )
 from .acks import check_logged_on
 from .aggregating import check_kind
+from .publishing import delete_share
 from .querying import own_filters, window_spec
 from .resuming import resume_point
 from .snapshotting import selection_share
@@ -98,12 +100,14 @@ class Preparation:
 def prepare(broker: Broker, session: Session, raw: Any) -> Preparation | None:
     """The pass in slices that command ``raw`` of ``session`` would make in one step, or None
     when it makes none worth slicing, or would be refused before making it."""
-    if type(raw) is inbound.RefusedCommand or not isinstance(raw, dict) or raw.get("c") not in _SNAPSHOTS:
+    if type(raw) is inbound.RefusedCommand or not isinstance(raw, dict) or raw.get("c") not in _PASSES:
         return None
     try:
         check_logged_on(broker, session)
         header = decode_header(raw)
         body = decode_body(header, raw)
+        if isinstance(body, SowDelete):
+            return _prepare_delete(broker, session, body)
         if not isinstance(body, Query) or not body.snapshot or body.options.replace:
             return None
         topic = broker.topics.get(body.topic)
@@ -121,7 +125,7 @@ def prepare(broker: Broker, session: Session, raw: Any) -> Preparation | None:
         return None
 
 
-_SNAPSHOTS = frozenset({"sow", "sow_and_subscribe", "sow_and_delta_subscribe"})
+_PASSES = frozenset({"sow", "sow_and_subscribe", "sow_and_delta_subscribe", "sow_delete"})
 
 
 def _prepare(broker: Broker, session: Session, body: Query, topic: Topic) -> Preparation | None:
@@ -194,3 +198,26 @@ def _prepare_groups(broker: Broker, session: Session, body: Query, topic: Topic)
     index = GroupIndex(topic, index_of, spec.grouping, filters, entitlement, ctx, broker.tx_frames)
     admit = partial(admit_server_groups, broker.topics.values(), topic, spec)
     return Preparation(topic, GroupBuild(topic, share, index, spec, units, admit))
+
+
+def _prepare_delete(broker: Broker, session: Session, body: SowDelete) -> Preparation | None:
+    """The records a ``sow_delete`` by filter deletes, found in slices (as a snapshot's are: the
+    records that pass, as they are when it runs); it then deletes them in one step, which costs
+    what it deletes. A delete by keys reads no topic."""
+    if body.filter is None:
+        return None
+    session.check_write(body.topic)
+    topic = broker.topics.get(body.topic)
+    if topic is None or topic.key_spec is None:
+        return None
+    records = len(topic.records)
+    admit_filter_pass(body.filter, records)  # the charge the command makes (publishing.py)
+    units = RECORD_UNITS + pass_units(body.filter, None, False)
+    if units * records < SLICED_PASS_UNITS:
+        return None
+    match = compile_filter(body.filter)
+    ctx = session.entitlement(body.topic, broker.clock).ctx  # (USER() is the deleting session's)
+    selection = Selection(
+        delete_share(body.filter, ctx), topic.sow, partial(match.matches, ctx=ctx), None, units
+    )
+    return Preparation(topic, selection)

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..broker.changelog import ABSENT, PLAIN_STREAM, Proposal, stream_id
 from ..errors import BAD_MESSAGE, CommandError
+from ..fanout.passes import Selection
 from ..filters import compile_filter
+from ..filters.functions import EvalContext
 from ..protocol.commands import Header, Publish, SowDelete
 from ..records.merge import merge_record
 from ..records.version import check_encodable
@@ -157,7 +159,18 @@ def decide_delete(
     # The records it names, as the transaction's earlier commands left them: found by key where it
     # names keys (no pass over the topic), by a pass where it has a filter.
     matched: dict[str, Any]
-    if body.filter is not None:
+    prepared = topic.prepared
+    if (
+        body.filter is not None
+        and isinstance(prepared, Selection)
+        and not pending
+        and prepared.share == delete_share(body.filter, entitlement.ctx)
+    ):
+        topic.prepared = None  # read in slices before the command ran (preparing.py)
+        admit_filter_pass(body.filter, len(topic.records))
+        _, versions, _ = prepared.finish(0, None)
+        matched = {version.key: version.data for version in versions}
+    elif body.filter is not None:
         admit_filter_pass(body.filter, len(topic.records) + len(pending))
         match = compile_filter(body.filter)
         ctx = entitlement.ctx  # USER() and CLIENT_NAME() are the deleting session's
@@ -180,6 +193,12 @@ def decide_delete(
     records = topic.records
     expect: list[str | None] = [stream_id(records[key].seq) if key in records else ABSENT for key in keys]
     return entries, expect
+
+
+def delete_share(text: str, ctx: EvalContext) -> tuple[Any, ...]:
+    """Which ``sow_delete`` by filter a pass in slices found the records of (preparing.py): its
+    filter, and the caller its filter may name (USER(), CLIENT_NAME())."""
+    return ("sow_delete", text, ctx.user, ctx.client_name)
 
 
 def _data_of(topic: Topic, pending: Decided, key: str) -> Any:

@@ -123,3 +123,34 @@ def test_a_pass_the_budget_refuses_is_refused_when_it_runs_not_read() -> None:
     assert h.engine.prepare(reader.session, command) is None
     replies = reader.send(command)
     assert replies[-1]["status"] == "failure" and "too costly" in replies[-1]["reason"]
+
+
+@pytest.mark.parametrize("text", ["/lvl > 5", "/s = 's3' OR /lvl = 2"])
+def test_a_delete_by_filter_read_in_slices_deletes_what_it_would_have_when_its_turn_came(text: str) -> None:
+    """A ``sow_delete`` by filter finds its records in slices, then deletes them in one step: those
+    that pass as the records are then, in the records' order (its OOFs, its ack's counts)."""
+    rng = random.Random(text)
+    between = [[change(rng) for _ in range(rng.randrange(1, 4))] for _ in range(400)]
+    sliced, sliced_reader, sliced_writer = seeded()
+    whole, whole_reader, whole_writer = seeded()
+    watch = {"c": "sow_and_subscribe", "t": "t", "o": "oof", "cid": "w", "sub_id": "w"}
+    sliced_reader.send(watch)
+    whole_reader.send(watch)
+    command = {"c": "sow_delete", "t": "t", "filter": text, "cid": "d", "a": "processed,stats"}
+    fed = run(sliced.engine, sliced_writer, command, between, sliced_writer)
+    assert fed >= 3, f"only {fed} slices"
+    for frame in between[:fed]:
+        whole_writer.send(*frame)
+    assert sliced_writer.take() == whole_writer.send(command)
+    assert sliced_reader.take() == whole_reader.take()  # the same OOFs, in the same order
+    records = sliced.broker.topics["t"].records
+    assert list(records) == list(whole.broker.topics["t"].records)
+    assert sliced.broker.topics["t"].prepared is None
+
+
+def test_a_delete_by_keys_or_of_a_small_topic_runs_whole() -> None:
+    h, reader, _ = seeded()
+    by_key = {"c": "sow_delete", "t": "t", "sow_keys": ["1"], "cid": "d"}
+    assert h.engine.prepare(reader.session, by_key) is None
+    small = {"c": "sow_delete", "t": "small", "filter": "/lvl > 3", "cid": "d"}
+    assert h.engine.prepare(reader.session, small) is None
