@@ -2,9 +2,9 @@
 a victim publishes to a small topic every 10 ms and a second socket of its own times each publish's
 arrival, while one attacker's command reads a topic of 200,000 records: a sorted snapshot, a
 viewport with an order of its own, a snapshot through a costly filter, an aggregation's first
-pass into a few groups and into a group a record. Each round runs every case once, in turn, idle
-first (the victim alone): the cases are interleaved, so a slower moment of the machine falls on
-all of them alike.
+pass into a few groups and into a group a record, and a viewport over a group a record. Each
+round runs every case once, in turn, idle first (the victim alone): the cases are interleaved, so
+a slower moment of the machine falls on all of them alike.
 
     .venv/bin/python bench/passes.py [--rows 200000] [--rounds 3]
 
@@ -58,6 +58,14 @@ CASES: dict[str, Command | None] = {
         "t": "big",
         "grouping": ["/desk"],
         "projection": ["/desk", f"SUM(/qty) AS /q{n}", "MIN(/px) AS /low", "MAX(/px) AS /high"],
+    },
+    "viewport of a group a record": lambda n: {
+        "c": "sow_and_subscribe",
+        "t": "big",
+        "grouping": ["/id"],
+        "projection": ["/id", "/px", f"MAX(/qty) AS /q{n}"],
+        "orderby": f"/px DESC, /q{n}",
+        "top_n": 10,
     },
     "aggregation, a group a record": lambda n: {
         "c": "sow",

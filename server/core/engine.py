@@ -18,7 +18,8 @@ from .broker.broker import Broker, Clock, LogFactory
 from .errors import BAD_MESSAGE, CommandError
 from .handlers import logons, publishing, querying, reentitle, transactions, visibility
 from .handlers.acks import check_logged_on, fail, persisted_ack, processed, received
-from .handlers.preparing import Preparation, prepare
+from .handlers.preparation import Preparation
+from .handlers.preparing import prepare
 from .protocol import inbound, wire
 from .protocol.commands import (
     Body,

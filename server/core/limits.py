@@ -54,10 +54,12 @@ SOCKET_ORDER_RECORDS = 500_000
 # on other sockets; these keep many sockets within theirs from filling the machine.
 SERVER_ORDER_RECORDS = 8_000_000
 SERVER_GROUPS = 4_000_000
-# One aggregation's groups may weigh as many groups as its topic has records, or this many when
-# they are fewer: groups are never more than the records they group, but a group weighs more for
-# long field names (aggregate/parse.py, ``Spec.group_weight``), so this keeps an aggregation to
-# about what its topic holds.
+# One aggregation's groups may weigh AGGREGATION_WEIGHT_PER_RECORD groups for each record of its
+# topic, or AGGREGATION_GROUPS_FLOOR when that is more: groups are never more than the records
+# they group, but a group weighs more for long field names (aggregate/parse.py,
+# ``Spec.group_weight``), so this keeps an aggregation to a few times what its topic holds (a
+# group a record with up to 1,320 bytes of field names, 64 fields of 20 characters, fits).
+AGGREGATION_WEIGHT_PER_RECORD = 4
 AGGREGATION_GROUPS_FLOOR = 10_000
 
 # Orders whose last window closed that a topic keeps, kept up to date, for the next window over

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ..core.engine import Engine
-from ..core.handlers.preparing import Preparation
+from ..core.handlers.preparation import Preparation
 from ..core.session.session import Session
 from .ports import SocketPort
 from .pump import Pump

@@ -101,6 +101,15 @@ async def test_passes_over_a_big_topic_let_every_other_socket_run(start_server: 
                 "grouping": ["/desk"],
                 "projection": ["/desk", "SUM(/qty) AS /qty", "MIN(/px) AS /low", "MAX(/px) AS /high"],
             },
+            {  # a viewport of a group a record: 200,000 groups built, then ordered
+                "c": "sow_and_subscribe",
+                "t": "big",
+                "cid": "grouped_window",
+                "grouping": ["/id"],
+                "projection": ["/id", "/px", "MAX(/qty) AS /q"],
+                "orderby": "/px DESC, /q",
+                "top_n": 10,
+            },
             {
                 "c": "sow",
                 "t": "big",

@@ -18,16 +18,18 @@ each group as the changes left it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from itertools import count, islice
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CommandError
-from ..fanout.passes import Run, RunMerge
+from ..fanout.passes import CHUNK, Run, RunMerge
 from ..limits import RECORD_UNITS, SLICE_UNITS
 from ..records.version import RecordVersion
 from ..sow.store import Sow
 from .groups import Group, TableLoad
 from .projection import Projection
-from .view import Admit, BuiltGroups, GroupIndex, Share, store_quietly
+from .view import BuiltGroups, GroupIndex, Share, store_quietly
 
 if TYPE_CHECKING:
     from ..fanout.topic import Topic
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 # A record's last change during the pass: its version before and after (None: it went), and how
 # it went.
 Change = tuple[RecordVersion | None, RecordVersion | None, str]
+_BEGAN = count()  # in which order the builds began reading (session/held.py: the earlier go first)
 
 
 class GroupBuild:
@@ -55,8 +58,10 @@ class GroupBuild:
         "_ordered",
         "_ordering",
         "_stage",
+        "_to_order",
         "_versions",
         "_write_batch",
+        "began",
         "built",
         "index",
         "projection",
@@ -67,7 +72,13 @@ class GroupBuild:
     )
 
     def __init__(
-        self, source: Topic, share: Share, index: GroupIndex, spec: Spec, units: int, admit: Admit
+        self,
+        source: Topic,
+        share: Share,
+        index: GroupIndex,
+        spec: Spec,
+        units: int,
+        admit: Callable[[int, GroupBuild], None],
     ) -> None:
         """``admit``: asked with how many groups there are after each slice read and once they are
         settled, before any is written: when it refuses, the pass ends, nothing is written, and
@@ -80,6 +91,7 @@ class GroupBuild:
         self.projection = Projection(index.table, spec)  # (the table is empty: nothing to read)
         self.sow = Sow()
         self.built: BuiltGroups | None = None
+        self.began = -1  # (numbered when it begins reading)
         self._batch = max(1, SLICE_UNITS // max(1, units))
         self._write_batch = max(1, SLICE_UNITS // (RECORD_UNITS + spec.cost))  # (a group: its fields)
         self._stage = self._start
@@ -87,7 +99,8 @@ class GroupBuild:
         self._next = 0
         self._offset = 0
         self._loading = TableLoad(index.table)
-        self._groups: list[Group] = []
+        self._groups: list[list[Group]] = []  # in the table's order, in chunks of CHUNK
+        self._to_order: Iterator[Group] = iter(())
         self._ordering: RunMerge = RunMerge(list.sort)
         self._ordered: Run = []
         self._changes: dict[str, Change] = {}
@@ -100,6 +113,11 @@ class GroupBuild:
         changes = self._changes
         changes.pop(key, None)  # (last changed last)
         changes[key] = (old, new, gone)
+
+    @property
+    def groups_weight(self) -> int:
+        """The groups it holds so far, as the server counts them (session/held.py)."""
+        return len(self.index.table.groups) * self.projection.spec.group_weight
 
     def flush(self) -> None:
         """Nothing to write: the changes wait for ``install``."""
@@ -116,6 +134,7 @@ class GroupBuild:
         copy) and be fed every change from now on."""
         self._versions = list(self.source.records.values())
         self.source.derived[self] = self
+        self.began = next(_BEGAN)
         self._stage = self._read
         return False
 
@@ -136,8 +155,11 @@ class GroupBuild:
     def _admitted(self) -> bool:
         """Whether the groups so far are admitted; if not, the pass ends here (``refusal``: what
         its command will say, unless what it is weighed against changes)."""
+        # At least this many groups are left at the end: each record changed meanwhile (its
+        # change is applied only then) takes at most one group away.
+        surely = len(self.index.table.groups) - len(self._changes)
         try:
-            self._admit(len(self.index.table.groups))
+            self._admit(surely, self)
         except CommandError as refusal:
             self.refusal = refusal
             self._versions = []
@@ -147,24 +169,25 @@ class GroupBuild:
 
     def _settle(self) -> bool:
         if self._loading.settle_some(SLICE_UNITS):
-            groups = self.index.table.groups
             if not self._admitted():
                 return True
-            self._groups = list(groups.values())
-            self._next = 0
+            # (The table changes no more until ``install``: its changes wait for it.)
+            self._to_order = iter(self.index.table.groups.values())
             self._stage = self._order
         return False
 
     def _order(self) -> bool:
         """The groups by the change that last touched them (as ``Projection.everything`` orders
-        them): sorted a chunk at a time, then the chunks merged a slice at a time."""
-        groups, start = self._groups, self._next
-        if start < len(groups):
-            end = min(len(groups), start + SLICE_UNITS)
-            run = [(groups[at].seq, at) for at in range(start, end)]
+        them): taken a chunk at a time (``_groups``: never one list of them all, which every young
+        collection would walk while it is young), each sorted, then the chunks merged a slice at a
+        time."""
+        chunk = list(islice(self._to_order, CHUNK))
+        if chunk:
+            first = len(self._groups) * CHUNK
+            run = [(group.seq, first + at) for at, group in enumerate(chunk)]
             run.sort()
+            self._groups.append(chunk)
             self._ordering.add(run)
-            self._next = end
             return False
         if self._ordering.advance():
             self._ordered = self._ordering.result()
@@ -185,7 +208,8 @@ class GroupBuild:
         end = min(len(chunk), start + self._write_batch)
         groups, record, put = self._groups, self.projection.record, self.sow.put
         for _, place in chunk[start:end]:
-            group = groups[place]
+            at, offset = divmod(place, CHUNK)
+            group = groups[at][offset]
             _, new = put(RecordVersion(group.key, record(group), group.seq, group.timestamp))
             if new is not None:
                 new.compact()
@@ -218,6 +242,7 @@ class GroupBuild:
         """No longer fed (a build whose command will not use it, or one installed)."""
         self._unfeed()
         self._versions, self._groups, self._ordered = [], [], []
+        self._to_order = iter(())
 
     def _unfeed(self) -> None:
         derived: dict[Any, Any] = self.source.derived

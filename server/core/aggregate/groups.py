@@ -17,7 +17,7 @@ group once, however many of its records the group holds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -271,7 +271,7 @@ class TableLoad:
         ]
         self._seq_of: dict[str, int] = {}
         self._unordered: set[str] = set()
-        self._settled: list[Group] | None = None  # the groups left to settle, once fed
+        self._settled: Iterator[Group] | None = None  # the groups left to settle, once fed
 
     def feed(self, records: Iterable[tuple[str, Any, int, float]]) -> None:
         """More input records, each new to the table."""
@@ -305,19 +305,20 @@ class TableLoad:
     def settle_some(self, members: int) -> bool:
         """Settle groups of about ``members`` records in all (at least one group); True once
         every group is settled and the table is ready for ``apply``."""
-        table = self._table
         pending = self._settled
-        if pending is None:
-            pending = self._settled = list(table.groups.values())
-            pending.reverse()  # (taken from the end)
+        if pending is None:  # (the table is fed no more: the groups are walked as they are)
+            pending = self._settled = iter(self._table.groups.values())
         seq_of, unordered = self._seq_of, self._unordered
-        while pending and members > 0:
-            group = pending.pop()
+        while members > 0:
+            group = next(pending, None)
+            if group is None:
+                self._settled = iter(())
+                return True
             if group.key in unordered:
                 group.members = dict(sorted(group.members.items(), key=lambda item: seq_of[item[0]]))
             settle(group.accumulators)
             members -= len(group.members)
-        return not pending
+        return False
 
 
 def _by_seq(item: tuple[str, list[Any]]) -> int:

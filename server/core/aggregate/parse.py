@@ -73,8 +73,10 @@ class Spec:
 
 
 def _names_bytes(fields: tuple[Field, ...]) -> int:
-    """The bytes of the field names a group record of ``fields`` holds."""
-    return sum(len(format_path(f.output)) for f in fields)
+    """The bytes of the field names a group record of ``fields`` holds: each name once, as its
+    JSON holds it (``/a/b`` and ``/a/c`` hold ``a`` once), with its quotes and colon."""
+    names = {f.output[: depth + 1] for f in fields for depth in range(len(f.output))}
+    return sum(len(str(name[-1])) + 3 for name in names)
 
 
 def _refuse(detail: str) -> CommandError:

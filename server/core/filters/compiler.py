@@ -40,6 +40,7 @@ class Filter:
     index_term: IndexTerm | None  # what a record must have to match, for indexing (may be None)
     cost: int  # the work of one evaluation, estimated (cost.py): what a socket's budget counts
     reads_caller: bool = False  # whether it calls USER() or CLIENT_NAME(): its meaning is per caller
+    reads_clock: bool = False  # whether it calls UNIX_TIMESTAMP(): its meaning changes with the time
 
     def matches(self, record: Any, ctx: EvalContext = NO_CONTEXT) -> bool:
         METER.left = EVALUATION_BUDGET  # a fresh budget for each evaluation (inline: hot path)
@@ -71,20 +72,22 @@ def compile_filter(text: str) -> Filter:
 
 def _build(text: str) -> Filter:
     tree = parse(text)
-    return Filter(text, tree, _compile(tree), index_term(tree), estimate(tree), _reads_caller(tree))
+    caller, clock = _calls(tree, CALLER_FUNCTIONS), _calls(tree, CLOCK_FUNCTIONS)
+    return Filter(text, tree, _compile(tree), index_term(tree), estimate(tree), caller, clock)
 
 
 CALLER_FUNCTIONS = frozenset({"USER", "CLIENT_NAME"})
+CLOCK_FUNCTIONS = frozenset({"UNIX_TIMESTAMP"})
 
 
-def _reads_caller(node: object) -> bool:
-    """Whether the tree calls a function whose value is the caller's (USER, CLIENT_NAME)."""
-    if isinstance(node, ast.Call) and node.name.upper() in CALLER_FUNCTIONS:
+def _calls(node: object, names: frozenset[str]) -> bool:
+    """Whether the tree calls one of the functions ``names`` (upper case)."""
+    if isinstance(node, ast.Call) and node.name.upper() in names:
         return True
     if isinstance(node, tuple):
-        return any(_reads_caller(item) for item in node)
+        return any(_calls(item, names) for item in node)
     if isinstance(node, ast.Node):
-        return any(_reads_caller(getattr(node, name)) for name in node.__dataclass_fields__)
+        return any(_calls(getattr(node, name), names) for name in node.__dataclass_fields__)
     return False
 
 

@@ -25,33 +25,26 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..aggregate.building import GroupBuild
-from ..aggregate.parse import parse_aggregation
-from ..aggregate.view import GroupIndex, index_share, share_of, shared_aggregation, usable_index
 from ..errors import CommandError, FilterError
-from ..fanout.orders import OrderBuild
 from ..fanout.passes import Selection
 from ..fanout.subscription import Subscription
-from ..filters import compile_filter, parse_orderby
+from ..filters import Filter, compile_filter, parse_orderby
 from ..filters.functions import EvalContext
 from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol import inbound
 from ..protocol.commands import Query, SowDelete, decode_body, decode_header
-from ..session.held import admit_server_groups
 from ..session.quota import (
-    admit_aggregation_pass,
     admit_filter_pass,
     admit_pass,
     admit_subscription,
-    admits_window_at_once,
     pass_units,
 )
 from .acks import check_logged_on
-from .aggregating import check_kind
+from .preparation import Preparation, pass_for
+from .preparing_groups import prepare_groups
 from .publishing import delete_share
 from .querying import own_filters, window_spec
 from .resuming import resume_point
-from .snapshotting import selection_share
 
 if TYPE_CHECKING:
     from ..broker.broker import Broker
@@ -60,41 +53,6 @@ if TYPE_CHECKING:
 
 
 log = logging.getLogger("server.core")
-
-
-class Preparation:
-    """One command's pass in slices: ``advance`` until it answers True, then ``install`` and run
-    the command in the same step, then ``release`` (whatever happened: also when the command never
-    runs, its socket gone)."""
-
-    __slots__ = ("_work", "topic")
-
-    def __init__(self, topic: Topic, work: OrderBuild | Selection | GroupBuild) -> None:
-        self.topic = topic
-        self._work = work
-
-    def advance(self) -> bool:
-        """Read one slice of the records; True when the pass waits only for its end."""
-        return self._work.advance()
-
-    def install(self) -> None:
-        """Where the command finds what the pass found: a window's order and an aggregation's
-        groups are finished now (a snapshot's records by the snapshot that takes them)."""
-        work, topic = self._work, self.topic
-        if isinstance(work, OrderBuild):
-            topic.orders.made = work.finish()
-            return
-        if isinstance(work, GroupBuild):
-            work.install()
-        topic.prepared = work
-
-    def release(self) -> None:
-        """After the command: what it did not take is let go of."""
-        self._work.close()
-        topic = self.topic
-        if topic.prepared is self._work:
-            topic.prepared = None
-        topic.orders.made = None
 
 
 def prepare(broker: Broker, session: Session, raw: Any) -> Preparation | None:
@@ -116,7 +74,7 @@ def prepare(broker: Broker, session: Session, raw: Any) -> Preparation | None:
         session.check_read(body.topic)
         admit_subscription(session, body, broker.config.server.max_subscriptions)
         if body.aggregated:
-            return _prepare_groups(broker, session, body, topic)
+            return prepare_groups(broker, session, body, topic)
         return _prepare(broker, session, body, topic)
     except (CommandError, FilterError):
         return None  # refused when it runs, in its own words
@@ -135,6 +93,8 @@ def _prepare(broker: Broker, session: Session, body: Query, topic: Topic) -> Pre
     window = window_spec(body, orderby, True, None)
     if body.options.resume and resume_point(broker, topic, body.bookmark, window is not None) is not None:
         return None  # the net change since its bookmark: no pass over the topic
+    if _reads_clock(*filters, entitlement.filter):
+        return None  # which records pass is a matter of when: decided whole, when it runs
     ctx = EvalContext(broker.clock, session.user_id, session.client_name)
     reader = Subscription(session, None, topic.name, filters, body.options, False, None, ctx, entitlement)
     records = len(topic.records)
@@ -145,59 +105,8 @@ def _prepare(broker: Broker, session: Session, body: Query, topic: Topic) -> Pre
     # encoding), its filter and its user's, and its share of a sort.
     gate = entitlement.filter
     units = RECORD_UNITS + pass_units(body.filter, orderby, sorting) + (gate.cost if gate is not None else 0)
-    if units * records < SLICED_PASS_UNITS:
-        return None
-    if window is not None:
-        reader.hold_window(window)
-        if not admits_window_at_once(broker.topics.values(), topic, reader, None):
-            return None  # weighed when it runs: refused, or its size worked out first
-        build = topic.orders.build_in_slices(reader, topic.sow, units)
-        return Preparation(topic, build) if build is not None else None
-    if orderby is None and reader.unfiltered:
-        return None  # every record, in the records' order: no pass (Sow.every_version)
-    sort_key = orderby.sort_key if orderby is not None else None
-    # A subscription that remembers what it was sent (delta, oof) remembers a view of each record
-    # of its snapshot: made in slices too (the same view, of the same options).
-    remembers = body.subscribe and (body.delta or body.options.oof)
-    view_of = reader.view_of if remembers else None
-    share = selection_share(reader, orderby)
-    selection = Selection(share, topic.sow, reader.matches, sort_key, units, view_of)
-    return Preparation(topic, selection)
-
-
-def _prepare_groups(broker: Broker, session: Session, body: Query, topic: Topic) -> Preparation | None:
-    """The first pass of the aggregation an aggregated query would make, in slices: None when one
-    exists to share, or a table to use (adding inputs to one that others read runs whole)."""
-    check_kind(body, None)
-    orderby = parse_orderby(body.orderby) if body.orderby else None
-    window_spec(body, orderby, True, None)  # (what it would refuse, refused before the pass)
-    spec = parse_aggregation(
-        list(body.grouping) if body.grouping is not None else None,
-        list(body.projection) if body.projection is not None else None,
-    )
-    filters = own_filters(body.filter)
-    entitlement = session.entitlement(body.topic, broker.clock)
-    ctx = EvalContext(broker.clock, session.user_id, session.client_name)
-    share = share_of(spec, filters, entitlement, ctx)
-    if shared_aggregation(topic, share) is not None:
-        return None
-    if usable_index(topic, spec, filters, entitlement, ctx, body.subscribe) is not None:
-        return None
-    records = len(topic.records)
-    admit_aggregation_pass(body.filter, spec, records)  # the charge the command makes (aggregating.py)
-    gate = entitlement.filter
-    units = (
-        RECORD_UNITS
-        + pass_units(body.filter, None, False)
-        + spec.cost
-        + (gate.cost if gate is not None else 0)
-    )
-    if units * records < SLICED_PASS_UNITS:
-        return None
-    index_of = index_share(spec, filters, entitlement, ctx)
-    index = GroupIndex(topic, index_of, spec.grouping, filters, entitlement, ctx, broker.tx_frames)
-    admit = partial(admit_server_groups, broker.topics.values(), topic, spec)
-    return Preparation(topic, GroupBuild(topic, share, index, spec, units, admit))
+    work = pass_for(broker, body, topic, reader, orderby, window, units)
+    return Preparation(topic, work) if work is not None else None
 
 
 def _prepare_delete(broker: Broker, session: Session, body: SowDelete) -> Preparation | None:
@@ -216,8 +125,16 @@ def _prepare_delete(broker: Broker, session: Session, body: SowDelete) -> Prepar
     if units * records < SLICED_PASS_UNITS:
         return None
     match = compile_filter(body.filter)
+    if match.reads_clock:
+        return None  # which records it deletes is a matter of when: decided whole, when it runs
     ctx = session.entitlement(body.topic, broker.clock).ctx  # (USER() is the deleting session's)
     selection = Selection(
         delete_share(body.filter, ctx), topic.sow, partial(match.matches, ctx=ctx), None, units
     )
     return Preparation(topic, selection)
+
+
+def _reads_clock(*gates: Filter | None) -> bool:
+    """Whether a gate's verdict depends on when it is asked (``UNIX_TIMESTAMP()``): a pass in
+    slices would ask it at other times than the command runs at."""
+    return any(gate is not None and gate.reads_clock for gate in gates)

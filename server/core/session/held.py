@@ -11,19 +11,27 @@ them: fanout/orders.py) are dropped to make room. Each figure is counted from th
 is needed (a few orders and aggregations each): nothing to keep in step.
 
 A group weighs more for long field names (``Spec.group_weight``), and one aggregation may weigh
-no more groups than its topic has records (or ``AGGREGATION_GROUPS_FLOOR``): groups are never
-more than the records they group, but 64 KB of names over 20,000 groups was 1.3 GB.
+no more than ``AGGREGATION_WEIGHT_PER_RECORD`` groups a record of its topic (or
+``AGGREGATION_GROUPS_FLOOR``): groups are never more than the records they group, but 64 KB of
+names over 20,000 groups was 1.3 GB. The first passes in slices count what they have found so
+far, so four at once cannot hold four times the bound (each counts those that began before it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from ..aggregate.building import GroupBuild
 from ..aggregate.parse import GROUP_BYTES, Spec
 from ..aggregate.view import Aggregation, GroupIndex
 from ..errors import INVALID_OPTIONS, CommandError
 from ..fanout.topic import Topic
-from ..limits import AGGREGATION_GROUPS_FLOOR, SERVER_GROUPS, SERVER_ORDER_RECORDS
+from ..limits import (
+    AGGREGATION_GROUPS_FLOOR,
+    AGGREGATION_WEIGHT_PER_RECORD,
+    SERVER_GROUPS,
+    SERVER_ORDER_RECORDS,
+)
 
 
 def aggregations(topics: Iterable[Topic]) -> Iterator[Aggregation]:
@@ -47,10 +55,18 @@ def order_records(topics: Iterable[Topic]) -> int:
     return sum(topic.orders.made_records() for topic in _with_groups(topics))
 
 
-def groups(topics: Iterable[Topic]) -> int:
-    """The groups every live aggregation of the server keeps, each counted as its projection
-    weighs it (``Spec.group_weight``: its record's field names)."""
-    return sum(len(view.topic.records) * view.spec.group_weight for view in aggregations(topics))
+def groups(topics: Iterable[Topic], before: GroupBuild | None = None) -> int:
+    """The groups every live aggregation of the server keeps, and every first pass in slices has
+    found so far (with ``before``: those that began before it, which go first), each counted as
+    its projection weighs it (``Spec.group_weight``: its record's field names)."""
+    listed = list(topics)
+    held = sum(len(view.topic.records) * view.spec.group_weight for view in aggregations(listed))
+    last = before.began if before is not None else None
+    for topic in listed:
+        for derived in topic.derived.values():
+            if isinstance(derived, GroupBuild) and (last is None or derived.began < last):
+                held += derived.groups_weight
+    return held
 
 
 def fits_server_order(topics: Iterable[Topic], size: int) -> bool:
@@ -75,20 +91,23 @@ def admit_server_order(topics: Iterable[Topic], size: int) -> None:
         )
 
 
-def admit_server_groups(topics: Iterable[Topic], source: Topic, spec: Spec, count: int) -> None:
+def admit_server_groups(
+    topics: Iterable[Topic], source: Topic, spec: Spec, count: int, building: GroupBuild | None = None
+) -> None:
     """Refuse a new aggregation of ``spec`` over ``source`` whose ``count`` groups weigh more than
     ``source``'s records (or ``AGGREGATION_GROUPS_FLOOR``), or would take the server's
     aggregations past ``SERVER_GROUPS`` groups: asked once its groups are counted and before they
-    are written (aggregate/view.py, aggregate/building.py), so a refusal costs no group record."""
+    are written (aggregate/view.py, aggregate/building.py, which is ``building``), so a refusal
+    costs no group record."""
     own = count * spec.group_weight
-    allowed = max(len(source.records), AGGREGATION_GROUPS_FLOOR)
+    allowed = max(len(source.records) * AGGREGATION_WEIGHT_PER_RECORD, AGGREGATION_GROUPS_FLOOR)
     if own > allowed:
         raise CommandError(
             INVALID_OPTIONS,
             f"aggregations: this one's {count} groups would weigh as {own} (a group counts once more "
             f"for each {GROUP_BYTES} bytes of its field names), more than the {allowed} its topic allows",
         )
-    held = groups(topics)
+    held = groups(topics, building)
     if held + own > SERVER_GROUPS:
         raise CommandError(
             INVALID_OPTIONS,

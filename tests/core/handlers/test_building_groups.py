@@ -43,6 +43,28 @@ QUERIES = [
         "top_n": 5,
         "cid": "q",
     },
+    # A window over a group a record: the aggregation goes live when its build ends, and the
+    # window's order of its groups is read in slices too.
+    {
+        "c": "sow_and_delta_subscribe",
+        "t": "t",
+        "grouping": ["/id"],
+        "projection": ["/id", "/s", "MAX(/lvl) AS /top"],
+        "orderby": "/top DESC, /s",
+        "top_n": 12,
+        "o": "oof",
+        "cid": "q",
+    },
+    # And a sorted snapshot of them, of a live view.
+    {
+        "c": "sow_and_subscribe",
+        "t": "t",
+        "filter": "/lvl < 4",
+        "grouping": ["/id"],
+        "projection": ["/id", "/lvl"],
+        "orderby": "/lvl, /id DESC",
+        "cid": "q",
+    },
 ]
 
 
@@ -71,7 +93,7 @@ def test_an_aggregation_built_in_slices_holds_the_groups_of_one_made_when_its_tu
         whole_writer.send(*frame)
     answered, expected = sliced_reader.take(), whole_reader.send(command)
     assert groups_sent(answered) and groups_sent(answered) == groups_sent(expected)
-    if "top_n" in command:  # a window of groups: in its order, as the whole one
+    if "orderby" in command:  # a window of groups, or a sorted snapshot: in its order, as the whole one
         assert unversioned(answered) == unversioned(expected)
     topic = sliced.broker.topics["t"]
     assert all(type(derived).__name__ == "GroupIndex" for derived in topic.derived.values()), "left fed"
@@ -128,3 +150,59 @@ def test_a_build_past_the_servers_groups_writes_none_and_its_command_is_refused(
     acks = [m for m in reader.take() if m.get("c") == "ack" and m.get("status") == "failure"]
     assert acks and "the server's aggregations keep 0 groups" in acks[0]["reason"], acks
     assert not topic.derived and topic.prepared is None
+
+
+def test_a_view_whose_socket_leaves_while_its_groups_are_ordered_leaves_no_aggregation() -> None:
+    h, reader, writer = seeded()
+    command = dict(QUERIES[4])
+    prepared = h.engine.prepare(reader.session, command)
+    assert prepared is not None
+    topic = h.broker.topics["t"]
+    while not any(type(derived).__name__ == "GroupIndex" for derived in topic.derived.values()):
+        assert not prepared.advance(), "the build ended with no aggregation live"
+    writer.send({"c": "publish", "t": "t", "data": {"id": 1, "lvl": 5, "s": "s1"}})  # fed, live
+    assert not prepared.advance(), "its groups' order is read in slices too"
+    prepared.release()  # its socket gone: the command never runs
+    assert not topic.derived and topic.prepared is None
+
+
+def test_records_deleted_while_it_reads_are_not_counted_against_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused early only when it surely would be: the groups it read, less those the changes
+    since could take away (4,000 deletes during the pass leave 1,333 of 5,333 groups)."""
+    monkeypatch.setattr(held, "SERVER_GROUPS", 5000)
+    h, reader, writer = seeded()
+    command = dict(QUERIES[1])  # a group a record of /lvl > 2: 5,333
+    prepared = h.engine.prepare(reader.session, command)
+    assert prepared is not None
+    prepared.advance()
+    writer.send({"c": "sow_delete", "t": "t", "filter": "/id < 4000"})
+    while not prepared.advance():
+        pass
+    h.engine.execute(reader.session, command, prepared)
+    h.broker.settle()
+    prepared.release()
+    acks = [m for m in reader.take() if m.get("c") == "ack"]
+    assert acks and all(m.get("status") != "failure" for m in acks), acks
+    assert held.groups(list(h.broker.topics.values())) == sum(1 for n in range(4000, RECORDS) if n % 9 > 2)
+
+
+def test_builds_at_once_count_what_each_has_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four builds at once must not hold four times the server's bound: each counts the groups so
+    far of those that began before it (the first goes first)."""
+    monkeypatch.setattr(held, "SERVER_GROUPS", 8000)
+    h, first, _ = seeded()
+    second = h.peer()
+    one = dict(QUERIES[1])
+    other = {**one, "projection": ["/id", "MIN(/lvl) AS /low"]}  # a table of its own
+    a, b = h.engine.prepare(first.session, one), h.engine.prepare(second.session, other)
+    assert a is not None and b is not None
+    done_a = done_b = False
+    while not (done_a and done_b):
+        done_a = done_a or a.advance()
+        done_b = done_b or b.advance()
+    builds = [d for d in h.broker.topics["t"].derived.values() if isinstance(d, GroupBuild)]
+    refused = [build for build in builds if build.refusal is not None]
+    assert len(builds) == 2 and refused == [builds[1]], "both held their groups, or both were refused"
+    assert "the server's aggregations keep" in str(refused[0].refusal.detail)
+    a.release()
+    b.release()

@@ -154,3 +154,14 @@ def test_a_delete_by_keys_or_of_a_small_topic_runs_whole() -> None:
     assert h.engine.prepare(reader.session, by_key) is None
     small = {"c": "sow_delete", "t": "small", "filter": "/lvl > 3", "cid": "d"}
     assert h.engine.prepare(reader.session, small) is None
+
+
+def test_a_pass_whose_filter_reads_the_clock_runs_whole() -> None:
+    """Which records pass ``UNIX_TIMESTAMP()`` is a matter of when: asked a slice at a time, a
+    delete by it deleted none of what it deleted run whole."""
+    h, reader, _ = seeded()
+    for command in (
+        {"c": "sow_delete", "t": "t", "filter": "/lvl < UNIX_TIMESTAMP()", "cid": "d"},
+        {"c": "sow", "t": "t", "filter": "/lvl > 3 AND /lvl < UNIX_TIMESTAMP()", "cid": "q"},
+    ):
+        assert h.engine.prepare(reader.session, command) is None

@@ -121,3 +121,15 @@ def test_a_group_weighs_its_records_field_names(monkeypatch: pytest.MonkeyPatch)
     few = {**view, "grouping": ["/qty"], "cid": "d", "sub_id": "d", "projection": ["/qty", huge[1]]}
     monkeypatch.setattr(held, "SERVER_GROUPS", SERVER_GROUPS)
     assert processed(peer.send(few), "d")["status"] == "success"
+
+
+def test_nested_field_names_are_weighed_once_as_a_group_record_holds_them() -> None:
+    """15 fields under /position/instrument/detail hold each level's name once: a group a record
+    over 6,000 records is a view a desk opens, not one past its topic's allowance."""
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 6000)
+    fields = [f"MAX(/qty) AS /position/instrument/detail/f{n:02}" for n in range(15)]
+    view = {"c": "sow_and_subscribe", "t": "orders", "grouping": ["/order"], "cid": "a", "sub_id": "a"}
+    ack = processed(peer.send({**view, "projection": ["/order", *fields]}), "a")
+    assert ack["status"] == "success", ack

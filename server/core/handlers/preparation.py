@@ -1,0 +1,128 @@
+"""A command's pass in slices (preparing.py), as the runtime drives it: ``advance`` it, then
+``install`` it and run the command in one step, then ``release`` it; and the pass a view makes over
+a topic (``pass_for``): a new window's order, or a snapshot's records, filtered or sorted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..aggregate.building import GroupBuild
+from ..fanout.orders import OrderBuild
+from ..fanout.passes import Selection
+from ..fanout.subscription import Subscription
+from ..fanout.windows import WindowSpec
+from ..filters.orderby import OrderBy
+from ..limits import SLICED_PASS_UNITS
+from ..protocol.commands import Query
+from ..session.quota import admits_window_at_once
+from .snapshotting import selection_share
+
+if TYPE_CHECKING:
+    from ..broker.broker import Broker
+    from ..fanout.topic import Topic
+
+
+class Done:
+    """A pass with nothing left to read (what follows an aggregation's build when its view needs
+    no pass over its groups)."""
+
+    def advance(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+Work = OrderBuild | Selection | GroupBuild | Done
+# What follows a pass once it is read (an aggregation's build: the pass over its groups), made in
+# the slice that ends it: the topic and the pass to read next, or None (the command runs).
+Then = Callable[[], tuple["Topic", Work] | None]
+
+
+class Preparation:
+    """One command's pass in slices: ``advance`` until it answers True, then ``install`` and run
+    the command in the same step, then ``release`` (whatever happened: also when the command never
+    runs, its socket gone). ``then``: what follows the first pass; ``released``: called last by
+    ``release`` (what a stage made that the command may not have taken)."""
+
+    __slots__ = ("_released", "_then", "_work", "topic")
+
+    def __init__(
+        self,
+        topic: Topic,
+        work: Work,
+        then: Then | None = None,
+        released: Callable[[], None] | None = None,
+    ) -> None:
+        self.topic = topic
+        self._work = work
+        self._then = then
+        self._released = released
+
+    def advance(self) -> bool:
+        """Read one slice of the records; True when the pass waits only for its end."""
+        if not self._work.advance():
+            return False
+        then = self._then
+        if then is None:
+            return True
+        self._then = None
+        following = then()
+        if following is None:
+            return True
+        self._work.close()
+        self.topic, self._work = following
+        return False
+
+    def install(self) -> None:
+        """Where the command finds what the pass found: a window's order and an aggregation's
+        groups are finished now (a snapshot's records by the snapshot that takes them)."""
+        work, topic = self._work, self.topic
+        if isinstance(work, OrderBuild):
+            topic.orders.made = work.finish()
+            return
+        if isinstance(work, Done):
+            return
+        if isinstance(work, GroupBuild):
+            work.install()
+        topic.prepared = work
+
+    def release(self) -> None:
+        """After the command: what it did not take is let go of."""
+        self._work.close()
+        topic = self.topic
+        if topic.prepared is self._work:
+            topic.prepared = None
+        topic.orders.made = None
+        if self._released is not None:
+            self._released()
+
+
+def pass_for(
+    broker: Broker,
+    body: Query,
+    topic: Topic,
+    reader: Subscription,
+    orderby: OrderBy | None,
+    window: WindowSpec | None,
+    units: int,
+) -> OrderBuild | Selection | None:
+    """The pass in slices that ``reader``'s view of ``topic`` makes (a live window's new order, or
+    its snapshot's records), ``units`` a record; None when it makes none worth slicing."""
+    if units * len(topic.records) < SLICED_PASS_UNITS:
+        return None
+    if window is not None:
+        reader.hold_window(window)
+        if not admits_window_at_once(broker.topics.values(), topic, reader, None):
+            return None  # weighed when it runs: refused, or its size worked out first
+        return topic.orders.build_in_slices(reader, topic.sow, units)
+    if orderby is None and reader.unfiltered:
+        return None  # every record, in the records' order: no pass (Sow.every_version)
+    sort_key = orderby.sort_key if orderby is not None else None
+    # A subscription that remembers what it was sent (delta, oof) remembers a view of each record
+    # of its snapshot: made in slices too (the same view, of the same options).
+    remembers = body.subscribe and (body.delta or body.options.oof)
+    view_of: Callable[[Any], Any] | None = reader.view_of if remembers else None
+    share = selection_share(reader, orderby)
+    return Selection(share, topic.sow, reader.matches, sort_key, units, view_of)
