@@ -12,7 +12,7 @@ import pytest
 from server.core.aggregate.building import GroupBuild
 from server.core.session import held
 
-from .test_preparing import RECORDS, change, run, seeded
+from .test_preparing import RECORDS, change, seeded, side_by_side
 
 # Grouped into a few groups and into one group a record (the stage that writes the groups takes
 # slices too), with MIN and MAX (settled a slice at a time), through a filter or none.
@@ -82,15 +82,10 @@ def unversioned(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("query", range(len(QUERIES)))
 def test_an_aggregation_built_in_slices_holds_the_groups_of_one_made_when_its_turn_came(query: int) -> None:
     rng = random.Random(query)
-    between = [[change(rng) for _ in range(rng.randrange(1, 4))] for _ in range(600)]
-    sliced, sliced_reader, sliced_writer = seeded()
-    _, whole_reader, whole_writer = seeded()
     command = QUERIES[query]
-    fed = run(sliced.engine, sliced_reader, command, between, sliced_writer)
-    assert fed >= 3, f"only {fed} slices"
-    assert fed < len(between), "more slices than frames: the last stages saw no writes"
-    for frame in between[:fed]:
-        whole_writer.send(*frame)
+    two = side_by_side(command, rng, 600)
+    sliced, sliced_reader, sliced_writer = two.sliced, two.sliced_reader, two.sliced_writer
+    whole_reader, whole_writer, between, fed = two.whole_reader, two.whole_writer, two.between, two.fed
     answered, expected = sliced_reader.take(), whole_reader.send(command)
     assert groups_sent(answered) and groups_sent(answered) == groups_sent(expected)
     if "orderby" in command:  # a window of groups, or a sorted snapshot: in its order, as the whole one

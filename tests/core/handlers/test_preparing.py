@@ -5,6 +5,7 @@ is byte for byte what it would be sent had the query run whole once those publis
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -79,6 +80,46 @@ def run(
     return fed
 
 
+@dataclass
+class SideBySide:
+    """Two seeded servers: one where ``command`` was read in slices with frames of changes fed
+    between its slices (``fed`` of them), and one where the same frames were sent, then nothing
+    else yet (the test sends ``command`` whole there)."""
+
+    sliced: Harness
+    sliced_reader: Peer
+    sliced_writer: Peer
+    whole: Harness
+    whole_reader: Peer
+    whole_writer: Peer
+    between: list[list[dict[str, Any]]]
+    fed: int
+
+
+def side_by_side(
+    command: dict[str, Any],
+    rng: random.Random,
+    frames: int,
+    by_writer: bool = False,
+    first: dict[str, Any] | None = None,
+) -> SideBySide:
+    """``command`` read in slices by the reader (or the writer), changes between its slices; the
+    same changes on the other server. ``first``: what both readers send before."""
+    between = [[change(rng) for _ in range(rng.randrange(1, 4))] for _ in range(frames)]
+    sliced, sliced_reader, sliced_writer = seeded()
+    whole, whole_reader, whole_writer = seeded()
+    if first is not None:
+        sliced_reader.send(first)
+        whole_reader.send(first)
+    peer = sliced_writer if by_writer else sliced_reader
+    fed = run(sliced.engine, peer, command, between, sliced_writer)
+    assert fed >= 3, f"only {fed} slices"
+    assert fed < len(between), "more slices than frames: the last stages saw no writes"
+    for frame in between[:fed]:  # what the sliced pass saw between its slices, before it runs whole
+        whole_writer.send(*frame)
+    return SideBySide(sliced, sliced_reader, sliced_writer, whole, whole_reader, whole_writer, between, fed)
+
+
 def orders(h: Harness) -> list[list[Any]]:
     """Every window order of the topic, in full."""
     return [list(order.sorted) for order in h.broker.topics["t"].orders]
@@ -87,24 +128,17 @@ def orders(h: Harness) -> list[list[Any]]:
 @pytest.mark.parametrize("query", range(len(QUERIES)))
 def test_a_query_read_in_slices_is_answered_as_if_it_ran_whole_when_its_turn_came(query: int) -> None:
     rng = random.Random(query)
-    between = [[change(rng) for _ in range(rng.randrange(1, 4))] for _ in range(400)]
-    sliced, sliced_reader, sliced_writer = seeded()
-    whole, whole_reader, whole_writer = seeded()
     command = QUERIES[query]
-    fed = run(sliced.engine, sliced_reader, command, between, sliced_writer)
-    assert fed >= 3, f"only {fed} slices"
-    assert fed < len(between), "more slices than frames: the last stages saw no writes"
-    for frame in between[:fed]:  # what the sliced pass saw between its slices, before the query runs whole
-        whole_writer.send(*frame)
-    answered = sliced_reader.take()
-    assert answered == whole_reader.send(command)
-    assert orders(sliced) == orders(whole)  # the whole order, not only the window's rows
+    two = side_by_side(command, rng, 400)
+    answered = two.sliced_reader.take()
+    assert answered == two.whole_reader.send(command)
+    assert orders(two.sliced) == orders(two.whole)  # the whole order, not only the window's rows
     assert any(m.get("c") == "sow" for m in answered)
-    later = [*between[fed : fed + 20], [change(rng) for _ in range(200)]]
+    later = [*two.between[two.fed : two.fed + 20], [change(rng) for _ in range(200)]]
     for frame in later:  # and the live subscription's changes after it
-        sliced_writer.send(*frame)
-        whole_writer.send(*frame)
-        assert sliced_reader.take() == whole_reader.take()
+        two.sliced_writer.send(*frame)
+        two.whole_writer.send(*frame)
+        assert two.sliced_reader.take() == two.whole_reader.take()
 
 
 def test_a_small_topic_or_a_cheap_pass_runs_whole() -> None:
@@ -129,23 +163,14 @@ def test_a_pass_the_budget_refuses_is_refused_when_it_runs_not_read() -> None:
 def test_a_delete_by_filter_read_in_slices_deletes_what_it_would_have_when_its_turn_came(text: str) -> None:
     """A ``sow_delete`` by filter finds its records in slices, then deletes them in one step: those
     that pass as the records are then, in the records' order (its OOFs, its ack's counts)."""
-    rng = random.Random(text)
-    between = [[change(rng) for _ in range(rng.randrange(1, 4))] for _ in range(400)]
-    sliced, sliced_reader, sliced_writer = seeded()
-    whole, whole_reader, whole_writer = seeded()
-    watch = {"c": "sow_and_subscribe", "t": "t", "o": "oof", "cid": "w", "sub_id": "w"}
-    sliced_reader.send(watch)
-    whole_reader.send(watch)
     command = {"c": "sow_delete", "t": "t", "filter": text, "cid": "d", "a": "processed,stats"}
-    fed = run(sliced.engine, sliced_writer, command, between, sliced_writer)
-    assert fed >= 3, f"only {fed} slices"
-    for frame in between[:fed]:
-        whole_writer.send(*frame)
-    assert sliced_writer.take() == whole_writer.send(command)
-    assert sliced_reader.take() == whole_reader.take()  # the same OOFs, in the same order
-    records = sliced.broker.topics["t"].records
-    assert list(records) == list(whole.broker.topics["t"].records)
-    assert sliced.broker.topics["t"].prepared is None
+    watch = {"c": "sow_and_subscribe", "t": "t", "o": "oof", "cid": "w", "sub_id": "w"}
+    two = side_by_side(command, random.Random(text), 400, by_writer=True, first=watch)
+    assert two.sliced_writer.take() == two.whole_writer.send(command)
+    assert two.sliced_reader.take() == two.whole_reader.take()  # the same OOFs, in the same order
+    records = two.sliced.broker.topics["t"].records
+    assert list(records) == list(two.whole.broker.topics["t"].records)
+    assert two.sliced.broker.topics["t"].prepared is None
 
 
 def test_a_delete_by_keys_or_of_a_small_topic_runs_whole() -> None:
