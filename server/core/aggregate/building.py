@@ -23,7 +23,7 @@ from itertools import count, islice
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CommandError
-from ..fanout.passes import CHUNK, Run, RunMerge
+from ..fanout.runs import CHUNK, Run, RunMerge
 from ..limits import RECORD_UNITS, SLICE_UNITS
 from ..records.version import RecordVersion
 from ..sow.store import Sow

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 from ..filters.entitlement import gate_share
 from ..filters.orderby import OrderBy, parse_orderby, sowkey_order
 from ..limits import IDLE_ORDER_RECORDS, IDLE_ORDERS
-from .passes import CHUNK, GatePass, Run, SortedPass
+from .passes import GatePass, SortedPass
 from .ranges import PAYS, KeptOrder, indexed_order, plan
+from .runs import CHUNK, Run
 from .windows import OrderAssembly, SortKey, Window, WindowOrder, WindowSpec, match_all
 
 if TYPE_CHECKING:

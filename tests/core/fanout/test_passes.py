@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sortedcontainers import SortedList
 
-from server.core.fanout.passes import CHUNK, GatePass, SortedPass, _Merge, flat
+from server.core.fanout.passes import GatePass, SortedPass
+from server.core.fanout.runs import CHUNK, _Merge, flat
 from server.core.fanout.windows import extend_sorted, match_all, sorted_entries
 from server.core.filters.orderby import parse_orderby, sowkey_order
 from server.core.limits import SLICE_UNITS
