@@ -55,15 +55,11 @@ class Spec:
     grouping: tuple[PathSteps, ...]
     fields: tuple[Field, ...]
     text: str
+    group_weight: int = 1  # how many groups one of its groups counts as (``GROUP_BYTES``)
 
     @property
     def aggregates(self) -> tuple[int, ...]:
         return tuple(i for i, f in enumerate(self.fields) if f.function is not None)
-
-    @property
-    def group_weight(self) -> int:
-        """How many groups one of its groups counts as (``GROUP_BYTES``)."""
-        return 1 + _names_bytes(self.fields) // GROUP_BYTES
 
     @property
     def cost(self) -> int:
@@ -175,4 +171,4 @@ def parse_aggregation(grouping: list[str] | None, projection: list[str] | None) 
     text = (
         "grouping=[" + ",".join(format_path(s) for s in steps) + "],projection=[" + ",".join(projection) + "]"
     )
-    return Spec(steps, fields, text)
+    return Spec(steps, fields, text, 1 + _names_bytes(fields) // GROUP_BYTES)

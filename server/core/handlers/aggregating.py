@@ -15,7 +15,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ..aggregate.building import GroupBuild
-from ..aggregate.parse import parse_aggregation
+from ..aggregate.parse import Spec, parse_aggregation
 from ..aggregate.view import (
     Aggregation,
     BuiltGroups,
@@ -78,10 +78,7 @@ def groups_for(
     table of its own, or inputs a shared table lacks) is one pass over ``source``, charged here."""
     if source is None or not source.is_sow:
         raise no_sow(body.topic, broker.kept.unkept(body.topic))
-    spec = parse_aggregation(
-        list(body.grouping) if body.grouping is not None else None,
-        list(body.projection) if body.projection is not None else None,
-    )
+    spec = spec_of(body)
     share = share_of(spec, filters, entitlement, ctx)
     shared = shared_aggregation(source, share)
     if shared is not None:
@@ -93,12 +90,36 @@ def groups_for(
     # Its groups made by a pass in slices before the command ran (preparing.py), unless a table
     # to use came meanwhile (then that one is used, as it would have been).
     built = prepared_groups(source, share) if index is None else None
+    made = make_aggregation(broker, source, share, spec, (filters, entitlement, ctx), live, built)
+    return made.topic, made
+
+
+def spec_of(body: Query) -> Spec:
+    """The aggregation an aggregated query asks for: its ``grouping`` and ``projection``."""
+    return parse_aggregation(
+        list(body.grouping) if body.grouping is not None else None,
+        list(body.projection) if body.projection is not None else None,
+    )
+
+
+def make_aggregation(
+    broker: Broker,
+    source: Topic,
+    share: Share,
+    spec: Spec,
+    gates: tuple[tuple[Filter, ...], Entitlement, EvalContext],
+    live: bool,
+    built: BuiltGroups | None,
+) -> Aggregation:
+    """A new aggregation of ``spec`` over ``source`` through ``gates`` (its filters, its user's
+    entitlement, the caller), its groups weighed before they are written (``built``: made by a
+    pass in slices; else made now); a live one keeps a history when its source does."""
+    filters, entitlement, ctx = gates
     history = group_history(broker, source) if live else None
     admit = partial(admit_server_groups, broker.topics.values(), source, spec)
-    made = Aggregation(
+    return Aggregation(
         source, share, spec, filters, entitlement, ctx, broker.tx_frames, live, history, built, admit
     )
-    return made.topic, made
 
 
 def prepared_groups(source: Topic, share: Share) -> BuiltGroups | None:

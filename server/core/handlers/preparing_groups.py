@@ -20,7 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ..aggregate.building import GroupBuild
-from ..aggregate.parse import Spec, parse_aggregation
+from ..aggregate.parse import Spec
 from ..aggregate.view import Aggregation, GroupIndex, index_share, share_of, shared_aggregation, usable_index
 from ..errors import CommandError
 from ..fanout.subscription import Subscription
@@ -33,7 +33,7 @@ from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol.commands import Query
 from ..session.held import admit_server_groups
 from ..session.quota import admit_aggregation_pass, pass_units
-from .aggregating import check_kind, group_history
+from .aggregating import check_kind, make_aggregation, spec_of
 from .preparation import Done, Preparation, Work, pass_for
 from .querying import own_filters, window_spec
 
@@ -49,10 +49,7 @@ def prepare_groups(broker: Broker, session: Session, body: Query, topic: Topic) 
     check_kind(body, None)
     orderby = parse_orderby(body.orderby) if body.orderby else None
     window = window_spec(body, orderby, True, None)  # (what it would refuse, refused before the pass)
-    spec = parse_aggregation(
-        list(body.grouping) if body.grouping is not None else None,
-        list(body.projection) if body.projection is not None else None,
-    )
+    spec = spec_of(body)
     filters = own_filters(body.filter)
     entitlement = session.entitlement(body.topic, broker.clock)
     ctx = EvalContext(broker.clock, session.user_id, session.client_name)
@@ -112,13 +109,8 @@ class _Live:
             return None  # refused (the command says so), or a table to use came meanwhile
         made = shared_aggregation(source, build.share)
         if made is None:
-            history = group_history(broker, source)
-            admit = partial(admit_server_groups, broker.topics.values(), source, self.spec)
             try:
-                made = Aggregation(
-                    source, build.share, self.spec, filters, entitlement, ctx, broker.tx_frames,
-                    True, history, build.built, admit,
-                )  # fmt: skip
+                made = make_aggregation(broker, source, build.share, self.spec, self.gates, True, build.built)
             except CommandError as refusal:
                 build.refusal = refusal
                 return None

@@ -95,7 +95,8 @@ def admit_server_groups(
     topics: Iterable[Topic], source: Topic, spec: Spec, count: int, building: GroupBuild | None = None
 ) -> None:
     """Refuse a new aggregation of ``spec`` over ``source`` whose ``count`` groups weigh more than
-    ``source``'s records (or ``AGGREGATION_GROUPS_FLOOR``), or would take the server's
+    ``AGGREGATION_WEIGHT_PER_RECORD`` groups a record of ``source`` (or
+    ``AGGREGATION_GROUPS_FLOOR``), or would take the server's
     aggregations past ``SERVER_GROUPS`` groups: asked once its groups are counted and before they
     are written (aggregate/view.py, aggregate/building.py, which is ``building``), so a refusal
     costs no group record."""
