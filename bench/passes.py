@@ -2,9 +2,12 @@
 a victim publishes to a small topic every 10 ms and a second socket of its own times each publish's
 arrival, while one attacker's command reads a topic of 200,000 records: a sorted snapshot, a
 viewport with an order of its own, a snapshot through a costly filter, an aggregation's first
-pass into a few groups and into a group a record, and a viewport over a group a record. Each
-round runs every case once, in turn, idle first (the victim alone): the cases are interleaved, so
-a slower moment of the machine falls on all of them alike.
+pass into a few groups and into a group a record, and a viewport over a group a record; and, while
+a feed rewrites 40,000 of the records (the passes catch up with the writes a slice at a time), a
+sorted snapshot, a snapshot through a filter read on every record and a window's own order,
+beside the same rewrites alone. Each round runs
+every case once, in turn, idle first (the victim alone): the cases are interleaved, so a slower
+moment of the machine falls on all of them alike.
 
     .venv/bin/python bench/passes.py [--rows 200000] [--rounds 3]
 
@@ -39,6 +42,18 @@ key = ["/id"]
 """
 
 Command = Callable[[int], dict[str, Any]]
+
+
+def costly_filter(n: int) -> dict[str, Any]:
+    text = f"/desk = 'd3' AND /qty BETWEEN 5 AND 9 AND /note LIKE 'n{n}.*'"
+    return {"c": "sow", "t": "big", "filter": text}
+
+
+def read_on_every_record(n: int) -> dict[str, Any]:
+    return {"c": "sow", "t": "big", "filter": f"/note LIKE 'n{n}.*' OR /qty = 5000"}
+
+
+REWRITES = 40_000  # records a feed rewrites during the cases whose name says so
 CASES: dict[str, Command | None] = {
     "idle": None,
     "sorted snapshot": lambda n: {"c": "sow", "t": "big", "orderby": f"/px DESC, /x{n}", "top_n": 5},
@@ -48,10 +63,20 @@ CASES: dict[str, Command | None] = {
         "orderby": f"/px DESC, /y{n}",
         "top_n": 40,
     },
-    "snapshot through a costly filter": lambda n: {
+    "snapshot through a costly filter": costly_filter,
+    "rewrites alone": None,
+    "sorted snapshot, rewritten": lambda n: {
         "c": "sow",
         "t": "big",
-        "filter": f"/desk = 'd3' AND /qty BETWEEN 5 AND 9 AND /note LIKE 'n{n}.*'",
+        "orderby": f"/px DESC, /z{n}",
+        "top_n": 5,
+    },
+    "a filter read on every record, rewritten": read_on_every_record,
+    "viewport, an order of its own, rewritten": lambda n: {
+        "c": "sow_and_subscribe",
+        "t": "big",
+        "orderby": f"/px, /w{n}",
+        "top_n": 40,
     },
     "aggregation, 7 groups": lambda n: {
         "c": "sow_and_subscribe",
@@ -79,19 +104,33 @@ CASES: dict[str, Command | None] = {
 }
 
 
-async def seed(url: str, rows: int) -> None:
+def row(n: int, note: str = "x") -> dict[str, Any]:
+    return {"id": n, "desk": f"d{n % 7}", "qty": n % 997, "px": (n * 7919) % 10007 * 0.5, "note": note}
+
+
+async def publish(url: str, rows: list[dict[str, Any]], frame_rows: int, pause: float = 0.0) -> None:
+    """Publish ``rows`` to ``big`` in frames of ``frame_rows``, ``pause`` s apart; return once the
+    server has applied them all."""
     async with websockets.connect(url, max_size=None) as ws:
-        batch = []
-        for n in range(rows):
-            data = {"id": n, "desk": f"d{n % 7}", "qty": n % 997, "px": (n * 7919) % 10007 * 0.5, "note": "x"}
-            batch.append({"c": "publish", "t": "big", "data": data})
-            if len(batch) == 2000:
-                await ws.send(orjson.dumps(batch).decode())
-                batch = []
-        batch.append({"c": "flush", "cid": "seeded"})
-        await ws.send(orjson.dumps(batch).decode())
-        while b'"seeded"' not in await ws.recv(decode=False):
+        for first in range(0, len(rows), frame_rows):
+            frame = [{"c": "publish", "t": "big", "data": data} for data in rows[first : first + frame_rows]]
+            await ws.send(orjson.dumps(frame).decode())
+            await asyncio.sleep(pause)
+        await ws.send(orjson.dumps({"c": "flush", "cid": "applied"}).decode())
+        while b'"applied"' not in await ws.recv(decode=False):
             pass
+
+
+async def seed(url: str, rows: int) -> None:
+    await publish(url, [row(n) for n in range(rows)], 2000)
+
+
+async def rewrite(url: str, rows: int, round_number: int) -> None:
+    """Rewrite REWRITES records spread over the topic, a frame of 1,000 every 25 ms (about a
+    second of writes), each changed in place."""
+    step = max(1, rows // REWRITES)
+    changed = [row(n, f"r{round_number}") for n in range(0, rows, step)][:REWRITES]
+    await publish(url, changed, 1000, 0.025)
 
 
 class Victim:
@@ -138,15 +177,23 @@ async def attack(url: str, command: dict[str, Any]) -> None:
                 return
 
 
-async def one_case(url: str, pid: int, command: dict[str, Any] | None) -> dict[str, float]:
+async def one_case(
+    url: str, pid: int, command: dict[str, Any] | None, rewrites: Any = None
+) -> dict[str, float]:
+    """``rewrites``: a feed's writes to run beside the command (a coroutine), or None."""
     victim, stop = Victim(), asyncio.Event()
     running = asyncio.create_task(victim.run(url, stop))
     await asyncio.sleep(0.5)
     cpu, wall = cpu_seconds(pid), time.perf_counter()
+    feed = asyncio.create_task(rewrites) if rewrites is not None else None
     if command is None:
         await asyncio.sleep(1.0)
     else:
+        await asyncio.sleep(0.1 if feed is not None else 0.0)  # the feed under way first
         await attack(url, command)
+    if feed is not None:
+        await feed
+    if command is not None:
         await asyncio.sleep(0.3)  # what it queued goes out
     took, server_cpu = time.perf_counter() - wall, cpu_seconds(pid) - cpu
     stop.set()
@@ -170,7 +217,10 @@ async def main() -> None:
         await seed(url, options.rows)
         for round_number in range(options.rounds):
             for name, make in CASES.items():
-                measured = await one_case(url, server.pid, make(round_number) if make else None)
+                command = make(round_number) if make else None
+                rewritten = name == "rewrites alone" or name.endswith(", rewritten")
+                feed = rewrite(url, options.rows, round_number) if rewritten else None
+                measured = await one_case(url, server.pid, command, feed)
                 print_round(round_number, name, measured)
                 results[name].append(measured)
     print_rounds(

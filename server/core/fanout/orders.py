@@ -212,8 +212,9 @@ class OrderBuild:
 
     Every stage is sliced: the pass (the sort keys sorted and merged, or, over a kept order of the
     same sort, which records pass), then the walk of the kept order, then the order put together
-    (OrderAssembly); the records written meanwhile are taken again at the end, each as a change
-    of the order (``WindowOrder.apply``), so the end costs what was written, not the topic."""
+    (OrderAssembly); the records written meanwhile are taken again, each as a change of the order
+    (``WindowOrder.apply``), a slice at a time until a slice or less is left for the end, so the
+    end costs a slice, not the topic nor what was written."""
 
     __slots__ = (
         "_assembly", "_base", "_keys", "_matches", "_pass", "_passing", "_walk", "_walked", "share", "spec",
@@ -243,7 +244,7 @@ class OrderBuild:
     def advance(self) -> bool:
         assembly = self._assembly
         if assembly is not None:
-            return assembly.advance()
+            return assembly.advance() and self._caught_up(assembly.order)
         sliced, base = self._pass, self._base
         if not sliced.advance():
             return False
@@ -253,6 +254,8 @@ class OrderBuild:
         assert base is not None
         passing = self._passing
         if passing is None:  # the kept order as it is when the keys that pass are known
+            if not sliced.caught_up():
+                return False
             self._passing = sliced.passing()
             self._walk = list(base.sorted)
             self._walk.reverse()  # (taken from the end)
@@ -269,6 +272,21 @@ class OrderBuild:
             self._assembly = OrderAssembly(base.sort_key, self._matches, self._walked, self._keys)
         return False
 
+    def _caught_up(self, order: WindowOrder) -> bool:
+        """Once put together: take one slice of the writes noted since the pass began, while it
+        is catching up; True when caught up."""
+        sliced = self._pass
+        if not sliced.catching_up():
+            return True
+        self._take(order, sliced.take_noted(sliced.batch))
+        return False
+
+    def _take(self, order: WindowOrder, writes: list[tuple[str, bool]]) -> None:
+        """Each write noted, as a change of the order."""
+        records = self._pass.records
+        for key, _ in writes:
+            order.apply(key, records.get(key))
+
     def close(self) -> None:
         self._pass.close()
 
@@ -279,8 +297,6 @@ class OrderBuild:
         order = self._assembly.order
         sliced = self._pass
         sliced.close()
-        records = sliced.records
-        for key in sliced.watched:  # written since: each a change of the order
-            order.apply(key, records.get(key))
+        self._take(order, sliced.take_noted())  # the writes left
         order.share = self.share
         return order

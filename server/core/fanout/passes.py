@@ -1,19 +1,24 @@
 """Passes over a topic's records in slices: which records pass a view's gates, sorted or in the
-records' order, read a slice at a time while other sockets run between the slices, then finished
-in one step that takes again every record written meanwhile.
+records' order, read a slice at a time while other sockets run between the slices, then caught
+up with the records written meanwhile, a slice at a time too, then finished in one step.
 
 A pass reads the records as they were when it began (a list of their versions: versions are never
-changed, only replaced) and asks the SOW to note every key written since (``Sow.watch``). Its end
-is exact: what it answers is what one pass over the records as they are at its end would answer,
-in the same order. So a command whose answer such a pass prepares (handlers/preparing.py) is
-answered as if it had run whole at that moment, which is what it would have been had it waited
-its turn. The end costs what was written during the pass, and a sorted pass's last merge.
+changed, only replaced) and asks the SOW to note every key written since (``Sow.watch``). Once
+read, it catches up (``caught_up``): it takes the keys written meanwhile a slice at a time, each
+as the record is now, until a slice or less is left, so a topic written while it was read does
+not make its end a step as long as those writes. Its end is exact: what it answers is what one
+pass over the records as they are at its end would answer, in the same order. So a command whose
+answer such a pass prepares (handlers/preparing.py) is answered as if it had run whole at that
+moment, which is what it would have been had it waited its turn. The end costs the writes left
+(a slice, unless the topic is written faster than the pass takes them), and its final list.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from functools import partial
+from itertools import islice
 from operator import itemgetter
 from typing import Any
 
@@ -24,20 +29,39 @@ from ..sow.store import Sow, Watched
 from .runs import Run, RunMerge, flat
 from .windows import SortKey, entry_of, sort_entries
 
-_FRESH = object()  # a view to make from the version as it is now
+# A record as it is now, when it passes (else None), with the view of it its subscription
+# remembers (None without ``view_of``).
+Seen = tuple[RecordVersion, Any] | None
 
 
 class _Frozen:
     """What a pass in slices reads: the records as they were at its first slice (``_start``: not
     when the pass is made, so a pass waiting for its turn holds no copy), and the keys written
-    since (``watched``), until ``close``."""
+    since (``watched``), until ``close``. ``units``: the estimated cost of one record
+    (session/quota.py's units), which sizes the slices (``batch`` records)."""
 
-    def __init__(self, sow: Sow) -> None:
+    def __init__(self, sow: Sow, units: int) -> None:
         self._sow = sow
         self.records = sow.records
         self._versions: list[RecordVersion] = []
         self.watched: Watched = {}
         self._started = False
+        self.batch = max(1, SLICE_UNITS // max(1, units))
+        self._taken = 0  # writes taken while catching up
+
+    def catching_up(self) -> bool:
+        """Whether more than a slice of writes is noted, and fewer were taken so far than the pass
+        read records: a topic written faster than its writes are taken still ends (its end takes
+        the rest, as if the pass had not caught up)."""
+        return len(self.watched) > self.batch and self._taken < len(self._versions)
+
+    def take_noted(self, count: int | None = None) -> list[tuple[str, bool]]:
+        """The ``count`` oldest writes noted (None: all), each its key and whether it (re)made the
+        record, forgotten here: the caller takes each record as it is now."""
+        watched = self.watched
+        keys = list(watched) if count is None else list(islice(watched, count))
+        self._taken += len(keys)
+        return [(key, watched.pop(key)) for key in keys]
 
     def _start(self) -> None:
         self._started = True
@@ -63,13 +87,19 @@ class GatePass(_Frozen):
     ) -> None:
         """``view_of``: what a subscription that remembers what it was sent (a delta or ``oof``
         one) remembers of each version, made a slice at a time once the records are read."""
-        super().__init__(sow)
+        super().__init__(sow, units)
         self._matches = matches
-        self._batch = max(1, SLICE_UNITS // max(1, units))
         self._next = 0
         self._found: list[int] = []  # indexes in _versions of those that pass
         self._view_of = view_of
         self._views: list[Any] = []  # view_of of each found one, in _found's order
+        # The writes taken (``caught_up``): the records read that changed, by their index in
+        # _versions, as they are now (a record made again is no longer where it was: None); those
+        # made since, by key, in the order they were last made (after every record read); and
+        # where each record read is in _versions, made a slice at a time once a write is noted.
+        self._changed: dict[int, Seen] = {}
+        self._made: dict[str, Seen] = {}
+        self._index: dict[str, int] = {}
 
     def advance(self) -> bool:
         """Read one slice; True when the records are all read (the end is left)."""
@@ -78,11 +108,55 @@ class GatePass(_Frozen):
         versions, start = self._versions, self._next
         if start >= len(versions):
             return self._view_some()
-        end = min(len(versions), start + self._batch)
+        end = min(len(versions), start + self.batch)
         matches = self._matches
         self._found += [index for index in range(start, end) if matches(versions[index].data)]
         self._next = end
         return end >= len(versions) and self._view_of is None
+
+    def caught_up(self) -> bool:
+        """Once read: take one slice of the writes noted (after one slice of the versions'
+        index), while ``catching_up``; True when caught up."""
+        if not self.watched:
+            return True
+        if not self._index_some():
+            return False
+        if not self.catching_up():
+            return True
+        self._take(self.take_noted(self.batch))
+        return False
+
+    def _index_some(self) -> bool:
+        """Index one slice of the versions read by key; True when every one is."""
+        versions, index = self._versions, self._index
+        start = len(index)  # (a key is read once)
+        end = min(len(versions), start + SLICE_UNITS)
+        index.update(zip([version.key for version in versions[start:end]], range(start, end), strict=True))
+        return end >= len(versions)
+
+    def _take(self, writes: list[tuple[str, bool]]) -> None:
+        """Take each write noted: the record of its key as it is now."""
+        if not writes:
+            return
+        while not self._index_some():
+            pass
+        records, index, changed, made = self._sow.records, self._index, self._changed, self._made
+        view_of = self._view_of
+        for key, remade in writes:
+            version = records.get(key)
+            seen: Seen = None
+            if version is not None and self._matches(version.data):
+                seen = (version, view_of(version) if view_of is not None else None)
+            if remade:  # after every record read, and every one made before it
+                at = index.get(key)
+                if at is not None:
+                    changed[at] = None
+                made.pop(key, None)
+                made[key] = seen
+            elif key in made:  # changed in place, or removed: where it was made
+                made[key] = seen
+            else:
+                changed[index[key]] = seen
 
     def _view_some(self) -> bool:
         """Make the views of one slice of the versions found; True when they are all made."""
@@ -90,56 +164,38 @@ class GatePass(_Frozen):
         if view_of is None or len(views) >= len(found):
             return True
         versions = self._versions
-        views += [view_of(versions[index]) for index in found[len(views) : len(views) + self._batch]]
+        views += [view_of(versions[index]) for index in found[len(views) : len(views) + self.batch]]
         return len(views) >= len(found)
 
     def _read_all(self) -> None:
-        while not self.advance():
+        """Read, catch up, and take the writes left."""
+        while not self.advance() or not self.caught_up():
             pass
         self.close()
-
-    def _passes(self, version: RecordVersion | None) -> bool:
-        return version is not None and self._matches(version.data)
+        self._take(self.take_noted())
 
     def in_order(self) -> tuple[list[RecordVersion], list[Any]]:
         """The versions that pass, as they are now, in the records' order, and (with ``view_of``)
         the view of each, else no views."""
         self._read_all()
-        versions, found, watched, views = self._versions, self._found, self.watched, self._views
-        view_of = self._view_of
-        if not watched:
+        versions, found, views = self._versions, self._found, self._views
+        changed, made = self._changed, self._made
+        if not changed and not made:
             return [versions[index] for index in found], views
-        records = self._sow.records
-        # Changed in place (or removed): where each was in the records' order is where it still
-        # is, if it is there; made since: after every record that was there, in the order made.
-        in_place = {key for key, made in watched.items() if not made}
-        kept = [
-            (index, views[at] if view_of is not None else None)
+        viewed = self._view_of is not None
+        # Changed in place: where each was in the records' order is where it still is, if it
+        # passes now; made since: after every record that was there, in the order last made.
+        kept: list[tuple[int, RecordVersion, Any]] = [
+            (index, versions[index], views[at] if viewed else None)
             for at, index in enumerate(found)
-            if versions[index].key not in watched
+            if index not in changed
         ]
-        if in_place:
-            kept += [
-                (index, _FRESH)
-                for index, version in enumerate(versions)
-                if version.key in in_place and self._passes(records.get(version.key))
-            ]
+        moved = [(index, *seen) for index, seen in changed.items() if seen is not None]
+        if moved:
+            kept += moved
             kept.sort(key=itemgetter(0))
-        answer = [versions[index] for index, _ in kept]
-        if in_place:  # (as they are now)
-            answer = [records[version.key] if version.key in in_place else version for version in answer]
-        for key, made in watched.items():
-            current = records.get(key)
-            if made and self._passes(current):
-                assert current is not None
-                answer.append(current)
-                kept.append((-1, _FRESH))
-        if view_of is None:
-            return answer, []
-        held = [view for _, view in kept]
-        return answer, [
-            view_of(version) if view is _FRESH else view for view, version in zip(held, answer, strict=True)
-        ]
+        kept += [(-1, *seen) for seen in made.values() if seen is not None]
+        return [version for _, version, _ in kept], [view for _, _, view in kept] if viewed else []
 
     @property
     def viewed(self) -> bool:
@@ -149,16 +205,13 @@ class GatePass(_Frozen):
     def passing(self) -> set[str]:
         """The keys of the records that pass, as they are now; the writes noted so far are
         forgotten, and those from now on noted (``watched``) until ``close``."""
-        while not self.advance():
+        while not self.advance() or not self.caught_up():
             pass
-        versions, watched, records = self._versions, self.watched, self._sow.records
-        keys = {versions[index].key for index in self._found}
-        for key in watched:
-            if self._passes(records.get(key)):
-                keys.add(key)
-            else:
-                keys.discard(key)
-        watched.clear()
+        self._take(self.take_noted())
+        versions, changed = self._versions, self._changed
+        keys = {versions[index].key for index in self._found if index not in changed}
+        keys.update(seen[0].key for seen in changed.values() if seen is not None)
+        keys.update(key for key, seen in self._made.items() if seen is not None)
         return keys
 
 
@@ -174,15 +227,17 @@ class SortedPass(_Frozen):
         matches: Callable[[Any], bool],
         units: int,
     ) -> None:
-        super().__init__(sow)
+        super().__init__(sow, units)
         self._sort_key = sort_key
         self._matches = matches
-        self._batch = max(1, SLICE_UNITS // max(1, units))
         self._next = 0
         self._runs = RunMerge(partial(sort_entries, sort_key=sort_key))
         # Each sort key found, by its SowKey, as it is found: what ``leading`` counts, and a
         # window order's index of keys (windows.OrderAssembly).
         self.found: dict[str, SortKey] = {}
+        # The writes taken (``caught_up``): each record's sort key as it is now, None when it
+        # does not pass (or is gone).
+        self._taken_keys: dict[str, SortKey | None] = {}
 
     def _entry(self, version: RecordVersion) -> SortKey | None:
         return entry_of(self._sort_key, self._matches, version)
@@ -193,7 +248,7 @@ class SortedPass(_Frozen):
             self._start()
         versions, start, runs = self._versions, self._next, self._runs
         if start < len(versions):
-            end = min(len(versions), start + self._batch)
+            end = min(len(versions), start + self.batch)
             entry = self._entry
             run = [found for index in range(start, end) if (found := entry(versions[index])) is not None]
             sort_entries(run, self._sort_key)
@@ -206,52 +261,72 @@ class SortedPass(_Frozen):
 
     def merged(self) -> Run:
         """The sort keys of the records that passed as the pass read them (the keys of
-        ``watched`` may have changed since), sorted, in chunks. The writes go on being noted."""
+        ``watched`` may have changed since), sorted, in chunks. The writes go on being noted
+        (a window's order takes them as changes of itself: orders.OrderBuild)."""
         while not self.advance():
             pass
         return self._runs.result()
 
-    def _fresh(self) -> list[SortKey]:
-        """The sort keys of the records written since the pass began that pass now, sorted."""
-        records, entry = self._sow.records, self._entry
-        fresh = [
-            found
-            for key in self.watched
-            if (version := records.get(key)) is not None and (found := entry(version)) is not None
-        ]
+    def caught_up(self) -> bool:
+        """Once merged: take one slice of the writes noted, while ``catching_up`` (for
+        ``entries`` and ``leading``, which take the rest); True when caught up."""
+        if not self.catching_up():
+            return True
+        self._take(self.take_noted(self.batch))
+        return False
+
+    def _take(self, writes: list[tuple[str, bool]]) -> None:
+        records, entry, taken = self._sow.records, self._entry, self._taken_keys
+        for key, _ in writes:
+            version = records.get(key)
+            taken[key] = None if version is None else entry(version)
+
+    def _caught_up_run(self) -> tuple[Run, dict[str, SortKey | None]]:
+        """The merged run, and every write taken (the rest of them taken now)."""
+        run = self.merged()
+        while not self.caught_up():
+            pass
+        self.close()
+        self._take(self.take_noted())
+        return run, self._taken_keys
+
+    def _fresh(self, taken: dict[str, SortKey | None], count: int | None = None) -> list[SortKey]:
+        """The sort keys of the records written since the pass began that pass now, sorted: the
+        first ``count`` of them (a selection, not a sort of them all), or all."""
+        fresh = [found for found in taken.values() if found is not None]
+        if count is not None:
+            return heapq.nsmallest(count, fresh)  # (in the sort keys' own order, as sort_entries)
         sort_entries(fresh, self._sort_key)
         return fresh
 
     def entries(self) -> list[SortKey]:
         """The sort keys of the records that pass, as they are now, sorted."""
-        run = self.merged()
-        self.close()
-        watched = self.watched
-        if not watched:
+        run, taken = self._caught_up_run()
+        if not taken:
             return flat(run)
-        entries = [found for chunk in run for found in chunk if found[-1] not in watched]
-        entries += self._fresh()
+        entries = [found for chunk in run for found in chunk if found[-1] not in taken]
+        entries += self._fresh(taken)
         sort_entries(entries, self._sort_key)  # (two runs: one merge)
         return entries
 
     def leading(self, count: int) -> tuple[int, list[SortKey]]:
         """How many records pass, as they are now, and the first ``count`` sort keys of them: a
         walk of as many, whatever the topic's size."""
-        run, watched = self.merged(), self.watched
-        self.close()
+        run, taken = self._caught_up_run()
         every = sum(map(len, run))
         leading: list[SortKey] = []
         for chunk in run:
             if len(leading) >= count:
                 break
-            leading += [found for found in chunk if found[-1] not in watched]
-        if not watched:
+            leading += [found for found in chunk if found[-1] not in taken]
+        if not taken:
             return every, leading[:count]
-        fresh = self._fresh()
-        stale = sum(1 for key in watched if key in self.found)
-        leading += fresh[:count]
+        fresh = self._fresh(taken, count)
+        stale = sum(1 for key in taken if key in self.found)
+        passing = sum(1 for found in taken.values() if found is not None)
+        leading += fresh
         sort_entries(leading, self._sort_key)
-        return every - stale + len(fresh), leading[:count]
+        return every - stale + passing, leading[:count]
 
 
 class Selection:
@@ -282,7 +357,9 @@ class Selection:
         )
 
     def advance(self) -> bool:
-        return self._pass.advance()
+        """Read one slice, or take one slice of the writes since; True when caught up."""
+        sliced = self._pass
+        return sliced.advance() and sliced.caught_up()
 
     def close(self) -> None:
         self._pass.close()

@@ -1,6 +1,7 @@
 """A pass over a topic read in slices (fanout/passes.py), proved by a property test: whatever is
-written between its slices (records made, changed, removed, made again), its end answers what one
-pass over the records as they are then answers, in the same order: the records' order, or sorted."""
+written between its slices (records made, changed, removed, made again), while it reads or while
+it catches up with the writes, its end answers what one pass over the records as they are then
+answers, in the same order: the records' order, or sorted."""
 
 from __future__ import annotations
 
@@ -66,9 +67,10 @@ def test_a_pass_in_slices_ends_as_one_pass_over_the_records_as_they_are(
         SortedPass(sow, SORTS[sort], matches, units),
     )
     for op, key, value in steps:
-        if op == "advance":
+        if op == "advance":  # a slice: of the records, or (once read) of the writes since
             for each in (in_order, passing, viewed, ordered, leading):
-                each.advance()
+                if each.advance():
+                    each.caught_up()
         else:
             write(op, key, value)
     now = [version for version in sow.records.values() if matches(version.data)]
@@ -81,6 +83,36 @@ def test_a_pass_in_slices_ends_as_one_pass_over_the_records_as_they_are(
     assert leading.leading(3) == (len(every), every[:3])
     write("put", "later", 1)  # a finished pass notes nothing more
     assert not sow._watchers
+
+
+def test_a_pass_catches_up_with_the_writes_a_slice_at_a_time_until_a_slice_is_left() -> None:
+    """Once read, a pass takes the writes made meanwhile a slice at a time, so its end takes a
+    slice of them, not all; and a topic written faster than they are taken still ends."""
+    sow, seq = Sow(), count(1)
+    for n in range(100):
+        sow.put(RecordVersion(f"k{n}", {"v": n}, next(seq), 0.0))
+    gate = GatePass(sow, passes, SLICE_UNITS // 10)  # slices of 10 records
+    sorted_pass = SortedPass(sow, SORTS[1], passes, SLICE_UNITS // 10)
+    for each in (gate, sorted_pass):
+        while not each.advance():
+            sow.put(RecordVersion(f"k{next(seq) % 100}", {"v": -5}, next(seq), 0.0))
+    for n in range(60):
+        sow.put(RecordVersion(f"k{n}", {"v": n + 1}, next(seq), 0.0))
+    for each in (gate, sorted_pass):
+        slices = 0
+        while not each.caught_up():
+            slices += 1
+        assert len(each.watched) <= each.batch and slices >= 5  # (60 writes: a slice is 10)
+    # Written faster than taken: 20 writes a slice; it stops catching up once it took 100.
+    caught_up, taken = False, 0
+    while not caught_up:
+        for _ in range(20):
+            sow.put(RecordVersion(f"new{next(seq)}", {"v": 1}, next(seq), 0.0))
+        caught_up, taken = gate.caught_up(), taken + 1
+    assert len(gate.watched) > gate.batch and taken >= 5
+    versions, _ = gate.in_order()
+    assert versions == [version for version in sow.records.values() if passes(version.data)]
+    assert sorted_pass.entries() == sorted_entries(SORTS[1], passes, sow.records.values())
 
 
 @given(st.lists(st.lists(st.integers(0, 10_000), max_size=3000), max_size=4))
