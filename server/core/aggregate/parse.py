@@ -27,8 +27,9 @@ MAX_PROJECTED_FIELDS = 64
 # carry. A bare path is its own output: the value under it is that much shallower.
 MAX_OUTPUT_DEPTH = 16
 # What a group weighs in the counts of groups (session/held.py): about this many bytes with its
-# table's entry, and once more per as many bytes of its record's field names (every group record
-# holds them: 64 KB of them made each of 20,000 groups a record of 64 KB, 1.3 GB for one `sow`).
+# table's entry, and once more per as many bytes of its record's field names and of the text
+# literals its values are made of (every group record holds them: 64 KB of names made each of
+# 20,000 groups a record of 64 KB, 1.3 GB for one `sow`; 64 KB of a literal over 6,000, 384 MB).
 GROUP_BYTES = 440
 
 _CALL = re.compile(r"\s*([A-Za-z_]+)\s*\(", re.DOTALL)
@@ -68,11 +69,24 @@ class Spec:
         return sum(AGGREGATE_UNITS + (f.argument.cost if f.argument is not None else 0) for f in self.fields)
 
 
-def _names_bytes(fields: tuple[Field, ...]) -> int:
-    """The bytes of the field names a group record of ``fields`` holds: each name once, as its
-    JSON holds it (``/a/b`` and ``/a/c`` hold ``a`` once), with its quotes and colon."""
+def _record_bytes(fields: tuple[Field, ...]) -> int:
+    """The bytes every group record of ``fields`` holds whatever its values: the field names,
+    each once, as its JSON holds it (``/a/b`` and ``/a/c`` hold ``a`` once), with its quotes and
+    colon; and the text literals a field's value is made of."""
     names = {f.output[: depth + 1] for f in fields for depth in range(len(f.output))}
-    return sum(len(str(name[-1])) + 3 for name in names)
+    literals = sum(_literal_bytes(f.argument.tree) for f in fields if f.argument is not None)
+    return sum(len(str(name[-1])) + 3 for name in names) + literals
+
+
+def _literal_bytes(node: ast.Node) -> int:
+    """The bytes of the text literals that can be part of an expression's value: itself, or among
+    a function's arguments (``CONCAT``, ``COALESCE``, ``REPLACE``'s replacement: once, at
+    least). A comparison's, a pattern's or a number's are not: those make a truth or a number."""
+    if isinstance(node, ast.Literal):
+        return len(node.value.encode()) if isinstance(node.value, str) else 0
+    if isinstance(node, ast.Call):
+        return sum(_literal_bytes(argument) for argument in node.args)
+    return 0
 
 
 def _refuse(detail: str) -> CommandError:
@@ -171,4 +185,4 @@ def parse_aggregation(grouping: list[str] | None, projection: list[str] | None) 
     text = (
         "grouping=[" + ",".join(format_path(s) for s in steps) + "],projection=[" + ",".join(projection) + "]"
     )
-    return Spec(steps, fields, text, 1 + _names_bytes(fields) // GROUP_BYTES)
+    return Spec(steps, fields, text, 1 + _record_bytes(fields) // GROUP_BYTES)

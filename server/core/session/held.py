@@ -10,10 +10,10 @@ operator chose them), after the orders no window uses (kept for the next window 
 them: fanout/orders.py) are dropped to make room. Each figure is counted from the topics when it
 is needed (a few orders and aggregations each): nothing to keep in step.
 
-A group weighs more for long field names (``Spec.group_weight``), and one aggregation may weigh
-no more than ``AGGREGATION_WEIGHT_PER_RECORD`` groups a record of its topic (or
-``AGGREGATION_GROUPS_FLOOR``): groups are never more than the records they group, but 64 KB of
-names over 20,000 groups was 1.3 GB. The first passes in slices count what they have found so
+A group weighs more for long field names and text literals (``Spec.group_weight``), and one
+aggregation may weigh no more than ``AGGREGATION_WEIGHT_PER_RECORD`` groups a record of its topic
+(or ``AGGREGATION_GROUPS_FLOOR``): groups are never more than the records they group, but 64 KB
+of names over 20,000 groups was 1.3 GB. The first passes in slices count what they have found so
 far, so four at once cannot hold four times the bound (each counts those that began before it).
 """
 
@@ -58,7 +58,7 @@ def order_records(topics: Iterable[Topic]) -> int:
 def groups(topics: Iterable[Topic], before: GroupBuild | None = None) -> int:
     """The groups every live aggregation of the server keeps, and every first pass in slices has
     found so far (with ``before``: those that began before it, which go first), each counted as
-    its projection weighs it (``Spec.group_weight``: its record's field names)."""
+    its projection weighs it (``Spec.group_weight``: its record's field names and literals)."""
     listed = list(topics)
     held = sum(len(view.topic.records) * view.spec.group_weight for view in aggregations(listed))
     last = before.began if before is not None else None
@@ -106,7 +106,8 @@ def admit_server_groups(
         raise CommandError(
             INVALID_OPTIONS,
             f"aggregations: this one's {count} groups would weigh as {own} (a group counts once more "
-            f"for each {GROUP_BYTES} bytes of its field names), more than the {allowed} its topic allows",
+            f"for each {GROUP_BYTES} bytes of its field names and text literals), more than the {allowed} "
+            "its topic allows",
         )
     held = groups(topics, building)
     if held + own > SERVER_GROUPS:

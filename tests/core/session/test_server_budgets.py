@@ -114,7 +114,7 @@ def test_a_group_weighs_its_records_field_names(monkeypatch: pytest.MonkeyPatch)
         ack = processed(peer.send({**view, "c": command, "cid": "c", "sub_id": "c", "projection": huge}), "c")
         assert ack["reason"] == (
             "invalid options: aggregations: this one's 300 groups would weigh as 13800 (a group "
-            f"counts once more for each 440 bytes of its field names), more than the "
+            f"counts once more for each 440 bytes of its field names and text literals), more than the "
             f"{AGGREGATION_GROUPS_FLOOR} its topic allows"
         ), ack
     assert held.groups(topics) == 600
@@ -133,3 +133,27 @@ def test_nested_field_names_are_weighed_once_as_a_group_record_holds_them() -> N
     view = {"c": "sow_and_subscribe", "t": "orders", "grouping": ["/order"], "cid": "a", "sub_id": "a"}
     ack = processed(peer.send({**view, "projection": ["/order", *fields]}), "a")
     assert ack["status"] == "success", ack
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["'{text}'", "CONCAT(/desk, '{text}')", "COALESCE(/nothing, '{text}')", "MAX('{text}')"],
+)
+def test_a_group_weighs_the_text_literals_its_values_are_made_of(value: str) -> None:
+    """A literal that is part of a field's value is in every group record, as its names are: two
+    of 15,000 characters in a group a record over 300 records weigh past the topic's allowance (64
+    KB of them over 6,000 records held 384 MB); a literal that only decides a truth is not."""
+    h = Harness(topics=TOPICS)
+    peer = h.peer()
+    load(peer, 300)
+    text = "t" * 15_000  # (an expression is at most 16 KB)
+    view = {"c": "sow", "t": "orders", "grouping": ["/order"], "cid": "a"}
+    fields = [f"{value.format(text=text)} AS /{name}" for name in ("v", "w")]
+    ack = processed(peer.send({**view, "projection": ["/order", *fields]}), "a")
+    assert ack["reason"] == (
+        "invalid options: aggregations: this one's 300 groups would weigh as 20700 (a group counts "
+        "once more for each 440 bytes of its field names and text literals), more than the "
+        f"{AGGREGATION_GROUPS_FLOOR} its topic allows"
+    ), ack
+    compared = [f"LENGTH(/desk) = LENGTH('{text}') AS /{name}" for name in ("v", "w")]
+    assert processed(peer.send({**view, "projection": ["/order", *compared]}), "a")["status"] == "success"
