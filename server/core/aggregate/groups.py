@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
+from ..fanout.runs import CHUNK, Run, RunMerge
 from ..filters.functions import EvalContext
 from ..records.paths import MISSING, PathSteps, get_path
 from .functions import Accumulator
@@ -259,7 +261,7 @@ class TableLoad:
     the order of their last change has its members put in that order as it settles (a plain field
     is the latest changed record's)."""
 
-    __slots__ = ("_plan", "_seq_of", "_settled", "_table", "_unordered")
+    __slots__ = ("_plan", "_reordering", "_seq_of", "_settled", "_table", "_unordered")
 
     def __init__(self, table: GroupTable) -> None:
         assert not table.groups, "a load fills an empty table"
@@ -272,6 +274,7 @@ class TableLoad:
         self._seq_of: dict[str, int] = {}
         self._unordered: set[str] = set()
         self._settled: Iterator[Group] | None = None  # the groups left to settle, once fed
+        self._reordering: _Reorder | None = None  # a big group being put in order
 
     def feed(self, records: Iterable[tuple[str, Any, int, float]]) -> None:
         """More input records, each new to the table."""
@@ -310,15 +313,67 @@ class TableLoad:
             pending = self._settled = iter(self._table.groups.values())
         seq_of, unordered = self._seq_of, self._unordered
         while members > 0:
+            reordering = self._reordering
+            if reordering is not None:
+                if reordering.advance():
+                    self._reordering = None
+                members -= CHUNK
+                continue
             group = next(pending, None)
             if group is None:
                 self._settled = iter(())
                 return True
             if group.key in unordered:
+                if len(group.members) > CHUNK:
+                    self._reordering = _Reorder(group, seq_of)
+                    continue
                 group.members = dict(sorted(group.members.items(), key=lambda item: seq_of[item[0]]))
             settle(group.accumulators)
             members -= len(group.members)
         return False
+
+
+class _Reorder:
+    """A big group's members put in the order of their last change, a slice at a time (each chunk
+    of them sorted, the sorted chunks merged, the members taken again a chunk at a time), then
+    settled: one sort of them all was one step (60 ms a group of 28,000 records whose records
+    had changed out of their order, 0.2 to 0.4 s for every other socket over 200,000)."""
+
+    __slots__ = ("_at", "_group", "_keys", "_merge", "_order", "_put", "_seq_of")
+
+    def __init__(self, group: Group, seq_of: dict[str, int]) -> None:
+        self._group = group
+        self._seq_of = seq_of
+        self._keys: Iterator[str] | None = iter(group.members)  # (the table is fed no more)
+        self._merge = RunMerge(list.sort)
+        self._order: Run | None = None
+        self._at = 0
+        self._put: dict[str, tuple[Any, ...]] = {}
+
+    def advance(self) -> bool:
+        """One slice; True once the group is in order and settled."""
+        keys = self._keys
+        if keys is not None:
+            chunk = [(self._seq_of[key], key) for key in islice(keys, CHUNK)]
+            if chunk:
+                chunk.sort()
+                self._merge.add(chunk)
+                return False
+            self._keys = None
+        order = self._order
+        if order is None:
+            if self._merge.advance():
+                self._order = self._merge.result()
+            return False
+        group = self._group
+        if self._at < len(order):
+            members = group.members
+            self._put.update([(key, members[key]) for _, key in order[self._at]])
+            self._at += 1
+            return False
+        group.members = self._put
+        settle(group.accumulators)
+        return True
 
 
 def _by_seq(item: tuple[str, list[Any]]) -> int:

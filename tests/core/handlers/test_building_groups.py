@@ -102,6 +102,27 @@ def test_an_aggregation_built_in_slices_holds_the_groups_of_one_made_when_its_tu
         assert unversioned(sliced_reader.take()) == unversioned(whole_reader.take())
 
 
+@pytest.mark.parametrize("command", ["sow_and_subscribe", "sow"])
+def test_a_group_of_thousands_whose_records_changed_out_of_order_is_built_as_one_made_whole(
+    command: str,
+) -> None:
+    """One group of every record, after 3,000 changes: its members are put in the order of their
+    last change in slices (groups.py, _Reorder), so its plain fields are the last changed
+    record's, and stay so as records change and leave."""
+    rng = random.Random(command)
+    prelude = [[change(rng, by_key=True) for _ in range(500)] for _ in range(6)]
+    query = {"c": command, "t": "t", "projection": ["COUNT(*) AS /n", "/s", "/lvl", "MIN(/s) AS /lo"]}
+    two = side_by_side({**query, "cid": "q"}, rng, 600, prelude=prelude)
+    answered, expected = two.sliced_reader.take(), two.whole_reader.send({**query, "cid": "q"})
+    assert groups_sent(answered) and unversioned(answered) == unversioned(expected)
+    if command == "sow":
+        return
+    for frame in [*two.between[two.fed : two.fed + 20], [change(rng) for _ in range(200)]]:
+        two.sliced_writer.send(*frame)
+        two.whole_writer.send(*frame)
+        assert unversioned(two.sliced_reader.take()) == unversioned(two.whole_reader.take())
+
+
 def test_a_view_that_shares_an_aggregation_or_a_small_one_reads_no_pass_in_slices() -> None:
     h, reader, other = seeded()
     view = dict(QUERIES[0])

@@ -108,14 +108,19 @@ def side_by_side(
     by_writer: bool = False,
     first: dict[str, Any] | None = None,
     changes: int = 3,
+    prelude: list[list[dict[str, Any]]] | None = None,
 ) -> SideBySide:
     """``command`` read in slices by the reader (or the writer), frames of 1 to ``changes``
     changes between its slices (more than 3: its deletes by key); the same changes on the other
-    server. ``first``: what both readers send before."""
+    server. ``first``: what both readers send before; ``prelude``: frames both writers send
+    before that."""
     by_key = changes > 3
     between = [[change(rng, by_key) for _ in range(rng.randrange(1, changes + 1))] for _ in range(frames)]
     sliced, sliced_reader, sliced_writer = seeded()
     whole, whole_reader, whole_writer = seeded()
+    for frame in prelude or []:
+        sliced_writer.send(*frame)
+        whole_writer.send(*frame)
     if first is not None:
         sliced_reader.send(first)
         whole_reader.send(first)
