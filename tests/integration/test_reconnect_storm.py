@@ -15,6 +15,8 @@ import pytest
 
 from server.asgi.uvicorn_protocol import REQUEST_HEAD_TIMEOUT_S
 
+from ..waiting import HANG_S
+from ..work import Stopwatch
 from .raw_socket import handshake
 from .server_process import ServerProcess
 
@@ -34,7 +36,7 @@ async def stall(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
 
 
 async def closed_by_server(reader: asyncio.StreamReader, since: float) -> float:
-    """Seconds from ``since`` until the server closed the connection."""
+    """Seconds from ``since`` (when it opened) until the server closed the connection."""
     with contextlib.suppress(OSError):
         while await reader.read(4096):
             pass
@@ -46,10 +48,14 @@ async def test_a_reconnect_storm_is_all_accepted_and_stalled_handshakes_are_stil
     server: ServerProcess,
 ) -> None:
 
-    stalled_at = time.monotonic()
-    stalled = [await stall(server.port) for _ in range(STALLED)]
+    # What other work on the machine takes from the server over the test: each handshake's
+    # deadline is a timer of the server's, which fires that much later on a busy machine.
+    started, whole = time.monotonic(), Stopwatch(server.process.pid)
+    stalled = []
+    for _ in range(STALLED):
+        stalled.append((*await stall(server.port), time.monotonic()))  # (each waits from its opening)
     # Watched from now on, while the storm runs.
-    cut = [asyncio.create_task(closed_by_server(reader, stalled_at)) for reader, _ in stalled]
+    cut = [asyncio.create_task(closed_by_server(reader, opened)) for reader, _, opened in stalled]
     start = asyncio.Event()
     host = [("Host", f"127.0.0.1:{server.port}")]
 
@@ -65,9 +71,10 @@ async def test_a_reconnect_storm_is_all_accepted_and_stalled_handshakes_are_stil
     assert not failures, f"{len(failures)} of {STORM} refused, first: {failures[:3]}"
     assert not any("waiting to send a request head" in line for line in server.lines)
 
-    async with asyncio.timeout(REQUEST_HEAD_TIMEOUT_S + 10):
+    async with asyncio.timeout(REQUEST_HEAD_TIMEOUT_S + HANG_S):
         closed_after = await asyncio.gather(*cut)
+    lost = time.monotonic() - started - whole.elapsed()
     assert min(closed_after) > REQUEST_HEAD_TIMEOUT_S - 0.5, "no stalled handshake is cut before its deadline"
-    assert max(closed_after) < REQUEST_HEAD_TIMEOUT_S + 5, "every stalled handshake is cut after it"
-    for _, writer in stalled:
+    assert max(closed_after) < REQUEST_HEAD_TIMEOUT_S + 5 + lost, "every stalled handshake is cut after it"
+    for _, writer, _ in stalled:
         writer.close()
