@@ -5,9 +5,8 @@ viewport with an order of its own, a snapshot through a costly filter, an aggreg
 pass into a few groups and into a group a record, and a viewport over a group a record; and, while
 a feed rewrites 40,000 of the records (the passes catch up with the writes a slice at a time), a
 sorted snapshot, a snapshot through a filter read on every record and a window's own order,
-beside the same rewrites alone. Each round runs
-every case once, in turn, idle first (the victim alone): the cases are interleaved, so a slower
-moment of the machine falls on all of them alike.
+beside the same rewrites alone. Each round runs every case once, in turn, idle first (the victim
+alone): the cases are interleaved, so a slower moment of the machine falls on all of them alike.
 
     .venv/bin/python bench/passes.py [--rows 200000] [--rounds 3]
 
@@ -23,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import orjson
@@ -178,7 +177,7 @@ async def attack(url: str, command: dict[str, Any]) -> None:
 
 
 async def one_case(
-    url: str, pid: int, command: dict[str, Any] | None, rewrites: Any = None
+    url: str, pid: int, command: dict[str, Any] | None, rewrites: Coroutine[Any, Any, None] | None = None
 ) -> dict[str, float]:
     """``rewrites``: a feed's writes to run beside the command (a coroutine), or None."""
     victim, stop = Victim(), asyncio.Event()

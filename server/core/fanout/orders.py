@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..filters.entitlement import gate_share
 from ..filters.orderby import OrderBy, parse_orderby, sowkey_order
 from ..limits import IDLE_ORDER_RECORDS, IDLE_ORDERS
-from .passes import GatePass, SortedPass
+from .passes import GatePass, SortedPass, Writes
 from .ranges import PAYS, KeptOrder, indexed_order, plan
 from .runs import CHUNK, Run
 from .windows import OrderAssembly, SortKey, Window, WindowOrder, WindowSpec, match_all
@@ -244,7 +245,7 @@ class OrderBuild:
     def advance(self) -> bool:
         assembly = self._assembly
         if assembly is not None:
-            return assembly.advance() and self._caught_up(assembly.order)
+            return assembly.advance() and self._pass.catch_up(partial(self._take, assembly.order))
         sliced, base = self._pass, self._base
         if not sliced.advance():
             return False
@@ -272,16 +273,7 @@ class OrderBuild:
             self._assembly = OrderAssembly(base.sort_key, self._matches, self._walked, self._keys)
         return False
 
-    def _caught_up(self, order: WindowOrder) -> bool:
-        """Once put together: take one slice of the writes noted since the pass began, while it
-        is catching up; True when caught up."""
-        sliced = self._pass
-        if not sliced.catching_up():
-            return True
-        self._take(order, sliced.take_noted(sliced.batch))
-        return False
-
-    def _take(self, order: WindowOrder, writes: list[tuple[str, bool]]) -> None:
+    def _take(self, order: WindowOrder, writes: Writes) -> None:
         """Each write noted, as a change of the order."""
         records = self._pass.records
         for key, _ in writes:

@@ -32,6 +32,8 @@ from .windows import SortKey, entry_of, sort_entries
 # A record as it is now, when it passes (else None), with the view of it its subscription
 # remembers (None without ``view_of``).
 Seen = tuple[RecordVersion, Any] | None
+# Writes noted, oldest first: each key, and whether the write (re)made its record.
+Writes = list[tuple[str, bool]]
 
 
 class _Frozen:
@@ -47,20 +49,23 @@ class _Frozen:
         self.watched: Watched = {}
         self._started = False
         self.batch = max(1, SLICE_UNITS // max(1, units))
-        self._taken = 0  # writes taken while catching up
+        self._writes_taken = 0  # (while catching up)
 
-    def catching_up(self) -> bool:
-        """Whether more than a slice of writes is noted, and fewer were taken so far than the pass
-        read records: a topic written faster than its writes are taken still ends (its end takes
-        the rest, as if the pass had not caught up)."""
-        return len(self.watched) > self.batch and self._taken < len(self._versions)
+    def catch_up(self, take: Callable[[Writes], None]) -> bool:
+        """Once read: hand ``take`` the oldest slice of the writes noted, while more than a slice
+        is noted and fewer were taken so far than the pass read records (a topic written faster
+        than its writes are taken still ends: its end takes the rest); True when caught up."""
+        if len(self.watched) <= self.batch or self._writes_taken >= len(self._versions):
+            return True
+        take(self.take_noted(self.batch))
+        return False
 
-    def take_noted(self, count: int | None = None) -> list[tuple[str, bool]]:
-        """The ``count`` oldest writes noted (None: all), each its key and whether it (re)made the
-        record, forgotten here: the caller takes each record as it is now."""
+    def take_noted(self, count: int | None = None) -> Writes:
+        """The ``count`` oldest writes noted (None: all), forgotten here: the caller takes each
+        record as it is now."""
         watched = self.watched
         keys = list(watched) if count is None else list(islice(watched, count))
-        self._taken += len(keys)
+        self._writes_taken += len(keys)
         return [(key, watched.pop(key)) for key in keys]
 
     def _start(self) -> None:
@@ -115,16 +120,11 @@ class GatePass(_Frozen):
         return end >= len(versions) and self._view_of is None
 
     def caught_up(self) -> bool:
-        """Once read: take one slice of the writes noted (after one slice of the versions'
-        index), while ``catching_up``; True when caught up."""
-        if not self.watched:
-            return True
-        if not self._index_some():
+        """Once read: take one slice of the writes noted (``catch_up``), once the versions are
+        indexed (a slice at a time too); True when caught up."""
+        if self.watched and not self._index_some():
             return False
-        if not self.catching_up():
-            return True
-        self._take(self.take_noted(self.batch))
-        return False
+        return self.catch_up(self._take)
 
     def _index_some(self) -> bool:
         """Index one slice of the versions read by key; True when every one is."""
@@ -134,7 +134,7 @@ class GatePass(_Frozen):
         index.update(zip([version.key for version in versions[start:end]], range(start, end), strict=True))
         return end >= len(versions)
 
-    def _take(self, writes: list[tuple[str, bool]]) -> None:
+    def _take(self, writes: Writes) -> None:
         """Take each write noted: the record of its key as it is now."""
         if not writes:
             return
@@ -171,13 +171,13 @@ class GatePass(_Frozen):
         """Read, catch up, and take the writes left."""
         while not self.advance() or not self.caught_up():
             pass
-        self.close()
         self._take(self.take_noted())
 
     def in_order(self) -> tuple[list[RecordVersion], list[Any]]:
         """The versions that pass, as they are now, in the records' order, and (with ``view_of``)
         the view of each, else no views."""
         self._read_all()
+        self.close()
         versions, found, views = self._versions, self._found, self._views
         changed, made = self._changed, self._made
         if not changed and not made:
@@ -205,9 +205,7 @@ class GatePass(_Frozen):
     def passing(self) -> set[str]:
         """The keys of the records that pass, as they are now; the writes noted so far are
         forgotten, and those from now on noted (``watched``) until ``close``."""
-        while not self.advance() or not self.caught_up():
-            pass
-        self._take(self.take_noted())
+        self._read_all()
         versions, changed = self._versions, self._changed
         keys = {versions[index].key for index in self._found if index not in changed}
         keys.update(seen[0].key for seen in changed.values() if seen is not None)
@@ -237,7 +235,7 @@ class SortedPass(_Frozen):
         self.found: dict[str, SortKey] = {}
         # The writes taken (``caught_up``): each record's sort key as it is now, None when it
         # does not pass (or is gone).
-        self._taken_keys: dict[str, SortKey | None] = {}
+        self._rewritten: dict[str, SortKey | None] = {}
 
     def _entry(self, version: RecordVersion) -> SortKey | None:
         return entry_of(self._sort_key, self._matches, version)
@@ -268,15 +266,12 @@ class SortedPass(_Frozen):
         return self._runs.result()
 
     def caught_up(self) -> bool:
-        """Once merged: take one slice of the writes noted, while ``catching_up`` (for
-        ``entries`` and ``leading``, which take the rest); True when caught up."""
-        if not self.catching_up():
-            return True
-        self._take(self.take_noted(self.batch))
-        return False
+        """Once merged: take one slice of the writes noted (``catch_up``), for ``entries`` and
+        ``leading``, which take the rest; True when caught up."""
+        return self.catch_up(self._take)
 
-    def _take(self, writes: list[tuple[str, bool]]) -> None:
-        records, entry, taken = self._sow.records, self._entry, self._taken_keys
+    def _take(self, writes: Writes) -> None:
+        records, entry, taken = self._sow.records, self._entry, self._rewritten
         for key, _ in writes:
             version = records.get(key)
             taken[key] = None if version is None else entry(version)
@@ -288,7 +283,7 @@ class SortedPass(_Frozen):
             pass
         self.close()
         self._take(self.take_noted())
-        return run, self._taken_keys
+        return run, self._rewritten
 
     def _fresh(self, taken: dict[str, SortKey | None], count: int | None = None) -> list[SortKey]:
         """The sort keys of the records written since the pass began that pass now, sorted: the
