@@ -36,22 +36,11 @@ def build(archive: Path = ARCHIVE) -> None:
     """Make the archive by running what a feed runs in its first seconds (a batch aggregation, a
     streaming query through ``foreachBatch``), then stopping the JVM, which writes the classes it
     loaded. Written beside, then renamed: a JVM starting meanwhile finds none or all of it."""
-    from pyspark.sql import SparkSession  # noqa: PLC0415 (pyspark is the spark extra's)
-
-    from .session import log4j2_file  # noqa: PLC0415 (it imports this module)
+    from .session import local_session  # noqa: PLC0415 (it imports this module; pyspark is the spark extra's)
 
     partial = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("sowpush class archive")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config(
-            "spark.driver.extraJavaOptions",
-            f"-Dlog4j2.configurationFile=file:{log4j2_file()} -XX:ArchiveClassesAtExit={partial} {QUIET}",
-        )
-        .getOrCreate()
+    spark = local_session(
+        "sowpush class archive", "local[2]", java_options=f"-XX:ArchiveClassesAtExit={partial} {QUIET}"
     )
     spark.sparkContext.setLogLevel("ERROR")
     gateway = spark.sparkContext._gateway

@@ -70,19 +70,21 @@ def shuffle_partitions(master: str | None) -> str:
     return "1" if master == "local" else "2"
 
 
-def local_session(app: str, master: str | None = None) -> SparkSession:
+def local_session(app: str, master: str | None = None, java_options: str | None = None) -> SparkSession:
     """A SparkSession for a feed, quiet, UI off, shuffling into few partitions
     (``shuffle_partitions``). Under spark-submit the master is the one it was given; otherwise
     ``master``, ``SPARK_MASTER`` or ``local[*]``, with a driver that logs only what matters
-    (LOG4J2) and maps its classes from the class archive when there is one (classes.py)."""
+    (LOG4J2) and maps its classes from the class archive when there is one (classes.py), or
+    takes ``java_options`` instead (the archive's own build writes it). Every session of the
+    project is this one: the feeds', the class archive's job and the tests'."""
     builder = SparkSession.builder.appName(app)
     chosen = None
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
         chosen = master or os.environ.get("SPARK_MASTER", "local[*]")
         builder = builder.master(chosen)
+        driver = classes.java_options() if java_options is None else java_options
         builder = builder.config(
-            "spark.driver.extraJavaOptions",
-            f"-Dlog4j2.configurationFile=file:{log4j2_file()} {classes.java_options()}",
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j2_file()} {driver}"
         )
     session = (
         builder.config("spark.ui.enabled", "false")

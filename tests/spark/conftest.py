@@ -1,5 +1,5 @@
-"""A real local SparkSession, started once for the session (UI off, one shuffle partition): an xdist
-worker that runs several of the modules that use it starts one."""
+"""A real local SparkSession, the feeds' own (spark_feeds/session.py), started once for the session:
+an xdist worker that runs several of the modules that use it starts one."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_feeds import classes
+from spark_feeds.session import local_session
 
 from ..integration.server_process import ServerProcess, running
 
@@ -21,15 +21,7 @@ TOPICS = [
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sowpush tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.sql.streaming.schemaInference", "true")
-        .config("spark.driver.extraJavaOptions", classes.java_options())  # as a feed's JVM starts
-        .getOrCreate()
-    )
+    session = local_session("sowpush tests", "local[2]")  # the feeds' own session
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
