@@ -22,6 +22,7 @@ A module may keep a wall-clock assertion only where the time itself is what the 
 from __future__ import annotations
 
 import ast
+import textwrap
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -325,13 +326,22 @@ def test_the_rule_finds_what_it_forbids() -> None:
     elsewhere = [shared[0], ("tests/b/test_z.py", ast.parse(gathered))]
     assert list(clock_assertions(elsewhere[1][1], timed_functions(elsewhere)["tests/b/test_z.py"])) == []
     # Through a reading and a list: ``now - started``, appended.
-    listed = (
-        "def f():\n    took = []\n    for n in range(3):\n        started = time.monotonic()\n"
-        "        now = time.monotonic()\n        took.append(now - started)\n    assert sum(took) <= 2\n"
-    )
+    listed = textwrap.dedent("""\
+        def f():
+            took = []
+            for n in range(3):
+                started = time.monotonic()
+                now = time.monotonic()
+                took.append(now - started)
+            assert sum(took) <= 2
+        """)
     assert list(clock_assertions(ast.parse(listed))) == [7]
     # Not limits on speed: a lower bound, a bound measured in the same run, the suite's measures.
-    lower = "def f():\n    took = time.monotonic() - started\n    assert took >= GRACE and 2 > 1\n"
+    lower = textwrap.dedent("""\
+        def f():
+            took = time.monotonic() - started
+            assert took >= GRACE and 2 > 1
+        """)
     relative = (
         "def f():\n    took = time.monotonic() - started\n"
         "    lost = time.monotonic() - t0 - whole.elapsed()\n    assert took < 3 + lost\n"

@@ -10,9 +10,10 @@ import orjson
 import pytest
 import websockets
 
-from ..waiting import HANG_S, eventually_async
+from ..waiting import eventually_async
 from .client import Client
 from .conftest import StartServer
+from .test_front_door import http
 
 RECORDS, UPDATES = 200, 120
 TOPICS = [
@@ -104,11 +105,6 @@ async def test_a_burst_larger_than_the_queue_reaches_a_healthy_socket(start_serv
     assert [m["data"]["id"] for m in got] == list(range(2000)), "written, not conflated and not closed"
 
 
-def get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=HANG_S) as response:
-        return str(response.read().decode())
-
-
 async def test_background_conflation_conflates_a_stalled_queue_before_it_fills(
     start_server: StartServer,
 ) -> None:
@@ -125,9 +121,9 @@ async def test_background_conflation_conflates_a_stalled_queue_before_it_fills(
     # messages at once at times never took the queue past 500). The background pass then runs
     # on its own, while the stalled socket still reads nothing.
     async def conflated_in_the_background() -> bool:
-        if "push_background_conflations_total 0.0" not in get(server.http + "/metrics"):
+        if "push_background_conflations_total 0.0" not in http(server.http + "/metrics")[2]:
             return True
-        slowest = orjson.loads(get(server.http + "/status.json"))["slowest"]
+        slowest = orjson.loads(http(server.http + "/status.json")[2])["slowest"]
         if max(row["queued_messages"] for row in slowest) * 4 <= 2000:
             await publisher.send(
                 *[

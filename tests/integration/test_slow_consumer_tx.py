@@ -4,17 +4,16 @@ Conflation): conflated as one receiving the same changes as plain publishes is, 
 
 from __future__ import annotations
 
-import urllib.request
 from typing import Any
 
 import orjson
 import pytest
 import websockets
 
-from ..waiting import HANG_S
 from .client import Client, Message
 from .conftest import StartServer
 from .server_process import ServerProcess
+from .test_front_door import http
 
 RECORDS, PER_TX = 100, 20
 # A hang guard: 20 MB to each stalled socket, four times what loopback's buffers were seen to take.
@@ -26,8 +25,7 @@ TOPICS = [
 
 
 def status(server: ServerProcess) -> dict[str, Any]:
-    with urllib.request.urlopen(server.http + "/status.json", timeout=HANG_S) as response:
-        answer: dict[str, Any] = orjson.loads(response.read())
+    answer: dict[str, Any] = orjson.loads(http(server.http + "/status.json")[2])
     return answer
 
 
