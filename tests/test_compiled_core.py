@@ -13,6 +13,8 @@ import pytest
 
 from server.core import native
 
+from .waiting import HANG_S
+
 ROOT = Path(__file__).resolve().parent.parent
 SHOW = "import server.core.engine as e, server.core.native as n; print(e.__file__); print(n.describe())"
 built = pytest.mark.skipif(not native.COMPILED, reason="the core is not compiled here")
@@ -26,7 +28,7 @@ def core_of(root: Path, code: str = SHOW, cwd: Path | None = None, **env: str) -
         env={**environment, "PYTHONPATH": str(root), **env},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
         check=True,
     )
     return result.stdout.splitlines()

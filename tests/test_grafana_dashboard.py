@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from .integration.server_process import ServerProcess, write_config
+from .waiting import HANG_S
 
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = ROOT / "docs" / "grafana" / "sowpush.json"
@@ -52,7 +53,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     config = write_config(directory / "server.toml", {}, topics)
     server = ServerProcess(config, directory / "data")
     try:
-        with urllib.request.urlopen(server.http + "/metrics", timeout=10) as answer:
+        with urllib.request.urlopen(server.http + "/metrics", timeout=HANG_S) as answer:
             text = answer.read().decode()
     finally:
         server.stop()

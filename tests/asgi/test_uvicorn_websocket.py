@@ -18,6 +18,8 @@ from websockets.server import ServerProtocol
 
 from server.asgi.uvicorn_websocket import LeanServerProtocol, LeanWebSocketProtocol, LightQueue
 
+from ..waiting import HANG_S
+
 HANDSHAKE = (
     b"GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
     b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
@@ -84,7 +86,7 @@ async def test_uvicorn_serves_a_websocket_with_it(messages: int) -> None:
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve())
     try:
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(HANG_S):
             while not server.started:
                 await asyncio.sleep(0.01)
             async with websockets.connect(f"ws://127.0.0.1:{port}/ws") as client:

@@ -20,7 +20,7 @@ from playwright.sync_api import Page, expect
 from ..cluster.redis_process import free_port
 from ..integration.server_process import sow_records
 from ..spark.jobs import ROOT, group_alive
-from ..waiting import eventually
+from ..waiting import HANG_S, eventually
 from .conftest import ROW
 from .desk import shot
 
@@ -71,7 +71,7 @@ def test_scripts_run_serves_the_dashboard_it_prints_and_ctrl_c_stops_it_quietly(
         )
     try:
         url = f"ws://127.0.0.1:{port}/ws"
-        wait_for(run, console, lambda: filled(url), "the demo feed fills the topics", 180)
+        wait_for(run, console, lambda: filled(url), "the demo feed fills the topics", 2 * HANG_S)
         link = re.search(r"^dashboard: (\S+)$", console.read_text(), re.MULTILINE)
         assert link and link.group(1).startswith(f"http://127.0.0.1:{port}/?topic=orders"), "no link"
         page.set_viewport_size({"width": 1600, "height": 1000})
@@ -91,9 +91,11 @@ def test_scripts_run_serves_the_dashboard_it_prints_and_ctrl_c_stops_it_quietly(
         expect(orders.locator(".rows")).not_to_have_text(first_count)
         shot(page, "demo-dashboard.png")
         assert page.errors == []  # type: ignore[attr-defined]
-        wait_for(run, console, lambda: " rows/s" in console.read_text(), "the demo logs no summary line", 30)
+        wait_for(
+            run, console, lambda: " rows/s" in console.read_text(), "the demo logs no summary line", HANG_S
+        )
         os.killpg(run.pid, signal.SIGINT)
-        run.wait(timeout=90)
+        run.wait(timeout=HANG_S)
         eventually(lambda: not group_alive(run.pid), "a process (Spark's JVM?) outlived Ctrl-C", step=0.5)
     finally:
         if group_alive(run.pid):

@@ -23,7 +23,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from ..integration.server_process import ServerProcess, write_config
-from ..waiting import eventually
+from ..waiting import HANG_S, eventually
 from .conftest import TOPICS
 from .feed import request
 
@@ -87,7 +87,7 @@ def canonical(records: list[Any]) -> list[str]:
 
 
 def metrics(server: ServerProcess) -> dict[str, float]:
-    with urllib.request.urlopen(server.http + "/metrics", timeout=5) as response:
+    with urllib.request.urlopen(server.http + "/metrics", timeout=HANG_S) as response:
         text = response.read().decode()
     values: dict[str, float] = {}
     for line in text.splitlines():
@@ -107,7 +107,7 @@ def publish_cycle(server: ServerProcess, cycle: int) -> None:
     request(server.url, commands)
 
 
-def wait_until_views_equal_the_sow(page: Page, server: ServerProcess, timeout: float = 15) -> None:
+def wait_until_views_equal_the_sow(page: Page, server: ServerProcess, timeout: float = HANG_S) -> None:
     expected = [canonical(sow(server.url, topic, filter_text)) for topic, filter_text, _ in VIEWS]
     deadline = time.monotonic() + timeout
     while True:

@@ -34,7 +34,7 @@ def publish_many(server: ServerProcess, records: list[dict[str, Any]], topic: st
             ws.send(orjson.dumps(batch).decode())
         ws.send(orjson.dumps({"c": "flush", "cid": "done"}).decode())
         while True:
-            got = orjson.loads(ws.recv(timeout=30))
+            got = orjson.loads(ws.recv(timeout=HANG_S))
             if any(m.get("cid") == "done" for m in (got if isinstance(got, list) else [got])):
                 return
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from ..waiting import HANG_S
+
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "web"
 MODULE_FOLDERS = [WEB, WEB / "adapters"]
@@ -54,7 +56,7 @@ def tsc(*arguments: str, cwd: Path, source: str = "") -> None:
     if shutil.which("node") is None:
         pytest.fail("Node.js is not installed (tsc runs on it): run ./scripts/test, which installs it")
     command = [str(TSC), *arguments]
-    result = subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True, timeout=3 * HANG_S)
     if result.returncode == 0:
         return
     lines = source.splitlines()

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ..waiting import HANG_S
+
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "web"
 
@@ -20,7 +22,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def run(command: list[str], cwd: Path) -> str:
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=HANG_S, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 

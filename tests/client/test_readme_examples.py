@@ -19,6 +19,7 @@ from typing import Any
 
 from ..browser.feed import request
 from ..integration.server_process import ServerProcess, sow_records
+from ..waiting import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
 ADDRESS = "ws://127.0.0.1:8000/ws"
@@ -42,7 +43,7 @@ def test_the_python_publisher_runs_as_printed(tmp_path: Path) -> None:
         environment = {**os.environ, "PYTHONPATH": str(ROOT)}
         run = [sys.executable, str(script)]
         result = subprocess.run(
-            run, check=False, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=60
+            run, check=False, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=HANG_S
         )
         assert result.returncode == 0, result.stderr
         records = {record["id"]: record["qty"] for record in sow_records(server.url, "examples")}
@@ -72,7 +73,7 @@ def test_the_python_subscriber_runs_as_printed(tmp_path: Path) -> None:
             env=environment,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HANG_S,
         )
         assert result.returncode == 0, result.stderr
         lines = result.stdout.splitlines()
@@ -122,7 +123,7 @@ def test_the_notebook_cells_run_in_order_as_a_kernel_runs_them(tmp_path: Path) -
                     values.append(await run_cell(cell.replace(ADDRESS, server.url), namespace))
                 await asyncio.sleep(0.05)  # the kernel's loop runs between cells
                 if len(values) == 1:  # the connection names itself on the status page
-                    with urllib.request.urlopen(server.http + "/status.json", timeout=5) as answer:
+                    with urllib.request.urlopen(server.http + "/status.json", timeout=HANG_S) as answer:
                         labels.extend(row["label"] for row in json.loads(answer.read())["slowest"])
             return values
 

@@ -67,7 +67,7 @@ async def test_a_subscriber_closed_as_a_slow_consumer_says_so_and_comes_back_who
         flooding = threading.Thread(target=flood)
         flooding.start()
         # The subscriber's event loop is held here: it reads nothing until the server has closed it.
-        assert closed.wait(120), "the server never closed the stalled subscriber"
+        assert closed.wait(HANG_S), "the server never closed the stalled subscriber"
         flooding.join()
         lost = await logged(caplog, "subscriber risk at", "4001", "reconnecting")
         assert lost.levelno == logging.WARNING

@@ -14,6 +14,7 @@ from server.client.subscriber import Change, Subscriber, SubscriptionError, View
 
 from ..browser.feed import publish, request
 from ..integration.server_process import ServerProcess, write_config
+from ..waiting import HANG_S
 
 TOPICS = [{"name": "orders", "key": ["/order"]}]
 
@@ -21,7 +22,7 @@ TOPICS = [{"name": "orders", "key": ["/order"]}]
 async def take(changes: Any, count: int) -> list[Change]:
     """The next ``count`` changes of one reader (``view.__aiter__()``: a reader starts from the
     records held when it starts, as the JavaScript client's ``for await`` does)."""
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(HANG_S):
         return [await anext(changes) for _ in range(count)]
 
 
@@ -76,7 +77,7 @@ async def test_a_viewport_keeps_its_rows_in_order_and_the_views_size(
     await window.ready()
     assert [row["order"] for row in window.rows] == [6, 13, 20, 5, 12] and window.count == 20
     await asyncio.to_thread(publish, server, {"order": 21, "qty": 9})
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(HANG_S):
         while [row["order"] for row in window.rows] != [21, 6, 13, 20, 5] or window.count != 21:
             await asyncio.sleep(0.05)
     groups = subscriber.aggregate(
@@ -185,6 +186,6 @@ async def test_close_ends_a_readers_loop_cleanly(server: ServerProcess) -> None:
     reading = asyncio.create_task(read())
     await asyncio.sleep(0.1)
     await subscriber.close()
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(HANG_S):
         await reading  # ends, without an error
     assert seen == []

@@ -22,7 +22,7 @@ import websockets
 
 from ..integration.client import Client
 from ..integration.server_process import ServerProcess
-from ..waiting import eventually_async
+from ..waiting import HANG_S, eventually_async
 
 Sow = dict[Any, Any]
 # What a look at a node can meet while it starts, stops or cannot reach Redis: no answer.
@@ -36,7 +36,7 @@ class Diverged(AssertionError):
 
 def health(node: ServerProcess) -> int:
     try:
-        with urllib.request.urlopen(node.http + "/healthz", timeout=10) as answer:
+        with urllib.request.urlopen(node.http + "/healthz", timeout=HANG_S) as answer:
             status: int = answer.status
             return status
     except urllib.error.HTTPError as error:

@@ -59,7 +59,7 @@ def wait_ready(node: ServerProcess, timeout: float = HANG_S) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            with urllib.request.urlopen(node.http + "/healthz", timeout=2) as answer:
+            with urllib.request.urlopen(node.http + "/healthz", timeout=HANG_S) as answer:
                 if answer.status == 200:
                     return
         except (urllib.error.URLError, OSError):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from ..waiting import eventually
+from ..waiting import HANG_S, eventually
 
 REDIS_SERVER = shutil.which("redis-server")
 
@@ -59,7 +59,7 @@ class RedisProcess:
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(10)
+            self.process.wait(HANG_S)
 
     def files(self) -> Path:
         """A copy of Redis's files as they are now (an old dump, for ``restore``); kill it first."""

@@ -9,6 +9,7 @@ import websockets
 
 from ..integration.client import Client
 from ..integration.server_process import auth_section
+from ..waiting import HANG_S
 from .conftest import StartNode
 
 pytestmark = pytest.mark.slow
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.slow
 async def closed_with(client: Client) -> int | None:
     with pytest.raises(websockets.ConnectionClosed) as closed:
         while True:
-            await client.recv(10)
+            await client.recv(HANG_S)
     return closed.value.rcvd.code if closed.value.rcvd is not None else None
 
 

@@ -124,7 +124,7 @@ async def test_a_record_expires_once_with_the_same_oof_on_every_node(start_node:
     await publisher.request({"c": "publish", "t": "quotes", "data": {"sym": "ABC", "px": 1}, "cid": "p"})
     seen = []
     for client in watchers:
-        got = await client.until(lambda m: m.get("c") == "oof", timeout=10)
+        got = await client.until(lambda m: m.get("c") == "oof", timeout=HANG_S)
         seen.append([m for m in got if m.get("c") in ("p", "oof")])
         assert not [m for m in await client.silence(1.5) if m.get("c") == "oof"]
     assert seen[0] == seen[1] == seen[2]

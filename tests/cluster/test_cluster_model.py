@@ -70,7 +70,7 @@ from .cluster_views import matches_for, received
 from .conftest import StartNode
 from .redis_process import RedisProcess
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # shrinking a failure takes minutes
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(8 * HANG_S)]  # shrinking a failure takes minutes
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@ import re
 
 from server.client import Publisher
 
-from ..waiting import eventually
+from ..waiting import HANG_S, eventually
 from .conftest import StartNode, wait_ready
 
 LOADED = re.compile(r"collector: (\d+) objects frozen after loading (\d+) records from Redis \((\d+) freed")
@@ -19,7 +19,7 @@ async def test_a_node_freezes_the_records_it_loads_from_redis(start_node: StartN
     publisher = Publisher(first.url, "writer")
     await publisher.connect()
     await publisher.publish_many("orders", [{"id": n} for n in range(RECORDS)])
-    await publisher.wait_persisted(timeout=30)
+    await publisher.wait_persisted(timeout=HANG_S)
     await publisher.close()
     second = start_node()
     wait_ready(second)

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 def health(url: str) -> int:
     try:
-        with urllib.request.urlopen(url + "/healthz", timeout=2) as answer:
+        with urllib.request.urlopen(url + "/healthz", timeout=HANG_S) as answer:
             status: int = answer.status
             return status
     except urllib.error.HTTPError as error:

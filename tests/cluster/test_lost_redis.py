@@ -13,7 +13,7 @@ import websockets
 
 from ..integration.client import Client
 from ..integration.server_process import ServerProcess
-from ..waiting import eventually_async
+from ..waiting import HANG_S, eventually_async
 from .agreement import OneLog, settled
 from .conftest import StartNode, wait_ready
 from .redis_process import RedisProcess
@@ -45,7 +45,7 @@ async def close_code(client: Client) -> int | None:
     """How the server closed ``client``'s socket (reading whatever came before)."""
     try:
         while True:
-            await client.recv(timeout=10)
+            await client.recv(timeout=HANG_S)
     except websockets.ConnectionClosed as closed:
         return closed.rcvd.code if closed.rcvd is not None else None
 

@@ -11,7 +11,7 @@ import websockets
 
 from ..integration.client import Client
 from ..integration.server_process import auth_section
-from ..waiting import eventually_async
+from ..waiting import HANG_S, eventually_async
 from .conftest import StartNode
 from .test_workers import eventually, node_names
 
@@ -34,7 +34,7 @@ async def test_every_worker_reloads_auth(start_node: StartNode, tmp_path: Path) 
     node.process.send_signal(signal.SIGHUP)
     for client in sockets:
         with pytest.raises(websockets.ConnectionClosed):
-            await client.recv(10)
+            await client.recv(HANG_S)
         assert client.ws.close_code == 1008
 
     async def both_reloaded() -> bool:

@@ -37,7 +37,7 @@ BACK = re.compile(r"worker \d \(pid (\d+)\) accepts connections \((\d) of 2 work
 
 
 def metrics(http: str) -> str:
-    with urllib.request.urlopen(http + "/metrics", timeout=5) as answer:
+    with urllib.request.urlopen(http + "/metrics", timeout=HANG_S) as answer:
         return str(answer.read().decode())
 
 
@@ -58,7 +58,7 @@ def connections_on(http: str, pid: int) -> int:
 
 def healthz(http: str) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(http + "/healthz", timeout=5) as answer:
+        with urllib.request.urlopen(http + "/healthz", timeout=HANG_S) as answer:
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
@@ -96,7 +96,7 @@ def workers_ready(node: ServerProcess, count: int = 2) -> ServerProcess:
     return node
 
 
-def new_workers(node: ServerProcess, known: set[int], count: int, timeout: float = 30.0) -> list[float]:
+def new_workers(node: ServerProcess, known: set[int], count: int, timeout: float = HANG_S) -> list[float]:
     """When each of the next ``count`` workers the parent starts appears (``known``: the workers
     before them, to which they are added)."""
     seen: list[float] = []
@@ -149,7 +149,7 @@ async def test_any_worker_answers_metrics_and_status_for_every_worker(start_node
         assert len(re.findall(r'^process_cpu_seconds_total\{worker="\d"\} ', text, re.MULTILINE)) == 2
         samples = [line for line in text.splitlines() if line and not line.startswith("#")]
         assert all('worker="' in line for line in samples)
-        with urllib.request.urlopen(node.http + "/status.json", timeout=5) as answer:
+        with urllib.request.urlopen(node.http + "/status.json", timeout=HANG_S) as answer:
             report = json.loads(answer.read())
         assert report["connections"] == 12
         assert [(w["worker"], w["answered"]) for w in report["workers"]] == [(0, True), (1, True)]
@@ -296,7 +296,7 @@ def test_the_pause_before_a_restart_doubles_while_a_worker_keeps_dying_and_reset
 def test_workers_without_a_cluster_is_a_configuration_error(tmp_path: Path) -> None:
     config = write_config(tmp_path / "alone.toml", {}, TOPICS)
     command = [sys.executable, "-m", "server", "--config", str(config), "--workers", "2"]
-    done = subprocess.run(command, check=False, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(command, check=False, cwd=ROOT, capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 2
     assert (
         done.stderr.strip()
@@ -314,7 +314,7 @@ def test_workers_whose_sockets_would_not_fit_say_why_and_leave_nothing(tmp_path:
     command = [sys.executable, "-m", "server", "--config", str(config), "--workers", "2", "--port", "0"]
     environment = {**os.environ, "TMPDIR": str(deep)}
     done = subprocess.run(
-        command, check=False, cwd=ROOT, capture_output=True, text=True, timeout=60, env=environment
+        command, check=False, cwd=ROOT, capture_output=True, text=True, timeout=HANG_S, env=environment
     )
     assert done.returncode == 1
     said = done.stdout + done.stderr
@@ -360,7 +360,7 @@ async def test_workers_stop_when_their_parent_is_killed(
 
     eventually(gone)
     with pytest.raises(OSError):
-        urllib.request.urlopen(node.http + "/healthz", timeout=2)
+        urllib.request.urlopen(node.http + "/healthz", timeout=HANG_S)
     assert "its parent (pid" in node.output() and "is gone; stopping" in node.output()
     eventually(lambda: list(temp.iterdir()) == [])
     temp.rmdir()

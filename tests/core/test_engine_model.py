@@ -44,6 +44,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
+from ..waiting import HANG_S
 from .engine_model import (
     DELTA,
     ENTITLEMENTS,
@@ -365,7 +366,7 @@ def as_test(machine: type[EngineMachine]) -> Any:
         ],
     )
     # About 20 s a part when it passes; a failure adds up to five minutes of shrinking.
-    return pytest.mark.timeout(900)(pytest.mark.slow(machine.TestCase))
+    return pytest.mark.timeout(8 * HANG_S)(pytest.mark.slow(machine.TestCase))
 
 
 TestEngineModel1, TestEngineModel2, TestEngineModel3, TestEngineModel4 = (as_test(m) for m in PARTS)

@@ -51,7 +51,7 @@ def peak_rss_mb(server: ServerProcess) -> float:
     return _status_kb(server.process.pid, "VmHWM") / 1024
 
 
-def settled_rss_mb(server: ServerProcess, below: float, timeout: float = 8.0) -> float:
+def settled_rss_mb(server: ServerProcess, below: float, timeout: float = HANG_S) -> float:
     """The server's RSS once it is under ``below`` MB, or what it is after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -75,7 +75,7 @@ def stored(server: ServerProcess, topic: str, logon: dict[str, Any] | None = Non
         assert ack["status"] == "success", ack
         records = [m["data"] for m in replies if m.get("c") == "sow"]
         while not any(m.get("c") == "group_end" for m in replies):
-            replies = _messages(ws.recv(timeout=20))
+            replies = _messages(ws.recv(timeout=HANG_S))
             records += [m["data"] for m in replies if m.get("c") == "sow"]
     return sorted(orjson.dumps(record, option=orjson.OPT_SORT_KEYS) for record in records)
 
@@ -85,7 +85,7 @@ def _messages(frame: str | bytes) -> list[dict[str, Any]]:
     return decoded if isinstance(decoded, list) else [decoded]
 
 
-def request(ws: ClientConnection, command: dict[str, Any], timeout: float = 10.0) -> list[dict[str, Any]]:
+def request(ws: ClientConnection, command: dict[str, Any], timeout: float = HANG_S) -> list[dict[str, Any]]:
     """Send ``command`` (with a ``cid``) and read up to the frame that holds its processed ack (all of it)."""
     ws.send(orjson.dumps(command).decode())
     seen: list[dict[str, Any]] = []
@@ -176,7 +176,7 @@ class VictimProbe:
         assert all(m.get("status") != "failure" for m in replies), replies
         self._publisher = self._open("publisher")
         self._thread.start()
-        if not self._ready.wait(15):
+        if not self._ready.wait(HANG_S):
             raise AssertionError("the probe's first round trip did not complete")
         return self
 

@@ -73,7 +73,7 @@ def publish_all(server: ServerProcess, topic: str, rows: list[dict[str, Any]], l
         if batch:
             ws.send(orjson.dumps(batch).decode())
         assert all(
-            m.get("status") != "failure" for m in request(ws, {"c": "flush", "cid": "seeded"}, timeout=60)
+            m.get("status") != "failure" for m in request(ws, {"c": "flush", "cid": "seeded"}, timeout=HANG_S)
         )
 
 
@@ -92,7 +92,7 @@ def arena(
             server.process.wait()
 
 
-async def closed_code(client: Client, timeout: float = 10.0) -> int | None:
+async def closed_code(client: Client, timeout: float = HANG_S) -> int | None:
     """Read (and drop) whatever comes until the server closes ``client``; its close code."""
     deadline = time.monotonic() + timeout
     with contextlib.suppress(websockets.ConnectionClosed):

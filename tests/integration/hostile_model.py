@@ -132,7 +132,7 @@ def run_model(
     before = stored(server, "orders")
     start = rss_mb(server)
     attacker = Attacker(server)
-    with VictimProbe(server, timeout=30) as probe:
+    with VictimProbe(server, timeout=HANG_S) as probe:
         for volley in volleys(seed, rounds, (BIG_TOPIC, DURABLE_TOPIC)):
             seen = len(probe.result.latencies)
             attacker.send(volley)

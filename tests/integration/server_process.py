@@ -116,7 +116,7 @@ class ServerProcess:
     def output(self) -> str:
         return "".join(self.lines)
 
-    async def logged(self, *parts: str, timeout: float = 10.0) -> int:
+    async def logged(self, *parts: str, timeout: float = HANG_S) -> int:
         """How many lines hold every one of ``parts``, once one does: the server's output is read
         by a thread, so a line it has written may not be in ``lines`` yet (0: none by ``timeout``)."""
 
@@ -160,7 +160,7 @@ def run_with_config(tmp_path: Path, text: str) -> subprocess.CompletedProcess[st
         check=False,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=HANG_S,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from ..waiting import HANG_S
 from .client import Client, Message
 from .conftest import StartServer
 from .server_process import ServerProcess, auth_section, write_config
@@ -39,7 +40,7 @@ async def groups_of(client: Client, command: Message) -> tuple[dict[str, Any], l
     return {m["k"]: m["data"] for m in got if m["c"] == "sow"}, got
 
 
-async def frame(client: Client, timeout: float = 5.0) -> list[Message]:
+async def frame(client: Client, timeout: float = HANG_S) -> list[Message]:
     """The messages of the next frame."""
     assert not client.pending
     async with asyncio.timeout(timeout):
@@ -124,7 +125,7 @@ async def test_oof_reasons_match_deleted_and_expired(connect: Connect) -> None:
     await publisher.send(pub(1, desk="a", qty=0))  # no longer passes the filter
     await publisher.send({"c": "sow_delete", "t": "orders", "filter": "/order = 2"})
     await publisher.send({**pub(3, desk="c", qty=1), "e": 1})
-    got = await viewer.until(lambda m: m["c"] == "oof" and m["data"]["desk"] == "c", timeout=10)
+    got = await viewer.until(lambda m: m["c"] == "oof" and m["data"]["desk"] == "c", timeout=HANG_S)
     oofs = [(m["data"]["desk"], m["reason"]) for m in got if m["c"] == "oof"]
     assert oofs == [("a", "match"), ("b", "deleted"), ("c", "expired")]
 

@@ -24,7 +24,7 @@ from server.client import Publisher, Subscriber
 from spark_feeds.link import LIBRARY_LOG
 from spark_feeds.sink import FeedError, ProtocolSink
 
-from ..waiting import until
+from ..waiting import HANG_S, until
 from .server_process import ServerProcess, auth_section, write_config
 
 TOPICS = [{"name": "orders", "key": ["/order"], "durable": True}]
@@ -139,10 +139,10 @@ def test_the_sink_between_and_inside_its_batches_says_its_server_went_away(
 
     running = threading.Thread(target=batches)
     running.start()
-    assert batches_done.wait(120), "the sink published nothing"
+    assert batches_done.wait(HANG_S), "the sink published nothing"
     server.stop(signal.SIGKILL)  # while it sends a batch, or reads its ack
     sink.close()  # the query stops while the sink waits for the server (another thread: Spark's)
-    running.join(60)
+    running.join(HANG_S)
     assert not running.is_alive(), "close() did not end the batch under way"
     [error] = failure
     assert "\n" not in str(error) and "the sink was closed" in str(error)

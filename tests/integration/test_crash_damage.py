@@ -23,6 +23,7 @@ import websockets
 
 from server.core.sow.txlog import HEADER_SIZE, scan_segment
 
+from ..waiting import HANG_S
 from .server_process import ServerProcess, sow_records, write_config
 
 RUNS = 7
@@ -113,7 +114,7 @@ def damage(data_dir: Path, rng: random.Random) -> set[int]:
 
 
 def damaged_frames_metric(http: str) -> float:
-    with urllib.request.urlopen(f"{http}/metrics", timeout=5) as response:
+    with urllib.request.urlopen(f"{http}/metrics", timeout=HANG_S) as response:
         for line in response.read().decode().splitlines():
             if line.startswith("push_log_damaged_frames_total "):
                 return float(line.split()[1])
@@ -160,12 +161,12 @@ async def test_random_kills_and_log_damage_lose_only_damaged_frames_and_never_re
             marks: list[int] = []
             ready = asyncio.Event()
             watcher = asyncio.create_task(watch(server.url, marks, ready))
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(HANG_S):
                 await ready.wait()
             feeder = asyncio.create_task(feed(server.url, ledger))
             await asyncio.sleep(rng.uniform(0.2, 1.0))
             server.stop(signal.SIGKILL)
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(HANG_S):
                 await asyncio.gather(feeder, watcher)
         finally:
             server.stop()

@@ -18,6 +18,7 @@ import pytest
 from server.client import Publisher
 from server.core.sow.txlog import scan_segment
 
+from ..waiting import HANG_S
 from .client import Client
 from .server_process import ROOT, ServerProcess, write_config
 
@@ -35,7 +36,7 @@ def config(tmp_path: Path) -> Path:
 
 async def sow_ids(client: Client, topic: str = "orders") -> list[int]:
     got = await client.request({"c": "sow", "t": topic, "cid": f"q{time.monotonic()}"})
-    got += await client.until(lambda m: m["c"] == "group_end", 30)
+    got += await client.until(lambda m: m["c"] == "group_end", HANG_S)
     return sorted(m["data"]["id"] for m in got if m["c"] == "sow")
 
 
@@ -80,7 +81,7 @@ async def test_kill_9_mid_stream_loses_nothing_acked_and_repeats_nothing(
         present = sorted(m["data"]["id"] for m in snapshot if m["c"] == "sow")
         assert set(range(1, acked + 1)) <= set(present), "every record covered by a persisted ack survived"
         await streaming  # the publisher reconnects by itself and re-sends what was not persisted
-        await publisher.wait_persisted(timeout=60)
+        await publisher.wait_persisted(timeout=HANG_S)
         assert await sow_ids(checker) == list(range(1, TOTAL + 1))
         # A marker published after everything was persisted: the socket delivers in order, so
         # any record the subscriber were to see twice arrives before it.
@@ -102,7 +103,7 @@ async def publish_and_persist(url: str, ids: range) -> None:
     publisher = Publisher(url, "writer")
     await publisher.connect()
     await publisher.publish_many("orders", [{"id": n} for n in ids])
-    await publisher.wait_persisted(timeout=30)
+    await publisher.wait_persisted(timeout=HANG_S)
     await publisher.close()
 
 
@@ -175,11 +176,11 @@ def run_to_exit(config: Path, data: Path) -> subprocess.CompletedProcess[str]:
         "--data-dir",
         str(data),
     ]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=30, check=False)
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=HANG_S, check=False)
 
 
 def read_metrics(http: str) -> str:
-    with urllib.request.urlopen(f"{http}/metrics", timeout=5) as response:
+    with urllib.request.urlopen(f"{http}/metrics", timeout=HANG_S) as response:
         text: str = response.read().decode()
         return text
 
@@ -303,7 +304,7 @@ async def test_expiration_before_and_across_a_restart(config: Path, tmp_path: Pa
         {"c": "publish", "t": "quotes", "data": {"id": 2}, "e": 0},
         {"c": "publish", "t": "quotes", "data": {"id": 3}, "e": 60},
     )
-    oof = await client.until(lambda m: m["c"] == "oof", 5)
+    oof = await client.until(lambda m: m["c"] == "oof", HANG_S)
     assert (oof[-1]["reason"], oof[-1]["data"]) == ("expired", {"id": 1})
     await client.request(
         {"c": "publish", "t": "quotes", "data": {"id": 4}, "e": 1.5, "cid": "p4", "a": "persisted"},

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import websockets
 
+from ..waiting import HANG_S
 from ..work import Stopwatch
 from .client import Client
 from .conftest import StartServer
@@ -115,7 +116,7 @@ async def test_a_costly_like_over_big_records_does_not_stall_others(
         ]
     ):
         await attacker.send({"c": "sow", "t": "orders", "cid": n, "filter": text})
-        got = await attacker.ack(n, timeout=60)
+        got = await attacker.ack(n, timeout=HANG_S)
         assert got[-1]["status"] == "success", got[-1]
     refused = await attacker.request(
         {
@@ -157,7 +158,7 @@ async def test_snapshots_a_socket_never_reads_are_bounded(
     # the peer's unread frames in its buffer, which may reset the connection.)
     with pytest.raises(websockets.ConnectionClosed):
         while True:
-            await stalled.recv(30)
+            await stalled.recv(HANG_S)
     assert "with 4001, slow consumer" in server.output()
 
 

@@ -46,7 +46,7 @@ def http(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str
     """Status, headers (names in lower case) and body of a GET."""
     request = urllib.request.Request(url, headers=headers or {})
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=HANG_S) as response:
             status, got, body = response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
         status, got, body = error.code, error.headers, error.read()
@@ -65,7 +65,7 @@ async def logon(url: str, user: str, password: str, **fields: Any) -> tuple[Clie
 
 async def closed_with(client: Client) -> int | None:
     with pytest.raises(websockets.ConnectionClosed):
-        await client.recv(5)
+        await client.recv(HANG_S)
     return client.ws.close_code
 
 

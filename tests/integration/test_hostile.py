@@ -19,6 +19,7 @@ import orjson
 import pytest
 import websockets
 
+from ..waiting import HANG_S
 from .client import Client
 from .conftest import StartServer
 from .hostile import (
@@ -87,12 +88,12 @@ async def test_deep_nesting_and_huge_numbers(start_server: StartServer) -> None:
                 "huge-key": b'{"c":"delta_publish","t":"orders","cid":"huge-key","data":{"order":{"a":1}}}',
             }
             await hostile.ws.send(b"[" * 500_000 + b"]" * 500_000)  # 1 MB of nesting: not a command
-            first = await hostile.recv(20)
+            first = await hostile.recv(HANG_S)
             assert_refused(first, "bad message")
             for frame in refused.values():
                 await hostile.ws.send(frame)
             await hostile.send({"c": "flush", "cid": "done"})
-            seen = await hostile.until(lambda m: m.get("cid") == "done", 20)
+            seen = await hostile.until(lambda m: m.get("cid") == "done", HANG_S)
             failures = [m for m in seen if m.get("c") == "ack" and m.get("status") == "failure"]
             assert len(failures) == len(refused), f"expected {len(refused)} refusals, got {failures!r:.600}"
             for ack in failures:
@@ -121,7 +122,7 @@ async def test_deep_nesting_and_huge_numbers(start_server: StartServer) -> None:
             ]
             for frame in accepted_or_not:
                 await hostile.ws.send(frame)
-            acks = await acks_by_cid(hostile, {"d1000", "d300", "d253", "bigint", "far", "tiny"}, 20)
+            acks = await acks_by_cid(hostile, {"d1000", "d300", "d253", "bigint", "far", "tiny"}, HANG_S)
             for ack in acks.values():
                 if ack["status"] == "failure":
                     assert_refused(ack)
@@ -136,7 +137,7 @@ async def test_deep_nesting_and_huge_numbers(start_server: StartServer) -> None:
                 lambda m: (
                     m.get("c") == "group_end" or (m.get("cid") == "read" and m.get("status") == "failure")
                 ),
-                20,
+                HANG_S,
             )
             assert answer[-1]["c"] == "group_end", (
                 f"a sow of what was accepted ({accepted}) failed: {answer[-1]!r:.200}"
@@ -184,7 +185,7 @@ async def test_a_frame_of_100000_commands_does_not_stall_the_others(start_server
             ]
             await hostile.send(*flood)
             await hostile.send({"c": "flush", "cid": "after-publishes"})
-            seen = await hostile.until(lambda m: m.get("cid") == "after-publishes", 60)
+            seen = await hostile.until(lambda m: m.get("cid") == "after-publishes", HANG_S)
             assert seen[-1]["status"] == "success"
             # Every command ran, in order: the last publish of each record is the one stored.
             await hostile.send({"c": "sow", "t": "scratch", "cid": "last", "filter": "/id = 1998"})
@@ -195,9 +196,9 @@ async def test_a_frame_of_100000_commands_does_not_stall_the_others(start_server
             await hostile.send({"c": "flush", "cid": "after-failures"})
             failures = 0
             with contextlib.suppress(websockets.ConnectionClosed):
-                async with asyncio.timeout(60):
+                async with asyncio.timeout(HANG_S):
                     while True:
-                        message = await hostile.recv(60)
+                        message = await hostile.recv(HANG_S)
                         if message.get("cid") == "after-failures":
                             break
                         failures += message.get("status") == "failure"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from ..waiting import HANG_S
 from .client import Client
 from .conftest import StartServer
 from .hostile import VictimProbe, peak_rss_mb, rss_mb, stored
@@ -32,7 +33,7 @@ async def test_a_transaction_of_costly_deletes_does_not_stall_the_others(start_s
             hostile = await Client.connect(server.url, max_size=None)
             deletes = [{"c": "sow_delete", "t": "big", "filter": f"/qty = {n % 97}"} for n in range(600)]
             await hostile.send(*[{"c": "tx", "cid": f"tx{n}", "cmds": deletes} for n in range(5)])
-            acks = await acks_by_cid(hostile, {f"tx{n}" for n in range(5)}, 60)
+            acks = await acks_by_cid(hostile, {f"tx{n}" for n in range(5)}, HANG_S)
         probe.result.assert_healthy(LATENCY_S, "a transaction of 600 deletes by filter")
         for ack in acks.values():
             assert_refused(ack, "bad message: cmds[")
@@ -60,7 +61,7 @@ async def test_a_thousand_differently_sorted_windows_are_bounded(start_server: S
             ]
             for first in range(0, 1000, 100):
                 await hostile.send(*windows[first : first + 100])
-            acks = await acks_by_cid(hostile, set(range(1000)), 120)
+            acks = await acks_by_cid(hostile, set(range(1000)), HANG_S)
         probe.result.assert_healthy(LATENCY_S, "a thousand differently sorted windows")
         refused = [ack for ack in acks.values() if ack["status"] == "failure"]
         assert refused, "every window was admitted"
@@ -84,7 +85,7 @@ async def test_an_orderby_of_thousands_of_terms_is_refused(start_server: StartSe
                 {"c": "sow_and_subscribe", "t": "big", "cid": "window", "top_n": 1, "orderby": long},
                 {"c": "sow", "t": "big", "cid": "many", "top_n": 1, "orderby": many},
             )
-            acks = await acks_by_cid(hostile, {"sow", "window", "many"}, 60)
+            acks = await acks_by_cid(hostile, {"sow", "window", "many"}, HANG_S)
         probe.result.assert_healthy(LATENCY_S, "an orderby of 2,000 terms")
         assert_refused(acks["sow"], "invalid order by: longer than 4096 characters")
         assert_refused(acks["window"], "invalid order by: longer than 4096 characters")
@@ -105,7 +106,7 @@ async def test_a_socket_is_not_cut_for_a_pong_the_server_has_not_read_yet(start_
         ]
         await client.send(*queries[:25])
         await client.send(*queries[25:])  # waits unread while the first frame runs: so does the pong
-        acks = await acks_by_cid(client, set(range(50)), 120)
+        acks = await acks_by_cid(client, set(range(50)), HANG_S)
         assert all(ack["status"] == "success" for ack in acks.values())
         await client.send({"c": "heartbeat"})
         assert (await client.until(lambda m: m["c"] == "heartbeat"))[-1] == {"c": "heartbeat"}

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ..waiting import HANG_S
 from ..work import Stopwatch
 from .client import Client
 from .conftest import StartServer
@@ -58,7 +59,7 @@ async def test_a_pathological_filter_cannot_stall_the_server(start_server: Start
                 {"c": "subscribe", "t": "big", "cid": "live", "filter": text},
                 {"c": "sow_delete", "t": "big", "cid": "delete", "filter": text},
             )
-            acks = await acks_by_cid(hostile, {"query", "live", "delete"}, 60)
+            acks = await acks_by_cid(hostile, {"query", "live", "delete"}, HANG_S)
             for ack in acks.values():
                 if ack["status"] == "failure":
                     assert_refused(ack, "bad filter")
@@ -89,7 +90,7 @@ async def test_thousands_of_unindexable_subscriptions_on_one_socket(start_server
                 ]
                 cids.update(n for n in range(start, start + 500))
                 await hostile.send(*batch)
-            acks = await acks_by_cid(hostile, cids, 60)
+            acks = await acks_by_cid(hostile, cids, HANG_S)
             accepted = [cid for cid, ack in acks.items() if ack["status"] == "success"]
             for ack in acks.values():
                 if ack["status"] == "failure":
@@ -137,7 +138,7 @@ async def test_distinct_huge_filters_do_not_hold_memory(start_server: StartServe
                 ]
                 cids.update(range(start, start + 10))
                 await hostile.send(*batch)
-            acks = await acks_by_cid(hostile, cids, 90)
+            acks = await acks_by_cid(hostile, cids, HANG_S)
             for ack in acks.values():
                 if ack["status"] == "failure":
                     assert_refused(ack, "bad filter")

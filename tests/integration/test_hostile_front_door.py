@@ -168,7 +168,7 @@ async def test_a_client_name_belongs_to_its_user(start_server: StartServer) -> N
 def test_topics_are_not_shown_to_anonymous_callers_under_auth(start_server: StartServer) -> None:
     with arena(start_server, extra=AUTH, logon=CAROL) as server:
         try:
-            with urllib.request.urlopen(server.http + "/topics", timeout=5) as response:
+            with urllib.request.urlopen(server.http + "/topics", timeout=HANG_S) as response:
                 status, body = response.status, response.read().decode()
         except urllib.error.HTTPError as error:
             status, body = error.code, error.read().decode()

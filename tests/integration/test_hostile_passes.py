@@ -13,6 +13,7 @@ import asyncio
 
 import pytest
 
+from ..waiting import HANG_S
 from .client import Client
 from .conftest import StartServer
 from .hostile import VictimProbe, peak_rss_mb, rss_mb
@@ -48,7 +49,7 @@ async def _sorted_passes_at_once(server: ServerProcess, sockets: int) -> float:
     for n, client in enumerate(clients):
         await client.send({"c": "sow", "t": "big", "cid": "s", "orderby": f"/px DESC, /y{n}", "top_n": 5})
     for client in clients:
-        acks = await acks_by_cid(client, {"s"}, 120)
+        acks = await acks_by_cid(client, {"s"}, HANG_S)
         assert acks["s"]["status"] == "success", acks
         await client.close()
     return peak_rss_mb(server) - start
@@ -126,7 +127,7 @@ async def test_passes_over_a_big_topic_let_every_other_socket_run(start_server: 
             for client, command in zip(clients, commands, strict=True):
                 await client.send(command)
             for client, command in zip(clients, commands, strict=True):
-                acks = await acks_by_cid(client, {command["cid"]}, 120)
+                acks = await acks_by_cid(client, {command["cid"]}, HANG_S)
                 assert acks[command["cid"]]["status"] == "success", acks
             for client in clients:
                 await client.close()

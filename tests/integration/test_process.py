@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 import websockets
 
+from ..waiting import HANG_S
 from .client import Client
 from .conftest import StartServer
 from .server_process import ROOT, ServerProcess, run_with_config
 
 
 def get(url: str) -> tuple[int, str, str]:
-    with urllib.request.urlopen(url, timeout=5) as response:
+    with urllib.request.urlopen(url, timeout=HANG_S) as response:
         return response.status, response.headers.get("content-type", ""), response.read().decode()
 
 
@@ -79,7 +80,7 @@ def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
         check=False,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=HANG_S,
     )
     assert result.returncode != 0 and "cannot read configuration" in result.stderr
 
@@ -90,7 +91,7 @@ async def test_shutdown_closes_sockets_with_1001_and_exits_zero(server: ServerPr
     await client.request({"c": "subscribe", "t": "orders", "cid": "s"})
     server.process.send_signal(sig)
     with pytest.raises(websockets.ConnectionClosed):
-        await client.recv(10)
+        await client.recv(HANG_S)
     assert client.ws.close_code == 1001
     assert await asyncio.to_thread(server.process.wait, 15) == 0
 
@@ -100,7 +101,7 @@ async def test_frame_larger_than_max_message_bytes_is_closed_1009(start_server: 
     big, bystander = await Client.connect(server.url), await Client.connect(server.url)
     await big.send({"c": "publish", "t": "orders", "data": {"order": 1, "blob": "x" * 20_000}})
     with pytest.raises(websockets.ConnectionClosed):
-        await big.recv(5)
+        await big.recv(HANG_S)
     assert big.ws.close_code == 1009
     assert (await bystander.request({"c": "heartbeat", "cid": 1}))[-1]["status"] == "success"
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import websockets
 
+from ..waiting import HANG_S
 from .client import Client
 from .conftest import StartServer
 from .server_process import auth_section
@@ -85,7 +86,7 @@ async def test_bad_logon_is_closed_1008_and_good_logon_works(start_server: Start
     await intruder.send({"c": "logon", "cid": "l", "user_id": "alice", "pw": "nope"})
     assert (await intruder.recv())["reason"].startswith("auth failure")
     with pytest.raises(websockets.ConnectionClosed):
-        await intruder.recv(5)
+        await intruder.recv(HANG_S)
     assert intruder.ws.close_code == 1008
     user = await Client.connect(server.url)
     assert (await user.request({"c": "sow", "t": "orders", "cid": 0}))[-1]["reason"].startswith(
@@ -101,7 +102,7 @@ async def test_same_client_name_closes_the_older_connection_with_4002(connect: C
     await first.request({"c": "logon", "cid": 1, "client_name": "desk", "user_id": "u"})
     await second.request({"c": "logon", "cid": 2, "client_name": "desk", "user_id": "u"})
     with pytest.raises(websockets.ConnectionClosed):
-        await first.recv(5)
+        await first.recv(HANG_S)
     assert first.ws.close_code == 4002
     refused = (await stranger.request({"c": "logon", "cid": 3, "client_name": "desk", "user_id": "v"}))[-1]
     assert refused["reason"].startswith("name in use")

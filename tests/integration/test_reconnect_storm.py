@@ -25,7 +25,6 @@ pytestmark = pytest.mark.quiet
 
 STORM = 2_000
 STALLED = 200
-STORM_TIMEOUT_S = 60.0  # for the whole storm: SYNs a full accept queue drops are retried in 1 s, 3 s
 
 
 async def stall(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -65,7 +64,7 @@ async def test_a_reconnect_storm_is_all_accepted_and_stalled_handshakes_are_stil
 
     storm = [asyncio.create_task(client()) for _ in range(STORM)]
     start.set()  # every client connects at once
-    async with asyncio.timeout(STORM_TIMEOUT_S):
+    async with asyncio.timeout(HANG_S):  # SYNs a full accept queue drops are retried in 1 s, 3 s
         outcomes = await asyncio.gather(*storm)
     failures = [outcome for outcome in outcomes if outcome != "ok"]
     assert not failures, f"{len(failures)} of {STORM} refused, first: {failures[:3]}"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import websockets
 
-from ..waiting import eventually_async
+from ..waiting import HANG_S, eventually_async
 from .client import Client, Message
 from .server_process import ServerProcess, auth_section, write_config
 
@@ -83,7 +83,7 @@ def brief(messages: list[Message]) -> list[tuple[Any, ...]]:
 
 async def closed_with(client: Client) -> int | None:
     with pytest.raises(websockets.ConnectionClosed):
-        await client.recv(5)
+        await client.recv(HANG_S)
     return client.ws.close_code
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ..waiting import HANG_S
 from .client import Client
 from .conftest import StartServer
 from .server_process import ServerProcess
@@ -41,7 +42,7 @@ async def stall(server: ServerProcess, commands: list[dict[str, Any]]) -> tuple[
     for client, command in zip(clients, commands, strict=True):
         await client.send(command)
     for client, command in zip(clients, commands, strict=True):
-        await client.ack(command["cid"], timeout=30)  # processed: its snapshot is queued
+        await client.ack(command["cid"], timeout=HANG_S)  # processed: its snapshot is queued
     await asyncio.sleep(0.5)  # the writers fill what the transports take
     return clients, rss_mb(server) - before
 
@@ -75,7 +76,7 @@ async def test_a_resume_a_socket_never_reads_holds_no_more_than_a_plain_snapshot
         client.ws.transport.abort()  # gone without a close: no handshake behind 20 MB unread
     reader = await Client.connect(server.url, max_size=None)
     await reader.send(view("check", early))
-    end = (await reader.until(lambda m: m["c"] == "group_end", 30))[-1]
+    end = (await reader.until(lambda m: m["c"] == "group_end", HANG_S))[-1]
     assert end["resumed"] is True and end["records"] == RECORDS, "what was measured was a resume"
     for client in (feed, reader):
         await client.close()

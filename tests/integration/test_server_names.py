@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import websockets
 
+from ..waiting import HANG_S
 from .client import Client
 from .conftest import StartServer
 from .raw_socket import handshake
@@ -34,7 +35,7 @@ def get(port: int, path: str, host: str | None, address: str = "127.0.0.1") -> i
     if host is not None:
         request.add_header("Host", host)
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=HANG_S) as response:
             return int(response.status)
     except urllib.error.HTTPError as error:
         return error.code

@@ -10,7 +10,7 @@ import orjson
 import pytest
 import websockets
 
-from ..waiting import eventually_async
+from ..waiting import HANG_S, eventually_async
 from .client import Client
 from .conftest import StartServer
 from .test_front_door import http
@@ -43,7 +43,7 @@ async def test_each_policy_with_a_stalled_reader(start_server: StartServer) -> N
     async def count_fast() -> int:
         nonlocal seen
         while seen < expected:
-            message = await fast.recv(30)
+            message = await fast.recv(HANG_S)
             seen += message["c"] == "p"
         return seen
 
@@ -68,7 +68,7 @@ async def test_each_policy_with_a_stalled_reader(start_server: StartServer) -> N
     await asyncio.sleep(6)
     with pytest.raises(websockets.ConnectionClosed):
         while True:
-            await stalled["closing"].recv(20)
+            await stalled["closing"].recv(HANG_S)
     assert stalled["closing"].ws.close_code == 4001
 
     # unsubscribe: told, and the socket stays open.
@@ -89,7 +89,7 @@ async def test_each_policy_with_a_stalled_reader(start_server: StartServer) -> N
     assert received < RECORDS * UPDATES, "conflation sent fewer messages than were published"
     assert (await stalled["conflated"].request({"c": "heartbeat", "cid": "alive"}))[-1]["status"] == "success"
 
-    with urllib.request.urlopen(server.http + "/metrics", timeout=5) as response:
+    with urllib.request.urlopen(server.http + "/metrics", timeout=HANG_S) as response:
         metrics = response.read().decode()
     assert 'push_closed_slow_total{topic="closing"} 1.0' in metrics
     assert 'push_unsubscribed_total{topic="dropping"} 1.0' in metrics

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
+from ..waiting import HANG_S
 from .client import Client
 from .conftest import StartServer
 
@@ -73,7 +74,7 @@ async def test_a_republish_with_a_shorter_lifetime_expires_at_it(start_server: S
     await client.until(lambda m: m["c"] == "group_end")
     await client.request({"c": "publish", "t": "quotes", "cid": "p1", "e": 12, "data": {"id": 1}})
     await client.request({"c": "publish", "t": "quotes", "cid": "p2", "e": 1, "data": {"id": 1}})
-    oof = await client.until(lambda m: m["c"] == "oof", timeout=5)
+    oof = await client.until(lambda m: m["c"] == "oof", timeout=HANG_S)
     assert oof[-1]["reason"] == "expired" and oof[-1]["data"] == {"id": 1}
     await client.close()
 

@@ -23,6 +23,7 @@ from server.core.aggregate.parse import parse_aggregation
 from server.core.filters import parse_orderby
 
 from ..core.aggregate.reference import groups_from_scratch
+from ..waiting import HANG_S
 from .conftest import StartServer
 from .server_process import ServerProcess, auth_section
 
@@ -66,7 +67,7 @@ class Socket:
         self.ws.send(orjson.dumps({**command, "cid": cid}).decode())
         seen: list[Message] = []
         while True:
-            frame = orjson.loads(self.ws.recv(timeout=10))
+            frame = orjson.loads(self.ws.recv(timeout=HANG_S))
             for message in frame if isinstance(frame, list) else [frame]:
                 seen.append(message)
             if any(m.get("c") == "ack" and m.get("cid") == cid for m in seen):
@@ -74,7 +75,7 @@ class Socket:
 
     def until_group_end(self, seen: list[Message]) -> list[Message]:
         while not any(m["c"] == "group_end" for m in seen):
-            frame = orjson.loads(self.ws.recv(timeout=10))
+            frame = orjson.loads(self.ws.recv(timeout=HANG_S))
             seen += frame if isinstance(frame, list) else [frame]
         return seen
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from ..waiting import HANG_S
 from .client import Client, Message
 from .conftest import StartServer
 from .server_process import auth_section
@@ -38,7 +39,7 @@ async def frames_until(client: Client, done: Callable[[Message], bool]) -> list[
     assert not client.pending
     frames: list[list[Message]] = []
     while True:
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(HANG_S):
             decoded = orjson.loads(await client.ws.recv())
         frame = decoded if isinstance(decoded, list) else [decoded]
         frames.append(frame)

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from ..waiting import HANG_S
+
 ROOT = Path(__file__).resolve().parents[2]
 PRELUDE = """
 import gc, time
@@ -37,7 +39,7 @@ def run(code: str) -> list[str]:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_S,
         check=True,
     )
     return result.stdout.split()

@@ -16,6 +16,8 @@ from server.core.settings.config import parse_config
 from server.runtime.connection import Connection
 from server.runtime.pump import Pump
 
+from ..waiting import HANG_S
+
 CLOSE_INTERNAL_ERROR = 1011
 
 
@@ -62,7 +64,7 @@ async def run_writer(error: Exception | None) -> tuple[FakeSocket, Connection]:
         await asyncio.sleep(0.05)
     else:
         assert connection.writer is not None
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(HANG_S):
             await asyncio.wait([connection.writer])
     return socket, connection
 

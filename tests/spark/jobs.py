@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..waiting import HANG_S
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -27,7 +29,9 @@ def launch(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[st
     )
 
 
-def wait_until(job: subprocess.Popen[str], done: Callable[[], bool], what: str, timeout: float = 120) -> None:
+def wait_until(
+    job: subprocess.Popen[str], done: Callable[[], bool], what: str, timeout: float = HANG_S
+) -> None:
     """Wait for ``done()``; when ``job`` stops or ``timeout`` passes first, kill it and fail
     saying ``what`` did not happen, with its stderr."""
     deadline = time.monotonic() + timeout

@@ -22,6 +22,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from ..waiting import HANG_S
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "docker" / "feed.Dockerfile"
 ENV_DIR = ROOT / ".venv" / "feed-py310"  # beside the project's venv, ignored with it
@@ -31,14 +33,14 @@ class Unavailable(Exception):
     """No CPython 3.10 could be found or installed; the message says what was tried."""
 
 
-def _capture(command: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def _capture(command: list[str], timeout: float = HANG_S) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, check=False, capture_output=True, text=True, timeout=timeout)
 
 
 def is_python310(path: str | Path) -> bool:
     probe = "import sys, platform; print(platform.python_implementation(), sys.version_info[:2])"
     try:
-        out = _capture([str(path), "-c", probe], timeout=30)
+        out = _capture([str(path), "-c", probe], timeout=HANG_S)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return out.returncode == 0 and out.stdout.strip() == "CPython (3, 10)"
@@ -53,7 +55,9 @@ def _pyenv_candidates() -> list[Path]:
 def _uv() -> str:
     uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
     if not Path(uv).exists():
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "uv"], check=True, timeout=600)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "uv"], check=True, timeout=5 * HANG_S
+        )
     return uv
 
 
@@ -77,7 +81,7 @@ def find_python310() -> str:
         uv = _uv()
         found = _uv_python(uv)
         if found is None:
-            installed = _capture([uv, "python", "install", "3.10"], timeout=600)
+            installed = _capture([uv, "python", "install", "3.10"], timeout=5 * HANG_S)
             found = _uv_python(uv)
             if found is None:
                 last = (installed.stderr.strip().splitlines() or ["no output"])[-1]
@@ -118,11 +122,11 @@ def feed_environment() -> Path:
         return python
     base = find_python310()
     shutil.rmtree(ENV_DIR, ignore_errors=True)
-    subprocess.run([base, "-m", "venv", str(ENV_DIR)], check=True, timeout=300)
+    subprocess.run([base, "-m", "venv", str(ENV_DIR)], check=True, timeout=3 * HANG_S)
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *feed_requirements()],
         check=True,
-        timeout=600,
+        timeout=5 * HANG_S,
     )
     site = Path(
         subprocess.run(

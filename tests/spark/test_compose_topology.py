@@ -98,7 +98,7 @@ def spark_class(*args: str, log: Path, env: dict[str, str] | None = None) -> sub
 
 
 def master_state(ui: int) -> dict[str, Any]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as answer:
+    with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=HANG_S) as answer:
         return dict(orjson.loads(answer.read()))
 
 
@@ -133,9 +133,11 @@ def test_the_compose_topology_on_loopback_carries_the_feed_to_every_node(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    stack.callback(lambda: (lb.terminate(), lb.wait(10)))
+    stack.callback(lambda: (lb.terminate(), lb.wait(HANG_S)))
     front = f"127.0.0.1:{balancer}"
-    eventually(lambda: urllib.request.urlopen(f"http://{front}/healthz", timeout=2).status == 200, "no LB")
+    eventually(
+        lambda: urllib.request.urlopen(f"http://{front}/healthz", timeout=HANG_S).status == 200, "no LB"
+    )
 
     conf = tmp_path / "conf"
     conf.mkdir()
@@ -183,7 +185,7 @@ def test_the_compose_topology_on_loopback_carries_the_feed_to_every_node(
     def on_every_node() -> bool:
         return all(sow_records(node.url, topic) for node in nodes for topic in ("orders", "positions"))
 
-    wait_until(feed, on_every_node, "the feed's records did not reach every node", timeout=180)
+    wait_until(feed, on_every_node, "the feed's records did not reach every node", timeout=2 * HANG_S)
     touched = (tmp_path / "alive").stat().st_mtime
     eventually(lambda: (tmp_path / "alive").stat().st_mtime > touched, "the health check's heartbeat")
     assert master_state(master_ui)["activeapps"][0]["name"] == "sowpush demo"
@@ -200,13 +202,13 @@ def test_the_compose_topology_on_loopback_carries_the_feed_to_every_node(
         f"ws://{front}/ws", open_timeout=HANG_S, additional_headers=spoofed, ping_interval=None
     ) as spoofer:
         spoofer.send(orjson.dumps({"c": "logon", "cid": "l", "label": "spoofer"}).decode())
-        spoofer.recv(timeout=10)
+        spoofer.recv(timeout=HANG_S)
         peers = [
             row["peer"]
             for node in nodes
-            for row in orjson.loads(urllib.request.urlopen(node.http + "/status.json", timeout=5).read())[
-                "slowest"
-            ]
+            for row in orjson.loads(
+                urllib.request.urlopen(node.http + "/status.json", timeout=HANG_S).read()
+            )["slowest"]
             if row["label"] == "spoofer"
         ]
         assert peers == ["127.0.0.1"]

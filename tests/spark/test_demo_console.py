@@ -35,7 +35,7 @@ def start_demo(server: ServerProcess, tmp_path: Path) -> subprocess.Popen[str]:
     return feed
 
 
-def stop(feed: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float = 90) -> str:
+def stop(feed: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float = HANG_S) -> str:
     """Send ``sig`` as a terminal (SIGINT: to the demo's group) or ``kill PID`` (SIGTERM: to the
     feed's process, not its JVM) would; what the demo wrote on stderr. (SIGKILL to the group if it
     outlives ``timeout``.)"""
@@ -102,7 +102,7 @@ def test_a_demo_refused_by_its_server_says_why_in_one_line_and_exits_1(tmp_path:
             env={"SPARK_MASTER": "local[2]", "SOWPUSH_USER": "desk", "SOWPUSH_PASSWORD": "wrong"},
         )
         try:
-            err = feed.communicate(timeout=240)[1]  # a hang guard: it stops by itself
+            err = feed.communicate(timeout=2 * HANG_S)[1]  # a hang guard: it stops by itself
         except subprocess.TimeoutExpired:
             kill(feed)
             raise

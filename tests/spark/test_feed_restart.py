@@ -18,7 +18,7 @@ from websockets.sync.client import connect
 from spark_feeds.stream import publish_stream
 
 from ..integration.server_process import sow_records
-from ..waiting import eventually
+from ..waiting import HANG_S, eventually
 from .test_sink_connection import Restartable, restartable  # noqa: F401 - the fixture
 
 
@@ -32,7 +32,7 @@ class Watcher:
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(url,), daemon=True)
         self.thread.start()
-        assert self.ready.wait(30)
+        assert self.ready.wait(HANG_S)
 
     def _run(self, url: str) -> None:
         with connect(url, ping_interval=None) as ws:
@@ -54,7 +54,7 @@ class Watcher:
 
     def stop(self) -> None:
         self.done.set()
-        self.thread.join(10)
+        self.thread.join(HANG_S)
 
 
 @pytest.mark.slow

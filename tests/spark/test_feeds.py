@@ -21,7 +21,7 @@ from spark_feeds.sink import FeedError, ProtocolSink, client_name_for
 from spark_feeds.stream import publish_stream, stop_queries
 
 from ..integration.server_process import ServerProcess, sow_records
-from ..waiting import eventually
+from ..waiting import HANG_S, eventually
 
 
 def sow(server: ServerProcess, topic: str) -> list[dict[str, Any]]:
@@ -32,7 +32,7 @@ def sow(server: ServerProcess, topic: str) -> list[dict[str, Any]]:
 def watch(server: ServerProcess, topic: str) -> Iterator[ClientConnection]:
     with connect(server.url, ping_interval=None) as ws:
         ws.send(orjson.dumps({"c": "subscribe", "t": topic, "cid": "w"}).decode())
-        ws.recv(timeout=10)
+        ws.recv(timeout=HANG_S)
         yield ws
 
 

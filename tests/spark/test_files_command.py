@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from ..integration.server_process import ServerProcess, sow_records
+from ..waiting import HANG_S
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def files_command(*args: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "spark_feeds.files", *args]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=2 * HANG_S, check=False)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ..integration.server_process import ServerProcess, sow_records
-from ..waiting import eventually
+from ..waiting import HANG_S, eventually
 from .python310 import Unavailable, feed_environment, image_layout
 
 
@@ -47,7 +47,7 @@ def run(python: Path, app: Path, code: str) -> str:
         env=environment(app, python),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -117,7 +117,7 @@ def feed_process(
     )
     yield process
     os.killpg(process.pid, signal.SIGKILL)
-    process.communicate(timeout=60)
+    process.communicate(timeout=HANG_S)
 
 
 @pytest.mark.slow

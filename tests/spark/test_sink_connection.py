@@ -16,6 +16,7 @@ import pytest
 from spark_feeds.sink import FeedError, ProtocolSink
 
 from ..integration.server_process import ServerProcess, sow_records, write_config
+from ..waiting import HANG_S
 from .conftest import TOPICS
 
 
@@ -47,7 +48,7 @@ def restartable(tmp_path: Path) -> Iterator[Restartable]:
 
 def sockets_named(server: ServerProcess, client_name: str) -> list[dict[str, Any]]:
     """The server's open sockets logged on as ``client_name`` (from /status.json)."""
-    with urllib.request.urlopen(server.http + "/status.json", timeout=5) as response:
+    with urllib.request.urlopen(server.http + "/status.json", timeout=HANG_S) as response:
         status = orjson.loads(response.read())
     return [s for s in status["slowest"] if s["client_name"] == client_name]
 

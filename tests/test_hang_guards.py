@@ -1,0 +1,144 @@
+"""The suite's rule (tests/README.md), the part about what a wait gives up after: the hang guard,
+``HANG_S`` (tests/waiting.py), or a multiple of it for work known to take longer (an install, a
+Spark job). A timeout written as a number of its own (``recv(timeout=10)``, ``until(done, 30)``,
+``def request(..., timeout=10.0)``, ``ready.wait(15)``) is a time limit a busy machine outruns: the
+busy run was red on such numbers, a ten-second read that took eleven, a two-minute read of an ack
+for 100,000 publishes that took longer beside other work.
+
+An ``ast`` walk over every test module finds a timeout given as a number, directly or through a
+module-level name bound to one: as the keyword ``timeout`` or ``open_timeout`` of any call, as a
+positional timeout of the suite's own functions (those with a ``timeout`` parameter) and of the
+standard library's ``Event.wait``, ``Thread.join``, ``Popen.wait``, ``asyncio.wait_for`` and
+``asyncio.timeout``, and as
+the default of a ``timeout`` parameter. A timeout inside a ``try`` that catches ``TimeoutError`` is
+a step of a loop (look at a stop flag again), not a verdict, and is not one; nor is one a
+``contextlib.suppress`` of it lets pass (a best-effort close in a fixture's teardown).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+
+from .test_waiting_rule import FUNCTIONS, modules
+
+TIMEOUT_KEYWORDS = {"timeout", "open_timeout"}
+# The standard library's waits whose timeout is positional: name -> its index.
+LIBRARY_WAITS = {"wait": 0, "join": 0, "wait_for": 1, "timeout": 0}
+# The module that defines the hang guard.
+WAITING = "tests/waiting.py"
+
+
+def _numbers(tree: ast.AST) -> set[str]:
+    """Module-level names bound to a number: ``READ_S = 10``."""
+    return {
+        target.id
+        for node in getattr(tree, "body", [])
+        if isinstance(node, ast.Assign) and _is_number(node.value, set())
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+
+def _is_number(node: ast.AST | None, numbers: set[str]) -> bool:
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    return isinstance(node, ast.Name) and node.id in numbers
+
+
+def timeout_positions(trees: Sequence[ast.AST]) -> dict[str, set[int]]:
+    """For each name of a function of the suite with a ``timeout`` parameter, its positions
+    (``self`` not counted), with the standard library's positional waits."""
+    positions: dict[str, set[int]] = {name: {index} for name, index in LIBRARY_WAITS.items()}
+    for tree in trees:
+        for function in ast.walk(tree):
+            if isinstance(function, FUNCTIONS):
+                names = [argument.arg for argument in (*function.args.posonlyargs, *function.args.args)]
+                if names[:1] in (["self"], ["cls"]):
+                    names = names[1:]
+                for index, name in enumerate(names):
+                    if name in TIMEOUT_KEYWORDS:
+                        positions.setdefault(function.name, set()).add(index)
+    return positions
+
+
+def _caught_timeouts(tree: ast.AST) -> set[int]:
+    """The ids of the calls inside a ``try`` that catches ``TimeoutError``, or a ``with
+    contextlib.suppress`` of it (or of every ``Exception``)."""
+    caught: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try):
+            kinds = [ast.unparse(handler.type) for handler in node.handlers if handler.type]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            managers = [item.context_expr for item in node.items if isinstance(item.context_expr, ast.Call)]
+            kinds = [
+                ast.unparse(argument)
+                for manager in managers
+                if ast.unparse(manager.func).endswith("suppress")
+                for argument in manager.args
+            ]
+        else:
+            continue
+        if any("TimeoutError" in kind or kind.endswith("Exception") for kind in kinds):
+            caught |= {id(inner) for statement in node.body for inner in ast.walk(statement)}
+    return caught
+
+
+def numbered_timeouts(tree: ast.AST, positions: dict[str, set[int]]) -> Iterator[int]:
+    """Lines of a timeout given as a number of its own (the module docstring says where)."""
+    numbers, caught = _numbers(tree), _caught_timeouts(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, FUNCTIONS):
+            arguments = node.args
+            plain = [*arguments.posonlyargs, *arguments.args]
+            defaults = list(
+                zip(plain[len(plain) - len(arguments.defaults) :], arguments.defaults, strict=True)
+            )
+            defaults += [
+                (a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d
+            ]
+            if any(a.arg in TIMEOUT_KEYWORDS and _is_number(d, numbers) for a, d in defaults):
+                yield node.lineno
+        if not isinstance(node, ast.Call) or id(node) in caught:
+            continue
+        called = node.func
+        name = called.id if isinstance(called, ast.Name) else getattr(called, "attr", "")
+        given = [keyword.value for keyword in node.keywords if keyword.arg in TIMEOUT_KEYWORDS]
+        given += [node.args[index] for index in positions.get(name, ()) if index < len(node.args)]
+        if any(_is_number(value, numbers) for value in given):
+            yield node.lineno
+
+
+def test_every_wait_gives_up_after_the_hang_guard() -> None:
+    every = [(name, tree) for name, tree in modules() if name != WAITING]
+    positions = timeout_positions([tree for _, tree in every])
+    found = [f"{name}:{line}" for name, tree in every for line in numbered_timeouts(tree, positions)]
+    assert not found, "timeouts of their own (HANG_S, or a multiple of it): " + ", ".join(found)
+
+
+def test_the_rule_finds_what_it_forbids() -> None:
+    def lines(source: str) -> list[int]:
+        tree = ast.parse(source)
+        return sorted(set(numbered_timeouts(tree, timeout_positions([tree]))))
+
+    assert lines("ws.recv(timeout=10)\n") == [1]
+    assert lines("connect(url, open_timeout=-1)\n") == [1]
+    assert lines("READ_S = 5\nws.recv(timeout=READ_S)\n") == [2]
+    assert lines("def until(done, timeout=HANG_S):\n    pass\nuntil(ok, 30)\n") == [3]
+    assert lines("def request(ws, timeout: float = 10.0):\n    pass\n") == [1]
+    assert lines("def logged(*, timeout=10.0):\n    pass\n") == [1]
+    assert lines("ready.wait(15)\nthread.join(10)\nawait asyncio.wait_for(task, 1)\n") == [1, 2, 3]
+    assert lines("async with asyncio.timeout(10):\n    pass\n") == [1]
+    # The guard, a multiple of it, a name of another kind, a step caught and taken again.
+    allowed = [
+        "ws.recv(timeout=HANG_S)\n",
+        "subprocess.run(command, timeout=5 * HANG_S)\n",
+        "def until(done, timeout=HANG_S):\n    pass\nuntil(ok, deadline)\n",
+        "try:\n    ws.recv(timeout=0.2)\nexcept TimeoutError:\n    pass\n",
+        "with contextlib.suppress(Exception):\n    async with asyncio.timeout(1):\n        await close()\n",
+        "ws.send(frame, 10)\n",
+    ]
+    for source in allowed:
+        assert lines(source) == [], source
