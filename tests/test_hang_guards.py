@@ -13,6 +13,12 @@ standard library's ``Event.wait``, ``Thread.join``, ``Popen.wait``, ``asyncio.wa
 the default of a ``timeout`` parameter. A timeout inside a ``try`` that catches ``TimeoutError`` is
 a step of a loop (look at a stop flag again), not a verdict, and is not one; nor is one a
 ``contextlib.suppress`` of it lets pass (a best-effort close in a fixture's teardown).
+
+A read of "whatever arrives within 0.5 s" (``Client.silence``) is the same limit the other way: a
+message a busy server sends after the quiet period is missed, so a test that expects it fails
+and one that expects nothing passes whatever the server did. Reads go to an event instead
+(``Client.settled``: to the ack of a flush of the reader's own socket). ``QUIET_READS`` names the
+modules that keep a quiet period, where the wait is timed by the protocol itself.
 """
 
 from __future__ import annotations
@@ -27,6 +33,12 @@ TIMEOUT_KEYWORDS = {"timeout", "open_timeout"}
 LIBRARY_WAITS = {"wait": 0, "join": 0, "wait_for": 1, "timeout": 0}
 # The module that defines the hang guard.
 WAITING = "tests/waiting.py"
+# path -> why a quiet period is what it waits for there.
+QUIET_READS = {
+    "tests/integration/test_aggregation.py": "a conflation interval: nothing more within it",
+    "tests/cluster/test_cluster.py": "an expiry on three nodes: no second OOF after it, and a "
+    "flush on one node's socket says nothing of the others' expiry timers",
+}
 
 
 def _numbers(tree: ast.AST) -> set[str]:
@@ -118,6 +130,21 @@ def test_every_wait_gives_up_after_the_hang_guard() -> None:
     assert not found, "timeouts of their own (HANG_S, or a multiple of it): " + ", ".join(found)
 
 
+def quiet_reads(tree: ast.AST) -> Iterator[int]:
+    """Lines of a read for a quiet period: ``client.silence(...)``."""
+    for node in ast.walk(tree):
+        called = node.func if isinstance(node, ast.Call) else None
+        if isinstance(called, ast.Attribute) and called.attr == "silence":
+            yield node.lineno
+
+
+def test_reads_go_to_an_event_not_to_a_quiet_period() -> None:
+    found = [
+        f"{name}:{line}" for name, tree in modules() if name not in QUIET_READS for line in quiet_reads(tree)
+    ]
+    assert not found, "reads for a quiet period (Client.settled): " + ", ".join(found)
+
+
 def test_the_rule_finds_what_it_forbids() -> None:
     def lines(source: str) -> list[int]:
         tree = ast.parse(source)
@@ -142,3 +169,5 @@ def test_the_rule_finds_what_it_forbids() -> None:
     ]
     for source in allowed:
         assert lines(source) == [], source
+    assert list(quiet_reads(ast.parse("got = await reader.silence(1.5)\n"))) == [1]
+    assert list(quiet_reads(ast.parse("got = await reader.settled()\n"))) == []

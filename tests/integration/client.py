@@ -20,6 +20,7 @@ class Client:
         self.ws = ws
         self.pending: deque[Message] = deque()
         self.frames = 0
+        self.settles = 0
 
     @classmethod
     async def connect(cls, url: str, **kwargs: Any) -> Client:
@@ -65,8 +66,19 @@ class Client:
         await self.send(command)
         return await self.ack(command["cid"], kind)
 
+    async def settled(self) -> list[Message]:
+        """Every message the server queued for this socket before it answered a flush of it: all
+        that changes the server already acknowledged to their senders made for it. A read to an
+        event, where a quiet period (``silence``) is one a busy machine stretches past; it needs
+        the change's sender to have had its ack (``request``), and no conflation interval."""
+        self.settles += 1
+        cid = f"settled {self.settles}"
+        got = await self.request({"c": "flush", "cid": cid})
+        return [m for m in got if not (m.get("c") == "ack" and m.get("cid") == cid)]
+
     async def silence(self, seconds: float = 0.3) -> list[Message]:
-        """Whatever arrives within ``seconds`` (expected: nothing)."""
+        """Whatever arrives within ``seconds``: for what is timed by the protocol itself (a
+        conflation interval, an expiry); otherwise ``settled``."""
         got = list(self.pending)
         self.pending.clear()
         try:

@@ -348,7 +348,7 @@ async def test_totals_count_only_entitled_rows_and_follow_a_reload(tmp_path: Pat
         write_config(config, {}, topics, auth_section(_person("alice", "Bob"), DESK))
         server.process.send_signal(signal.SIGHUP)
         got = await alice.until(lambda m: m["c"] == "p" and m["data"]["desk"] == "b")
-        got += await alice.silence(0.3)
+        got += await alice.settled()
         assert by_desk(got) == {"a": {"desk": "a", "qty": 10}, "b": {"desk": "b", "qty": 100}}
         oofs = [(m["data"], m["reason"]) for m in got if m["c"] == "oof"]
         assert oofs == [({"desk": "c", "qty": 3}, "entitlement")]  # a group she no longer has

@@ -41,12 +41,13 @@ async def test_a_merger_and_a_matcher_decide_what_a_socket_gets(start_server: St
         publish("matched", kind="trade", n=3),
     )
     await publisher.request({"c": "flush", "cid": "f"})
-    got = [m for m in await reader.silence(0.5) if m["c"] == "p"]
+    got = [m for m in await reader.settled() if m["c"] == "p"]
     assert [(m["t"], m["data"]) for m in got] == [
         ("merged", {"id": 1, "count": 3}),
         ("matched", {"id": 1, "kind": "quote", "n": 2}),
         ("matched", {"id": 1, "kind": "trade", "n": 3}),
     ]
     await publisher.send(publish("merged", count=1), publish("merged", count=2, keep="both"))
-    got = [m for m in await reader.silence(0.5) if m["c"] == "p"]
+    await publisher.request({"c": "flush", "cid": "g"})
+    got = [m for m in await reader.settled() if m["c"] == "p"]
     assert [m["data"]["count"] for m in got] == [1, 2]

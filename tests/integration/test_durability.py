@@ -288,7 +288,8 @@ async def test_replay_and_live_meet_without_gap_or_duplicate(config: Path, tmp_p
         writing = asyncio.create_task(keep_writing())
         await reader.send({"c": "subscribe", "t": "orders", "sub_id": "b", "bm": "0"})
         await writing
-        seen: list[Any] = [m["data"]["v"] for m in await reader.silence(1.5) if m["c"] == "p"]
+        await writer.request({"c": "flush", "cid": "written"})
+        seen: list[Any] = [m["data"]["v"] for m in await reader.settled() if m["c"] == "p"]
         assert seen == list(range(6000)), "the whole history, once, in order"
     finally:
         server.stop()

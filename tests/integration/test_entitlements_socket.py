@@ -50,7 +50,7 @@ async def test_alice_never_sees_or_touches_bobs_orders(start_server: StartServer
         {"c": "delta_publish", "t": "orders", "cid": "p", "data": {"order": 2, "customer": "Alice"}}
     )
     assert pulled[-1]["reason"].startswith("not entitled")
-    assert await alice.silence() == []
+    assert await alice.settled() == []
     await bob.send({"c": "sow", "t": "orders", "cid": "q"})
     bobs = await bob.until(lambda m: m["c"] == "group_end")
     assert sorted(m["data"]["order"] for m in bobs if m["c"] == "sow") == [2, 4]

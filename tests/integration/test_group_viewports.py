@@ -112,8 +112,8 @@ async def test_a_move_onto_another_aggregation_keeps_the_groups_whose_totals_are
         ("sow", ("d5", 25), 3),
         ("group_end", None),
     ]
-    await publisher.send(publish(11, "d5", 1000))  # filtered out of this view: nothing
-    assert await viewer.silence() == []
+    await publisher.request({**publish(11, "d5", 1000), "cid": "out"})  # filtered out of this view: nothing
+    assert await viewer.settled() == []
     await publisher.send(publish(12, "d5", 1))
     assert brief(await next_frame(viewer)) == [("p", ("d5", 26), 3)]
     for client in (publisher, viewer):
@@ -133,8 +133,8 @@ async def test_count_counts_groups_as_they_appear_and_empty(connect: Connect) ->
     assert brief(await next_frame(viewer)) == [("count", 4)]
     assert [m["c"] for m in await next_frame(whole)] == ["p", "count"]
     # A group changes, the number does not: no count.
-    await publisher.send(publish(50, "d0", 2))
-    assert await viewer.silence() == []
+    await publisher.request({**publish(50, "d0", 2), "cid": "same"})
+    assert await viewer.settled() == []
     assert [m["c"] for m in await next_frame(whole)] == ["p"]
     # A burst of new groups: at most one count per frame, the last one right.
     await publisher.send(*[publish(60 + n, f"e{n}", 1) for n in range(20)])

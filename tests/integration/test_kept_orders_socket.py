@@ -125,6 +125,7 @@ async def test_a_window_found_through_a_kept_order_stays_live(start_server: Star
             else:
                 qty_rows = applied(qty_rows, got)
                 assert qty_rows == rows, change
-    assert await by_price.silence() == [] and await by_qty.silence() == []
+    await publisher.request({"c": "flush", "cid": "f"})
+    assert await by_price.settled() == [] and await by_qty.settled() == []
     for client in (publisher, by_price, by_qty):
         await client.close()

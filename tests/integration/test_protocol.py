@@ -144,7 +144,8 @@ async def test_shared_sids_for_subscriptions_with_the_same_view(connect: Connect
     await publisher.send({"c": "publish", "t": "orders", "data": {"order": 1, "qty": 5}})
     message = await watcher.recv()
     assert message["sids"] == ["a", "b"]
-    assert await watcher.silence() == []
+    await publisher.request({"c": "flush", "cid": "f"})
+    assert await watcher.settled() == []
 
 
 async def test_unsubscribe_and_replace(connect: Connect) -> None:
@@ -155,7 +156,7 @@ async def test_unsubscribe_and_replace(connect: Connect) -> None:
     assert (await watcher.recv())["sids"] == ["s"]
     await watcher.request({"c": "unsubscribe", "sub_id": "s", "cid": "u"})
     await publisher.request({"c": "publish", "t": "orders", "data": {"order": 1, "qty": 6}, "cid": "p"})
-    assert await watcher.silence() == []
+    assert await watcher.settled() == []
 
 
 async def test_errors_are_acks_and_the_socket_stays_open(connect: Connect) -> None:
@@ -218,4 +219,4 @@ async def test_publisher_sequence_duplicates(connect: Connect) -> None:
         await publisher.request({"c": "publish", "t": "orders", "data": {"order": 1}, "s": 5, "cid": 2})
     )[-1]
     assert (duplicate["status"], duplicate["reason"]) == ("success", "duplicate")
-    assert len([m for m in await watcher.silence(0.5) if m["c"] == "p"]) == 1
+    assert len([m for m in await watcher.settled() if m["c"] == "p"]) == 1

@@ -122,7 +122,7 @@ async def test_sighup_re_decides_every_socket_and_subscription(server: Server) -
     assert refused[-1]["reason"].startswith("not entitled")
     await desk.request({"c": "publish", "t": "trades", "cid": "t", "data": {"id": 1}})
     assert (await carol.recv())["t"] == "trades"
-    assert await carol.silence() == []
+    assert await carol.settled() == []
     gone = await Client.connect(server.process.url)
     refused = await gone.request({"c": "logon", "cid": "l", "user_id": "bob", "pw": "b"})
     assert refused[-1]["reason"].startswith("auth failure")

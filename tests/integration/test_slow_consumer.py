@@ -23,8 +23,9 @@ TOPICS = [
 ]
 
 
-async def drain_until_quiet(client: Client, seconds: float = 1.5) -> list[dict[str, object]]:
-    return await client.silence(seconds)
+async def drain(client: Client) -> list[dict[str, object]]:
+    """Everything the server holds for ``client`` once it reads again, to a flush's ack."""
+    return await client.settled()
 
 
 @pytest.mark.slow
@@ -72,14 +73,14 @@ async def test_each_policy_with_a_stalled_reader(start_server: StartServer) -> N
     assert stalled["closing"].ws.close_code == 4001
 
     # unsubscribe: told, and the socket stays open.
-    got = await drain_until_quiet(stalled["dropping"])
+    got = await drain(stalled["dropping"])
     assert {"c": "unsubscribed", "sub_id": "s", "reason": "back_pressure"} in got
     assert (await stalled["dropping"].request({"c": "heartbeat", "cid": "alive"}))[-1]["status"] == "success"
 
     # conflate: still open, and once it reads it holds the latest value of every record.
     latest: dict[object, object] = {}
     received = 0
-    for message in await drain_until_quiet(stalled["conflated"]):
+    for message in await drain(stalled["conflated"]):
         if message["c"] == "p":
             received += 1
             data = message["data"]
@@ -101,7 +102,8 @@ async def test_a_burst_larger_than_the_queue_reaches_a_healthy_socket(start_serv
     publisher, reader = await Client.connect(server.url), await Client.connect(server.url)
     await reader.request({"c": "subscribe", "t": "closing", "cid": "s"})
     await publisher.send(*[{"c": "publish", "t": "closing", "data": {"id": n}} for n in range(2000)])
-    got = [m for m in await reader.silence(1.0) if m["c"] == "p"]
+    await publisher.request({"c": "flush", "cid": "burst"})
+    got = [m for m in await reader.settled() if m["c"] == "p"]
     assert [m["data"]["id"] for m in got] == list(range(2000)), "written, not conflated and not closed"
 
 
@@ -137,7 +139,7 @@ async def test_background_conflation_conflates_a_stalled_queue_before_it_fills(
 
     await eventually_async(conflated_in_the_background, "no background conflation counted")
     latest: dict[object, object] = {}
-    for message in await drain_until_quiet(stalled):
+    for message in await drain(stalled):
         if message["c"] == "p":
             data = message["data"]
             assert isinstance(data, dict)

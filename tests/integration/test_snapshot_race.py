@@ -63,13 +63,14 @@ async def test_snapshot_plus_deltas_equals_the_sow(connect: Connect, options: st
         subscribe["filter"] = view_filter
     await subscriber.send(subscribe)
     await hammering
+    await publisher.request({"c": "flush", "cid": "hammered"})
     sow = await checker.request({"c": "sow", "t": "orders", "cid": "q", "filter": view_filter or "1 = 1"})
     sow += await checker.until(lambda m: m["c"] == "group_end")
     expected = {m["k"]: m["data"] for m in sow if m["c"] == "sow"}
 
     view: dict[str, Any] = {}
     seen_group_end = False
-    for message in await subscriber.silence(1.5):
+    for message in await subscriber.settled():
         if message["c"] == "group_end":
             seen_group_end = True
         elif message["c"] in ("sow", "p", "oof"):

@@ -87,7 +87,7 @@ async def test_a_server_that_refuses_unconfigured_topics_says_so_for_a_typo(
         await feed.request({"c": "publish", "t": "orders", "cid": "q", "data": {"order": 2}})
         got = await reader.until(lambda m: m.get("c") == "p")
         assert got[-1]["data"]["order"] == 2
-        assert await reader.silence() == []
+        assert await reader.settled() == []
     finally:
         await reader.close()
         await feed.close()

@@ -237,7 +237,7 @@ async def test_count_follows_every_change_once_per_frame_with_the_latest_number(
     for frame in frames:
         counts = [m for m in frame if m["c"] == "count"]
         assert len(counts) <= 1 and {m["c"] for m in frame} == {"count"}
-    assert await viewer.silence() == []
+    assert await viewer.settled() == []
     # A delete at the window's top: the row that moves in, then the count, in one frame.
     await publisher.send({"c": "sow_delete", "t": "orders", "filter": "/order = 1"})
     frame = await next_frame(viewer)
@@ -260,8 +260,8 @@ async def test_count_on_a_subscription_that_is_not_a_window(connect: Connect) ->
     assert (await viewer.until(lambda m: m["c"] == "group_end"))[-1]["matches"] == 0
     await publisher.send(publish(1, qty=20))
     assert orders(await next_frame(viewer)) == [("p", 1, None), ("count", 1)]
-    await publisher.send(publish(2, qty=1))  # outside before and after: nothing
-    assert await viewer.silence() == []
+    await publisher.request({**publish(2, qty=1), "cid": "outside"})  # outside before and after: nothing
+    assert await viewer.settled() == []
     await publisher.send(publish(1, qty=3))  # leaves (no oof asked): the count alone
     assert orders(await next_frame(viewer)) == [("count", 0)]
     await publisher.send(publish(7, qty=30), publish(8, qty=40))

@@ -39,8 +39,8 @@ async def test_the_amps_window_example_with_positions_and_one_frame_per_change(c
         ("oof", 5, None, "match"),
         ("p", 4, 2, None),
     ]
-    await publisher.send({"c": "sow_delete", "t": "orders", "filter": "/order = 9"})
-    assert await watcher.silence() == []
+    await publisher.request({"c": "sow_delete", "t": "orders", "filter": "/order = 9", "cid": "d"})
+    assert await watcher.settled() == []
     await publisher.send({"c": "sow_delete", "t": "orders", "filter": "/order = 2"})
     frame = orjson.loads(await watcher.ws.recv())
     assert [(m["c"], m["data"]["order"], m.get("pos"), m.get("reason")) for m in frame] == [
