@@ -40,7 +40,8 @@ name = "probe"
 key = ["/id"]
 """
 
-Command = Callable[[int], dict[str, Any]]
+# A case's command, or commands sent in order on one socket (each waits for the one before).
+Command = Callable[[int], dict[str, Any] | list[dict[str, Any]]]
 
 
 def costly_filter(n: int) -> dict[str, Any]:
@@ -166,18 +167,32 @@ class Victim:
                     self.arrivals.append(time.perf_counter() - self._sent.pop(data["n"]))
 
 
-async def attack(url: str, command: dict[str, Any]) -> None:
+def replaced(n: int) -> list[dict[str, Any]]:
+    """A plain subscription, then its replace by one with OOFs (the records it holds re-decided)."""
+    old = {"c": "subscribe", "t": "big", "sub_id": "r", "filter": f"/qty > {n + 10}"}
+    return [old, {**old, "filter": f"/qty > {n + 5} AND /desk != 'none'", "o": "replace,oof"}]
+
+
+CASES["replace of a subscription"] = replaced
+
+
+async def attack(url: str, command: dict[str, Any] | list[dict[str, Any]]) -> None:
     async with websockets.connect(url, max_size=None) as ws:
-        await ws.send(orjson.dumps({**command, "cid": "a", "a": "processed"}).decode())
-        while True:
-            frame = await ws.recv(decode=False)
-            if b'"cid":"a"' in frame and b'"processed"' in frame:
-                assert b'"failure"' not in frame, frame[:300]
-                return
+        for number, each in enumerate(command if isinstance(command, list) else [command]):
+            cid = f"a{number}"
+            await ws.send(orjson.dumps({**each, "cid": cid, "a": "processed"}).decode())
+            while True:
+                frame = await ws.recv(decode=False)
+                if f'"cid":"{cid}"'.encode() in frame and b'"processed"' in frame:
+                    assert b'"failure"' not in frame, frame[:300]
+                    break
 
 
 async def one_case(
-    url: str, pid: int, command: dict[str, Any] | None, rewrites: Coroutine[Any, Any, None] | None = None
+    url: str,
+    pid: int,
+    command: dict[str, Any] | list[dict[str, Any]] | None,
+    rewrites: Coroutine[Any, Any, None] | None = None,
 ) -> dict[str, float]:
     """``rewrites``: a feed's writes to run beside the command (a coroutine), or None."""
     victim, stop = Victim(), asyncio.Event()

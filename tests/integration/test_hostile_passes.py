@@ -122,8 +122,16 @@ async def test_passes_over_a_big_topic_let_every_other_socket_run(start_server: 
                 "top_n": 5,
             },
         ]
+        # A replace's re-decision of what its client holds: the records the old filter matches
+        # and what the new one keeps of them, read in slices (handlers/preparing_replace.py).
+        replacing = await Client.connect(server.url, max_size=None)
+        old = {"c": "subscribe", "t": "big", "sub_id": "r", "filter": "/qty > 10", "cid": "subscribed"}
+        assert (await replacing.request(old))[-1]["status"] == "success"
+        commands.append(
+            {**old, "filter": "/qty > 5 AND /desk != 'none'", "o": "replace,oof", "cid": "replaced"}
+        )
         with VictimProbe(server) as probe:
-            clients = [await Client.connect(server.url, max_size=None) for _ in commands]
+            clients = [await Client.connect(server.url, max_size=None) for _ in commands[:-1]] + [replacing]
             for client, command in zip(clients, commands, strict=True):
                 await client.send(command)
             for client, command in zip(clients, commands, strict=True):

@@ -12,6 +12,7 @@ from ..fanout.orders import OrderBuild
 from ..fanout.passes import Selection
 from ..fanout.subscription import Subscription
 from ..fanout.windows import WindowSpec
+from ..filters import Filter
 from ..filters.orderby import OrderBy
 from ..limits import SLICED_PASS_UNITS
 from ..protocol.commands import Query
@@ -97,6 +98,12 @@ class Preparation:
         topic.orders.made = None
         if self._released is not None:
             self._released()
+
+
+def reads_clock(*gates: Filter | None) -> bool:
+    """Whether a gate's verdict depends on when it is asked (``UNIX_TIMESTAMP()``): a pass in
+    slices would ask it at other times than the command runs at."""
+    return any(gate is not None and gate.reads_clock for gate in gates)
 
 
 def pass_for(

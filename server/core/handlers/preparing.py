@@ -1,7 +1,8 @@
 """A query whose pass over a topic would hold the loop: its pass read in slices before it runs.
 
-A snapshot of a big topic through a filter, or sorted, a live window's new order and a new
-aggregation's groups each read every record of the topic in one step that every other socket
+A snapshot of a big topic through a filter, or sorted, a live window's new order, a new
+aggregation's groups and a ``replace``'s re-decision of what its client holds
+(preparing_replace.py) each read every record of the topic in one step that every other socket
 waited for (a sort of 200,000 records: 0.8 to 1.5 s; an aggregation grouped by ``/order`` over as
 many, 2 to 5 s). The runtime asks ``prepare`` about each command before it runs it; when the
 command would make such a pass, the answer is a ``Preparation``, a pass in slices over the records
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CommandError, FilterError
 from ..fanout.passes import Selection
 from ..fanout.subscription import Subscription
-from ..filters import Filter, compile_filter, parse_orderby
+from ..filters import compile_filter, parse_orderby
 from ..filters.functions import EvalContext
 from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol import inbound
@@ -40,8 +41,9 @@ from ..session.quota import (
     pass_units,
 )
 from .acks import check_logged_on
-from .preparation import Preparation, pass_for
+from .preparation import Preparation, pass_for, reads_clock
 from .preparing_groups import prepare_groups
+from .preparing_replace import prepare_replace
 from .publishing import delete_share
 from .querying import own_filters, window_spec
 from .resuming import resume_point
@@ -66,7 +68,9 @@ def prepare(broker: Broker, session: Session, raw: Any) -> Preparation | None:
         body = decode_body(header, raw)
         if isinstance(body, SowDelete):
             return _prepare_delete(broker, session, body)
-        if not isinstance(body, Query) or not body.snapshot or body.options.replace:
+        if isinstance(body, Query) and body.options.replace:
+            return prepare_replace(broker, session, body)
+        if not isinstance(body, Query) or not body.snapshot:
             return None
         topic = broker.topics.get(body.topic)
         if topic is None or not topic.is_sow or (body.subscribe and body.sub_id in session.subscriptions):
@@ -83,7 +87,10 @@ def prepare(broker: Broker, session: Session, raw: Any) -> Preparation | None:
         return None
 
 
-_PASSES = frozenset({"sow", "sow_and_subscribe", "sow_and_delta_subscribe", "sow_delete"})
+# (A subscribe or delta_subscribe reads a topic when it replaces: preparing_replace.py.)
+_PASSES = frozenset(
+    {"sow", "subscribe", "delta_subscribe", "sow_and_subscribe", "sow_and_delta_subscribe", "sow_delete"}
+)
 
 
 def _prepare(broker: Broker, session: Session, body: Query, topic: Topic) -> Preparation | None:
@@ -93,7 +100,7 @@ def _prepare(broker: Broker, session: Session, body: Query, topic: Topic) -> Pre
     window = window_spec(body, orderby, True, None)
     if body.options.resume and resume_point(broker, topic, body.bookmark, window is not None) is not None:
         return None  # the net change since its bookmark: no pass over the topic
-    if _reads_clock(*filters, entitlement.filter):
+    if reads_clock(*filters, entitlement.filter):
         return None  # which records pass is a matter of when: decided whole, when it runs
     ctx = EvalContext(broker.clock, session.user_id, session.client_name)
     reader = Subscription(session, None, topic.name, filters, body.options, False, None, ctx, entitlement)
@@ -132,9 +139,3 @@ def _prepare_delete(broker: Broker, session: Session, body: SowDelete) -> Prepar
         delete_share(body.filter, ctx), topic.sow, partial(match.matches, ctx=ctx), None, units
     )
     return Preparation(topic, selection)
-
-
-def _reads_clock(*gates: Filter | None) -> bool:
-    """Whether a gate's verdict depends on when it is asked (``UNIX_TIMESTAMP()``): a pass in
-    slices would ask it at other times than the command runs at."""
-    return any(gate is not None and gate.reads_clock for gate in gates)

@@ -219,3 +219,107 @@ def test_a_pass_whose_filter_reads_the_clock_runs_whole() -> None:
         {"c": "sow", "t": "t", "filter": "/lvl > 3 AND /lvl < UNIX_TIMESTAMP()", "cid": "q"},
     ):
         assert h.engine.prepare(reader.session, command) is None
+
+
+# A subscription, then the replace of it: plain (it remembers nothing: what it holds is what its
+# filter matches) or with OOFs or deltas (it remembers what it sent), to a filter that keeps some
+# of it, with OOFs for what leaves or another view of what stays.
+REPLACES = [
+    (
+        {"c": "subscribe", "t": "t", "sub_id": "r", "filter": "/lvl > 2", "cid": "s"},
+        {"c": "subscribe", "t": "t", "sub_id": "r", "filter": "/lvl < 6", "o": "replace,oof", "cid": "q"},
+    ),
+    (
+        {"c": "sow_and_subscribe", "t": "t", "sub_id": "r", "filter": "/lvl > 2", "o": "oof", "cid": "s"},
+        {
+            "c": "subscribe",
+            "t": "t",
+            "sub_id": "r",
+            "filter": "/s = 's3' OR /lvl = 2",
+            "o": "replace,oof",
+            "cid": "q",
+        },
+    ),
+    (
+        {"c": "sow_and_delta_subscribe", "t": "t", "sub_id": "r", "cid": "s"},
+        {
+            "c": "delta_subscribe",
+            "t": "t",
+            "sub_id": "r",
+            "filter": "/lvl > 4",
+            "o": "replace,select=[-/lvl]",
+            "cid": "q",
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize("changes", [3, 300])
+@pytest.mark.parametrize("case", range(len(REPLACES)))
+def test_a_replace_read_in_slices_redecides_what_it_would_have_when_its_turn_came(
+    case: int, changes: int
+) -> None:
+    """A ``replace`` finds what its client holds and what the new filter keeps of it in slices,
+    then sends what leaves and what is sent again in one step: byte for byte what it would have
+    sent run whole then, and the same live changes after it."""
+    first, command = REPLACES[case]
+    rng = random.Random(case * 10 + changes)
+    two = side_by_side(command, rng, 400, first=first, changes=changes)
+    answered = two.sliced_reader.take()
+    assert answered == two.whole_reader.send(command)
+    assert any(m.get("c") == "ack" and m.get("cid") == "q" and m["status"] == "success" for m in answered)
+    assert two.sliced.broker.topics["t"].prepared is None
+    later = [*two.between[two.fed : two.fed + 20], [change(rng) for _ in range(200)]]
+    for frame in later:
+        two.sliced_writer.send(*frame)
+        two.whole_writer.send(*frame)
+        assert two.sliced_reader.take() == two.whole_reader.take()
+
+
+def test_a_replace_of_a_window_or_over_a_small_topic_runs_whole() -> None:
+    h, reader, _ = seeded()
+    reader.send({"c": "sow_and_subscribe", "t": "t", "sub_id": "w", "orderby": "/s", "top_n": 5, "cid": "w"})
+    moved = {
+        "c": "sow_and_subscribe",
+        "t": "t",
+        "sub_id": "w",
+        "filter": "/lvl > 2",
+        "orderby": "/s",
+        "top_n": 5,
+        "o": "replace",
+        "cid": "m",
+    }
+    assert h.engine.prepare(reader.session, moved) is None  # a window's re-decision is its order's
+    reader.send({"c": "subscribe", "t": "small", "sub_id": "s", "cid": "s"})
+    small = {"c": "subscribe", "t": "small", "sub_id": "s", "filter": "/lvl > 2", "o": "replace", "cid": "r"}
+    assert h.engine.prepare(reader.session, small) is None
+    reader.send({"c": "subscribe", "t": "t", "sub_id": "p", "cid": "p"})
+    with_oof = {
+        "c": "subscribe",
+        "t": "t",
+        "sub_id": "p",
+        "filter": "/lvl > 2",
+        "o": "replace,oof",
+        "cid": "r",
+    }
+    assert h.engine.prepare(reader.session, with_oof) is not None
+    clock = {**with_oof, "filter": "/lvl < UNIX_TIMESTAMP()"}
+    assert h.engine.prepare(reader.session, clock) is None
+
+
+def test_a_plain_subscription_given_another_plain_filter_reads_no_record() -> None:
+    """Nothing is sent or remembered of what it holds (no OOFs, the same view): its replace makes no
+    pass, in slices or whole, and the next change is decided by the new filter."""
+    h, reader, writer = seeded()
+    reader.send({"c": "subscribe", "t": "t", "sub_id": "p", "filter": "/lvl > 2", "cid": "p"})
+    plain = {"c": "subscribe", "t": "t", "sub_id": "p", "filter": "/lvl < 2", "o": "replace", "cid": "r"}
+    assert h.engine.prepare(reader.session, plain) is None
+    subscription = reader.session.subscriptions["p"]
+    asked: list[Any] = []
+    matches = subscription.matches
+    subscription.matches = lambda data: asked.append(data) or matches(data)  # (what a pass asks)
+    assert reader.send(plain)[-1]["status"] == "success"
+    assert asked == [], "the replace read the records"
+    writer.send({"c": "publish", "t": "t", "data": {"id": 1, "lvl": 1, "s": "s1"}})
+    writer.send({"c": "publish", "t": "t", "data": {"id": 2, "lvl": 5, "s": "s1"}})
+    assert [m["data"]["id"] for m in reader.take() if m["c"] == "p"] == [1]
