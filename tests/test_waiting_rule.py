@@ -333,14 +333,14 @@ def test_the_rule_finds_what_it_forbids() -> None:
                 started = time.monotonic()
                 now = time.monotonic()
                 took.append(now - started)
-            assert sum(took) <= 2
+            assert sum(took) <= LIMIT
         """)
     assert list(clock_assertions(ast.parse(listed))) == [7]
     # Not limits on speed: a lower bound, a bound measured in the same run, the suite's measures.
     lower = textwrap.dedent("""\
         def f():
             took = time.monotonic() - started
-            assert took >= GRACE and 2 > 1
+            assert took >= GRACE and done
         """)
     relative = (
         "def f():\n    took = time.monotonic() - started\n"
