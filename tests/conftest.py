@@ -10,6 +10,7 @@ first, so that the last minutes are not one worker finishing a long module while
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
@@ -17,6 +18,8 @@ from xdist.remote import Producer
 from xdist.scheduler import LoadScopeScheduling
 
 from server.core import native
+
+from .integration.server_process import ServerProcess
 
 # Property tests assert behaviour, never time: on two loaded cores one example of a fast test can
 # take longer than Hypothesis's default 200 ms deadline, which fails the test for no fault.
@@ -100,6 +103,24 @@ def rank(module: str, slow: set[str]) -> int:
     if module in LONG:
         return LONG.index(module)
     return len(LONG) + (0 if module in slow else 1)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failing test's report ends with the last lines of each server it could have talked to:
+    those still running (a fixture's may serve a whole module) and those it started and stopped. A
+    handshake refused or a message never sent is read with what the server said of it."""
+    report: pytest.TestReport = yield
+    if call.when == "call":
+        if report.failed:
+            for process in ServerProcess.started:
+                tail = "".join(process.lines[-SERVER_LINES:])
+                report.sections.append((f"server on port {process.port}, its last lines", tail))
+        ServerProcess.started[:] = [p for p in ServerProcess.started if p.process.poll() is None]
+    return report
+
+
+SERVER_LINES = 200
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -14,6 +14,11 @@ the default of a ``timeout`` parameter. A timeout inside a ``try`` that catches 
 a step of a loop (look at a stop flag again), not a verdict, and is not one; nor is one a
 ``contextlib.suppress`` of it lets pass (a best-effort close in a fixture's teardown).
 
+A library's own default is such a number too: websockets' ``connect`` gives up on a handshake
+after 10 s (``open_timeout``) and closes a socket whose pong is 20 s late (``ping_interval``,
+``ping_timeout``). The busy run lost a handshake there; every ``connect`` of websockets names
+both (``open_timeout=HANG_S, ping_interval=None``; the server's heartbeat tells a dead socket).
+
 A read of "whatever arrives within 0.5 s" (``Client.silence``) is the same limit the other way: a
 message a busy server sends after the quiet period is missed, so a test that expects it fails
 and one that expects nothing passes whatever the server did. Reads go to an event instead
@@ -123,11 +128,46 @@ def numbered_timeouts(tree: ast.AST, positions: dict[str, set[int]]) -> Iterator
             yield node.lineno
 
 
+# What a websockets connect must name: its defaults are limits of their own.
+CONNECT_LIMITS = ("open_timeout", "ping_interval")
+
+
+def library_defaults(tree: ast.AST) -> Iterator[int]:
+    """Lines of a websockets ``connect`` that leaves one of ``CONNECT_LIMITS`` at its default
+    (``**options`` passes: the caller names them)."""
+    local = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("websockets")
+        for alias in node.names
+        if alias.name == "connect"
+    }
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        called = node.func
+        if (isinstance(called, ast.Name) and called.id in local) or (
+            isinstance(called, ast.Attribute)
+            and called.attr == "connect"
+            and ast.unparse(called.value) == "websockets"
+        ):
+            named = {keyword.arg for keyword in node.keywords}
+            if None not in named and not named.issuperset(CONNECT_LIMITS):
+                yield node.lineno
+
+
 def test_every_wait_gives_up_after_the_hang_guard() -> None:
     every = [(name, tree) for name, tree in modules() if name != WAITING]
     positions = timeout_positions([tree for _, tree in every])
     found = [f"{name}:{line}" for name, tree in every for line in numbered_timeouts(tree, positions)]
     assert not found, "timeouts of their own (HANG_S, or a multiple of it): " + ", ".join(found)
+    defaults = [f"{name}:{line}" for name, tree in every for line in library_defaults(tree)]
+    assert not defaults, (
+        "websockets connects with its own limits (name "
+        + ", ".join(CONNECT_LIMITS)
+        + "): "
+        + ", ".join(defaults)
+    )
 
 
 def quiet_reads(tree: ast.AST) -> Iterator[int]:
@@ -163,6 +203,13 @@ CASES: list[tuple[str, list[int]]] = [
     ("with contextlib.suppress(Exception):\n    async with asyncio.timeout(1):\n        await close()\n", []),
     ("ws.send(frame, 10)\n", []),
 ]
+DEFAULT_CASES = [
+    ("from websockets.sync.client import connect\nconnect(url, ping_interval=None)\n", [2]),
+    ("import websockets\nawait websockets.connect(url)\n", [2]),
+    ("import websockets\nawait websockets.connect(url, open_timeout=HANG_S, ping_interval=None)\n", []),
+    ("from websockets.asyncio.client import connect as ws\nws(url, **options)\n", []),
+    ("client.connect(url)\n", []),
+]
 QUIET_CASES = [("got = await reader.silence(1.5)\n", [1]), ("got = await reader.settled()\n", [])]
 
 
@@ -170,5 +217,7 @@ def test_the_rule_finds_what_it_forbids() -> None:
     for source, flagged in CASES:
         tree = ast.parse(source)
         assert sorted(set(numbered_timeouts(tree, timeout_positions([tree])))) == flagged, source
+    for source, flagged in DEFAULT_CASES:
+        assert list(library_defaults(ast.parse(source))) == flagged, source
     for source, flagged in QUIET_CASES:
         assert list(quiet_reads(ast.parse(source))) == flagged, source

@@ -89,7 +89,9 @@ async def test_uvicorn_serves_a_websocket_with_it(messages: int) -> None:
         async with asyncio.timeout(HANG_S):
             while not server.started:
                 await asyncio.sleep(0.01)
-            async with websockets.connect(f"ws://127.0.0.1:{port}/ws") as client:
+            async with websockets.connect(
+                f"ws://127.0.0.1:{port}/ws", open_timeout=HANG_S, ping_interval=None
+            ) as client:
                 for n in range(messages):
                     await client.send(f"m{n}")
                 assert [await client.recv() for _ in range(messages)] == [

@@ -35,7 +35,9 @@ class Socket:
 
     @classmethod
     async def open(cls, url: str, node: int) -> Socket:
-        return cls(await websockets.connect(url, max_size=None), node)
+        return cls(
+            await websockets.connect(url, max_size=None, open_timeout=HANG_S, ping_interval=None), node
+        )
 
     async def _read(self) -> None:
         try:

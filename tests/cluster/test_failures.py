@@ -127,7 +127,7 @@ async def test_a_node_serves_nothing_until_it_has_loaded_the_state(
     node = start_node(ready=False)
     assert health(node.http) == 503
     with pytest.raises(websockets.InvalidStatus) as refused:
-        await websockets.connect(node.url)
+        await websockets.connect(node.url, open_timeout=HANG_S, ping_interval=None)
     assert refused.value.response.status_code == 503
     redis_server.start()
     wait_ready(node)

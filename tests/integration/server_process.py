@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from websockets.sync.client import connect
@@ -55,6 +55,10 @@ def write_config(path: Path, server: dict[str, Any], topics: list[dict[str, Any]
 
 
 class ServerProcess:
+    # Every server a test has started, so that a failing test's report carries what they logged
+    # (tests/conftest.py): a failure over a socket is read with the server's side of it.
+    started: ClassVar[list[ServerProcess]] = []
+
     def __init__(
         self, config: Path | None, data_dir: Path, args: list[str] | None = None, port: int = 0
     ) -> None:
@@ -74,6 +78,7 @@ class ServerProcess:
         self.lines: list[str] = []
         self._listening = threading.Event()
         self.port = 0
+        ServerProcess.started.append(self)
         self._reader = threading.Thread(target=self._read_output, daemon=True)
         self._reader.start()
         if not self._listening.wait(HANG_S):

@@ -58,7 +58,7 @@ def messages(frame: str | bytes) -> list[Any]:
 async def feed(url: str, ledger: Ledger) -> None:
     """Publish batches of new ids with sequences and persisted acks until the server dies."""
     with contextlib.suppress(websockets.ConnectionClosed, OSError):
-        async with websockets.connect(url) as ws:
+        async with websockets.connect(url, open_timeout=HANG_S, ping_interval=None) as ws:
             await ws.send(orjson.dumps({"c": "logon", "client_name": "feed", "cid": "l"}).decode())
             ledger.sent_now = set()
             reading = asyncio.create_task(read_acks(ws, ledger))
@@ -89,7 +89,7 @@ async def read_acks(ws: websockets.ClientConnection, ledger: Ledger) -> None:
 async def watch(url: str, marks: list[int], ready: asyncio.Event) -> None:
     """A ``bm: "now"`` subscriber: collects the bookmark of every message until the server dies."""
     with contextlib.suppress(websockets.ConnectionClosed, OSError):
-        async with websockets.connect(url) as ws:
+        async with websockets.connect(url, open_timeout=HANG_S, ping_interval=None) as ws:
             await ws.send(orjson.dumps({"c": "subscribe", "t": "orders", "cid": "w", "bm": "now"}).decode())
             async for frame in ws:
                 for message in messages(frame):

@@ -8,6 +8,7 @@ import re
 import orjson
 import websockets
 
+from ..waiting import HANG_S
 from .client import Client
 from .conftest import StartServer
 from .test_front_door import http
@@ -120,7 +121,7 @@ async def test_bytes_sent_are_counted_for_the_topic_the_messages_are_about(
         await publisher.send({"c": "publish", "t": "orders", "data": {"order": n, "note": "x" * n}})
     await publisher.request({"c": "flush", "cid": "f"})
     # No cid: no ack. Every frame this socket gets is about orders: its snapshot, then changes.
-    async with websockets.connect(server.url) as reader:
+    async with websockets.connect(server.url, open_timeout=HANG_S, ping_interval=None) as reader:
         await reader.send(orjson.dumps({"c": "sow_and_subscribe", "t": "orders", "sub_id": "s"}))
         frames = [await reader.recv(decode=False)]
         while b"group_end" not in frames[-1]:

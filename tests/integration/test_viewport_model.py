@@ -57,7 +57,9 @@ class Socket:
     """A synchronous client that reads messages out of the server's array frames."""
 
     def __init__(self, url: str, user: str, password: str, opened: ExitStack) -> None:
-        self.ws: ClientConnection = opened.enter_context(connect(url, ping_interval=None))
+        self.ws: ClientConnection = opened.enter_context(
+            connect(url, open_timeout=HANG_S, ping_interval=None)
+        )
         self.cids = itertools.count()
         self.request({"c": "logon", "user_id": user, "pw": password})
 

@@ -35,7 +35,7 @@ class Watcher:
         assert self.ready.wait(HANG_S)
 
     def _run(self, url: str) -> None:
-        with connect(url, ping_interval=None) as ws:
+        with connect(url, open_timeout=HANG_S, ping_interval=None) as ws:
             ws.send(orjson.dumps({"c": "sow_and_subscribe", "t": "orders", "sub_id": "w"}).decode())
             while not self.done.is_set():
                 try:

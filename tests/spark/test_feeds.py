@@ -30,7 +30,7 @@ def sow(server: ServerProcess, topic: str) -> list[dict[str, Any]]:
 
 @contextmanager
 def watch(server: ServerProcess, topic: str) -> Iterator[ClientConnection]:
-    with connect(server.url, ping_interval=None) as ws:
+    with connect(server.url, open_timeout=HANG_S, ping_interval=None) as ws:
         ws.send(orjson.dumps({"c": "subscribe", "t": topic, "cid": "w"}).decode())
         ws.recv(timeout=HANG_S)
         yield ws
