@@ -174,6 +174,14 @@ def replaced(n: int) -> list[dict[str, Any]]:
 
 
 CASES["replace of a subscription"] = replaced
+# A transaction's delete by filter (matching nothing), with a publish: its pass over the topic.
+CASES["transaction with a delete by filter"] = lambda n: {
+    "c": "tx",
+    "cmds": [
+        {"c": "sow_delete", "t": "big", "filter": f"/qty > {5000 + n} OR /desk = 'none'"},
+        {"c": "publish", "t": "big", "data": row(0)},
+    ],
+}
 
 
 async def attack(url: str, command: dict[str, Any] | list[dict[str, Any]]) -> None:

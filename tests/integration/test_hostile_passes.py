@@ -1,11 +1,12 @@
 """Passes over a big topic, against the real server: snapshots through a costly filter, sorted
-snapshots, eight viewports each with an order of its own, a delete by filter and aggregations'
-first passes over 200,000 records each held every other socket for 0.8 to 5 s, one step each
-(issue 43), and many passes at once must not hold memory for each. Now each pass is read in slices
-(core/handlers/preparing.py), a few at once, and a victim's round trip stays within the hostile
-tests' bound of what it is on the same server when nothing else runs, measured just before (idle,
-within 0.04 s of it). (The attackers' answers are kept small: they are read in this process,
-beside the victim's thread, and a big one would hold the victim here, not in the server.)"""
+snapshots, eight viewports each with an order of its own, a delete by filter (alone or in a
+transaction) and aggregations' first passes over 200,000 records each held every other socket for
+0.8 to 5 s, one step each (issue 43), and many passes at once must not hold memory for each. Now
+each pass is read in slices (core/handlers/preparing.py), a few at once, and a victim's round trip
+stays within the hostile tests' bound of what it is on the same server when nothing else runs,
+measured just before (idle, within 0.04 s of it). (The attackers' answers are kept small: they are
+read in this process, beside the victim's thread, and a big one would hold the victim here, not in
+the server.)"""
 
 from __future__ import annotations
 
@@ -94,6 +95,16 @@ async def test_passes_over_a_big_topic_let_every_other_socket_run(start_server: 
             },
             # A delete by filter: the records it deletes found in slices (a few of them).
             {"c": "sow_delete", "t": "big", "cid": "deleted", "filter": "/qty = 996 AND /desk = 'd3'"},
+            # A transaction's delete by filter: the records it may delete found in slices
+            # (handlers/preparing_tx.py), then decided with the rest of it in one step.
+            {
+                "c": "tx",
+                "cid": "transacted",
+                "cmds": [
+                    {"c": "sow_delete", "t": "big", "filter": "/qty = 995 AND /desk = 'd2'"},
+                    {"c": "publish", "t": "big", "data": rows(1)[0]},
+                ],
+            },
             # Aggregations' first passes: a few groups, and a group a record.
             {
                 "c": "sow_and_subscribe",

@@ -35,7 +35,31 @@ class Done:
         pass
 
 
-Work = OrderBuild | Selection | GroupBuild | Done
+class Several:
+    """Passes over several topics, read one after another and installed together: a
+    transaction's deletes by filter over more than one topic (preparing_tx.py). Each goes on
+    taking the writes to its topic once read, until the last is."""
+
+    __slots__ = ("passes",)
+
+    def __init__(self, passes: list[tuple[Topic, Selection]]) -> None:
+        self.passes = passes
+
+    def advance(self) -> bool:
+        return all(selection.advance() for _, selection in self.passes)
+
+    def install(self) -> None:
+        for topic, selection in self.passes:
+            topic.prepared = selection
+
+    def close(self) -> None:
+        for topic, selection in self.passes:
+            selection.close()
+            if topic.prepared is selection:
+                topic.prepared = None
+
+
+Work = OrderBuild | Selection | GroupBuild | Done | Several
 # What follows a pass once it is read (an aggregation's build: the pass over its groups), made in
 # the slice that ends it: the topic and the pass to read next, or None (the command runs).
 Then = Callable[[], tuple["Topic", Work] | None]
@@ -84,6 +108,9 @@ class Preparation:
             topic.orders.made = work.finish()
             return
         if isinstance(work, Done):
+            return
+        if isinstance(work, Several):
+            work.install()
             return
         if isinstance(work, GroupBuild):
             work.install()

@@ -1,18 +1,19 @@
 """A query whose pass over a topic would hold the loop: its pass read in slices before it runs.
 
 A snapshot of a big topic through a filter, or sorted, a live window's new order, a new
-aggregation's groups and a ``replace``'s re-decision of what its client holds
-(preparing_replace.py) each read every record of the topic in one step that every other socket
-waited for (a sort of 200,000 records: 0.8 to 1.5 s; an aggregation grouped by ``/order`` over as
-many, 2 to 5 s). The runtime asks ``prepare`` about each command before it runs it; when the
-command would make such a pass, the answer is a ``Preparation``, a pass in slices over the records
-as they were when it began (fanout/passes.py; an aggregation's, aggregate/building.py), which the
-runtime advances a slice at a time, letting the other sockets run between slices. Then, in one
-step, the pass is finished (the records written meanwhile taken again: its answer is the records
-as they are then) and the command runs, its snapshot, its window or its aggregation taking what
-the pass found instead of a pass of its own. So the command runs whole, as it always has, at the
-moment its turn comes: nothing of what it answers or guarantees changes, only when the other
-sockets get to run. The socket's next commands wait for it, so its own order is kept.
+aggregation's groups, a ``replace``'s re-decision of what its client holds (preparing_replace.py)
+and a transaction's deletes by filter (preparing_tx.py) each read every record of the topic in one
+step that every other socket waited for (a sort of 200,000 records: 0.8 to 1.5 s; an aggregation
+grouped by ``/order`` over as many, 2 to 5 s). The runtime asks ``prepare`` about each command
+before it runs it; when the command would make such a pass, the answer is a ``Preparation``, a pass
+in slices over the records as they were when it began (fanout/passes.py; an aggregation's,
+aggregate/building.py), which the runtime advances a slice at a time, letting the other sockets run
+between slices. Then, in one step, the pass is finished (the records written meanwhile taken again:
+its answer is the records as they are then) and the command runs, its snapshot, its window or its
+aggregation taking what the pass found instead of a pass of its own. So the command runs whole, as
+it always has, at the moment its turn comes: nothing of what it answers or guarantees changes, only
+when the other sockets get to run. The socket's next commands wait for it, so its own order is
+kept.
 
 A pass is charged before it begins (session/quota.py: what it may cost, the same charge the
 command itself makes): a command the charge refuses is not prepared, and is refused when it runs.
@@ -33,7 +34,7 @@ from ..filters import compile_filter, parse_orderby
 from ..filters.functions import EvalContext
 from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol import inbound
-from ..protocol.commands import Query, SowDelete, decode_body, decode_header
+from ..protocol.commands import Query, SowDelete, Transaction, decode_body, decode_header
 from ..session.quota import (
     admit_filter_pass,
     admit_pass,
@@ -44,6 +45,7 @@ from .acks import check_logged_on
 from .preparation import Preparation, pass_for, reads_clock
 from .preparing_groups import prepare_groups
 from .preparing_replace import prepare_replace
+from .preparing_tx import prepare_transaction
 from .publishing import delete_share
 from .querying import own_filters, window_spec
 from .resuming import resume_point
@@ -68,6 +70,8 @@ def prepare(broker: Broker, session: Session, raw: Any) -> Preparation | None:
         body = decode_body(header, raw)
         if isinstance(body, SowDelete):
             return _prepare_delete(broker, session, body)
+        if isinstance(body, Transaction):
+            return prepare_transaction(broker, session, body)
         if isinstance(body, Query) and body.options.replace:
             return prepare_replace(broker, session, body)
         if not isinstance(body, Query) or not body.snapshot:
@@ -89,7 +93,15 @@ def prepare(broker: Broker, session: Session, raw: Any) -> Preparation | None:
 
 # (A subscribe or delta_subscribe reads a topic when it replaces: preparing_replace.py.)
 _PASSES = frozenset(
-    {"sow", "subscribe", "delta_subscribe", "sow_and_subscribe", "sow_and_delta_subscribe", "sow_delete"}
+    {
+        "sow",
+        "subscribe",
+        "delta_subscribe",
+        "sow_and_subscribe",
+        "sow_and_delta_subscribe",
+        "sow_delete",
+        "tx",
+    }
 )
 
 

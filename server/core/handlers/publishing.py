@@ -148,10 +148,13 @@ def decide_delete(
     body: SowDelete,
     pending: Decided = NOTHING_DECIDED,
     checked_only: bool = False,
+    candidates: Mapping[str, Any] | None = None,
 ) -> tuple[list[LogEntry], list[str | None]]:
     """The log entries of a ``sow_delete`` (one per record it deletes), and the version each was
     decided against. ``checked_only``: refused as it would be, but a filter never passed over the
-    records (for a transaction refused whatever it matches: transactions.py)."""
+    records (for a transaction refused whatever it matches: transactions.py). ``candidates``: the
+    only records of the topic (key -> data, in its order) a transaction's delete by filter may
+    delete, found in slices before it ran (preparing_tx.py)."""
     topic = broker.topics.get(body.topic)
     if topic is None or topic.key_spec is None:
         raise no_sow(body.topic, broker.kept.unkept(body.topic))
@@ -174,8 +177,8 @@ def decide_delete(
         admit_filter_pass(body.filter, len(topic.records) + len(pending))
         match = compile_filter(body.filter)
         ctx = entitlement.ctx  # USER() and CLIENT_NAME() are the deleting session's
-        candidates: Iterable[tuple[str, Any]] = () if checked_only else _records(topic, pending)
-        matched = {key: data for key, data in candidates if match.matches(data, ctx)}
+        read: Iterable[tuple[str, Any]] = () if checked_only else _records(topic, pending, candidates)
+        matched = {key: data for key, data in read if match.matches(data, ctx)}
     else:
         if body.sow_keys is not None:
             named = list(dict.fromkeys(body.sow_keys))
@@ -209,16 +212,23 @@ def _data_of(topic: Topic, pending: Decided, key: str) -> Any:
     return None if version is None else version.data
 
 
-def _records(topic: Topic, pending: Decided) -> Iterator[tuple[str, Any]]:
-    """The records of ``topic`` (key, data) as a transaction's earlier commands left them."""
+def _records(
+    topic: Topic, pending: Decided, candidates: Mapping[str, Any] | None
+) -> Iterator[tuple[str, Any]]:
+    """The records of ``topic`` (key, data) as a transaction's earlier commands left them: all of
+    them, or only its ``candidates`` (and those the transaction wrote)."""
+    stored: Iterable[tuple[str, Any]]
+    if candidates is not None:
+        stored = candidates.items()
+    else:
+        stored = ((key, version.data) for key, version in topic.records.items())
     if not pending:
-        for key, version in topic.records.items():
-            yield key, version.data
+        yield from stored
         return
     name = topic.name
-    for key, version in topic.records.items():
+    for key, data in stored:
         if (name, key) not in pending:
-            yield key, version.data
+            yield key, data
     for (changed_topic, key), data in pending.items():
         if changed_topic == name and data is not None:
             yield key, data

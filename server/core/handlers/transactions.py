@@ -1,11 +1,12 @@
 """``tx`` (docs/protocol.md, Transactions): several publishes, delta publishes and deletes applied
 as one step.
 
-Every command is decided first, in order, each on the records as the commands before it left
-them; the first one refused refuses the transaction (``<reason>: cmds[i]: ...``) and nothing is
-applied. Then the transaction is one log entry with one LSN and the publisher sequence ``s``,
-applied whole (``applying.apply_transaction``): its messages reach each socket in one block between
-``tx_begin`` and ``tx_end`` (fanout/tx_frames.py).
+Every command is decided first, in order, each on the records as the commands before it left them;
+the first one refused refuses the transaction (``<reason>: cmds[i]: ...``) and nothing is applied.
+Its deletes by filter over a big topic read, in that step, only the records a pass in slices found
+before it that their filters may delete (preparing_tx.py). Then the transaction is one log entry
+with one LSN and the publisher sequence ``s``, applied whole (``applying.apply_transaction``): its
+messages reach each socket in one block between ``tx_begin`` and ``tx_end`` (fanout/tx_frames.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..protocol.commands import Header, Publish, Transaction
 from ..session.quota import TransactionWork, over_budget
 from ..sow.txlog import TX, LogEntry
 from .acks import ack_duplicate, received
+from .preparing_tx import take_candidates
 from .publishing import decide_delete, decide_publish, is_duplicate
 
 if TYPE_CHECKING:
@@ -48,6 +50,10 @@ def transact(broker: Broker, session: Session, header: Header, body: Transaction
     expects: dict[str, str] = {}  # per record: the version its first change was decided against
     changes: list[list[Any]] = []
     work = TransactionWork()
+    # The records its deletes by filter may delete, per topic, where a pass in slices found them
+    # before this step (preparing_tx.py): they read those, not the topic.
+    # (Charged as if they read the topic: a transaction's verdict is the same found either way.)
+    candidates = take_candidates(broker, session, body)
     doomed_at = TransactionWork.doomed_at(body.commands, broker.topics)
     for index, command in enumerate(body.commands):
         try:
@@ -58,7 +64,10 @@ def transact(broker: Broker, session: Session, header: Header, body: Transaction
                 entry, expect = decide_publish(broker, session, command, pending)
                 decided, expected = [entry], [expect]
             else:  # (a doomed transaction's deletes are checked, never passed over the topic)
-                decided, expected = decide_delete(broker, session, command, pending, doomed_at is not None)
+                found = candidates.get(command.topic)
+                decided, expected = decide_delete(
+                    broker, session, command, pending, doomed_at is not None, found
+                )
             work.changed(broker.topics.get(command.topic), len(decided))
         except CommandError as error:
             raise CommandError(error.code, f"cmds[{index}]: {error.detail}", error.fields) from None
