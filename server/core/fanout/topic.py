@@ -82,9 +82,25 @@ class Topic:
         # Live windows' orders, shared by windows with the same gates and order (orders.py).
         self.orders = WindowOrders(kept_orders(config))
         self.counting = Counting(self.queue)  # subscriptions with the option count
-        # What a pass in slices made for the command now running (handlers/preparing.py): a
-        # snapshot's records, or an aggregation's groups, taken instead of a pass of its own.
-        self.prepared: Prepared | None = None
+        # What passes in slices made for the command now running (handlers/preparing.py): a
+        # snapshot's records, a replace's re-decision, an aggregation's groups, each taken by
+        # what it was made for (its share) instead of a pass of its own (``take_prepared``).
+        self.prepared: list[Prepared] = []
+
+    def take_prepared(self, share: tuple[Any, ...]) -> Prepared | None:
+        """What a pass in slices made for ``share`` (a snapshot's gates and order, say), taken:
+        a command's part finds its own and no other's."""
+        for index, prepared in enumerate(self.prepared):
+            if prepared.share == share:
+                return self.prepared.pop(index)
+        return None
+
+    def drop_prepared(self, prepared: Prepared) -> None:
+        """Let go of ``prepared`` if its command did not take it."""
+        for index, held in enumerate(self.prepared):
+            if held is prepared:
+                del self.prepared[index]
+                return
 
     @property
     def records(self) -> Mapping[str, RecordVersion]:

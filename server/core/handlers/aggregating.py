@@ -125,10 +125,9 @@ def make_aggregation(
 def prepared_groups(source: Topic, share: Share) -> BuiltGroups | None:
     """The groups of aggregation ``share`` that a pass in slices made for this command, if any;
     refused as that pass was when it counted them (then it wrote none)."""
-    prepared = source.prepared
-    if not isinstance(prepared, GroupBuild) or prepared.share != share:
+    prepared = source.take_prepared(share)
+    if not isinstance(prepared, GroupBuild):
         return None
-    source.prepared = None
     if prepared.refusal is not None:
         raise prepared.refusal
     return prepared.built

@@ -12,16 +12,20 @@ from ..fanout.orders import OrderBuild
 from ..fanout.passes import Selection
 from ..fanout.subscription import Subscription
 from ..fanout.windows import WindowSpec
-from ..filters import Filter
+from ..filters import Filter, parse_orderby
+from ..filters.functions import EvalContext
 from ..filters.orderby import OrderBy
-from ..limits import SLICED_PASS_UNITS
+from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol.commands import Query
-from ..session.quota import admits_window_at_once
+from ..session.quota import admit_pass, admits_window_at_once, pass_units
+from .querying import own_filters, window_spec
+from .resuming import resume_point
 from .snapshotting import selection_share
 
 if TYPE_CHECKING:
     from ..broker.broker import Broker
     from ..fanout.topic import Topic
+    from ..session.session import Session
 
 
 class Done:
@@ -50,13 +54,12 @@ class Several:
 
     def install(self) -> None:
         for topic, selection in self.passes:
-            topic.prepared = selection
+            topic.prepared.append(selection)
 
     def close(self) -> None:
         for topic, selection in self.passes:
             selection.close()
-            if topic.prepared is selection:
-                topic.prepared = None
+            topic.drop_prepared(selection)
 
 
 Work = OrderBuild | Selection | GroupBuild | Done | Several
@@ -114,14 +117,14 @@ class Preparation:
             return
         if isinstance(work, GroupBuild):
             work.install()
-        topic.prepared = work
+        topic.prepared.append(work)
 
     def release(self) -> None:
         """After the command: what it did not take is let go of."""
-        self._work.close()
-        topic = self.topic
-        if topic.prepared is self._work:
-            topic.prepared = None
+        work, topic = self._work, self.topic
+        work.close()
+        if isinstance(work, (Selection, GroupBuild)):
+            topic.drop_prepared(work)
         topic.orders.made = None
         if self._released is not None:
             self._released()
@@ -131,6 +134,33 @@ def reads_clock(*gates: Filter | None) -> bool:
     """Whether a gate's verdict depends on when it is asked (``UNIX_TIMESTAMP()``): a pass in
     slices would ask it at other times than the command runs at."""
     return any(gate is not None and gate.reads_clock for gate in gates)
+
+
+def snapshot_pass(
+    broker: Broker, session: Session, body: Query, topic: Topic
+) -> OrderBuild | Selection | None:
+    """The pass in slices that query ``body`` (a snapshot, or a live window) makes over ``topic``,
+    charged as the command charges it; None when it makes none worth slicing, or decides its
+    records otherwise (a resume's net change, a filter that reads the clock)."""
+    filters = own_filters(body.filter)
+    entitlement = session.entitlement(body.topic, broker.clock)
+    orderby = parse_orderby(body.orderby) if body.orderby else None
+    window = window_spec(body, orderby, True, None)
+    if body.options.resume and resume_point(broker, topic, body.bookmark, window is not None) is not None:
+        return None  # the net change since its bookmark: no pass over the topic
+    if reads_clock(*filters, entitlement.filter):
+        return None  # which records pass is a matter of when: decided whole, when it runs
+    ctx = EvalContext(broker.clock, session.user_id, session.client_name)
+    reader = Subscription(session, None, topic.name, filters, body.options, False, None, ctx, entitlement)
+    records = len(topic.records)
+    sorting = window is not None or orderby is not None
+    # The charge the command itself makes of its pass (querying.py), before any of it is done.
+    admit_pass(body.filter, orderby, sorting, records)
+    # What reading one record costs the pass: decoding it (a stored record keeps only its
+    # encoding), its filter and its user's, and its share of a sort.
+    gate = entitlement.filter
+    units = RECORD_UNITS + pass_units(body.filter, orderby, sorting) + (gate.cost if gate is not None else 0)
+    return pass_for(broker, body, topic, reader, orderby, window, units)
 
 
 def pass_for(

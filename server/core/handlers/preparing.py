@@ -29,30 +29,24 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CommandError, FilterError
 from ..fanout.passes import Selection
-from ..fanout.subscription import Subscription
-from ..filters import compile_filter, parse_orderby
-from ..filters.functions import EvalContext
+from ..filters import compile_filter
 from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol import inbound
 from ..protocol.commands import Query, SowDelete, Transaction, decode_body, decode_header
 from ..session.quota import (
     admit_filter_pass,
-    admit_pass,
     admit_subscription,
     pass_units,
 )
 from .acks import check_logged_on
-from .preparation import Preparation, pass_for, reads_clock
+from .preparation import Preparation, snapshot_pass
 from .preparing_groups import prepare_groups
 from .preparing_replace import prepare_replace
 from .preparing_tx import prepare_transaction
 from .publishing import delete_share
-from .querying import own_filters, window_spec
-from .resuming import resume_point
 
 if TYPE_CHECKING:
     from ..broker.broker import Broker
-    from ..fanout.topic import Topic
     from ..session.session import Session
 
 
@@ -83,7 +77,8 @@ def prepare(broker: Broker, session: Session, raw: Any) -> Preparation | None:
         admit_subscription(session, body, broker.config.server.max_subscriptions)
         if body.aggregated:
             return prepare_groups(broker, session, body, topic)
-        return _prepare(broker, session, body, topic)
+        work = snapshot_pass(broker, session, body, topic)
+        return Preparation(topic, work) if work is not None else None
     except (CommandError, FilterError):
         return None  # refused when it runs, in its own words
     except Exception:  # a defect: the command runs whole, and fails or not on its own
@@ -103,29 +98,6 @@ _PASSES = frozenset(
         "tx",
     }
 )
-
-
-def _prepare(broker: Broker, session: Session, body: Query, topic: Topic) -> Preparation | None:
-    filters = own_filters(body.filter)
-    entitlement = session.entitlement(body.topic, broker.clock)
-    orderby = parse_orderby(body.orderby) if body.orderby else None
-    window = window_spec(body, orderby, True, None)
-    if body.options.resume and resume_point(broker, topic, body.bookmark, window is not None) is not None:
-        return None  # the net change since its bookmark: no pass over the topic
-    if reads_clock(*filters, entitlement.filter):
-        return None  # which records pass is a matter of when: decided whole, when it runs
-    ctx = EvalContext(broker.clock, session.user_id, session.client_name)
-    reader = Subscription(session, None, topic.name, filters, body.options, False, None, ctx, entitlement)
-    records = len(topic.records)
-    sorting = window is not None or orderby is not None
-    # The charge the command itself makes of its pass (querying.py), before any of it is done.
-    admit_pass(body.filter, orderby, sorting, records)
-    # What reading one record costs the pass: decoding it (a stored record keeps only its
-    # encoding), its filter and its user's, and its share of a sort.
-    gate = entitlement.filter
-    units = RECORD_UNITS + pass_units(body.filter, orderby, sorting) + (gate.cost if gate is not None else 0)
-    work = pass_for(broker, body, topic, reader, orderby, window, units)
-    return Preparation(topic, work) if work is not None else None
 
 
 def _prepare_delete(broker: Broker, session: Session, body: SowDelete) -> Preparation | None:

@@ -6,7 +6,9 @@ for. Here a pass in slices (fanout/passes.py) reads it: for a subscription that 
 nothing, the records the old filter matches, each with the view of it the old one sent and the
 new filter's verdict; for one that remembers what it sent, the records the new filter matches.
 The replace then takes what the pass found, as the records are when it runs, and does the rest
-(OOFs, records sent again) in its own step, which costs what it sends.
+(OOFs, records sent again) in its own step, which costs what it sends. A ``sow_and_*`` replace's
+snapshot is read in slices too, after the re-decision (preparation.py's ``snapshot_pass``, as any
+snapshot's), and each part takes its own pass.
 
 Only a replace of a plain subscription by a plain one is read this way: a window's re-decision is
 its order's (moving.py), an aggregation's a switch of tables (``switch``). Anything that would be
@@ -24,12 +26,13 @@ from ..filters.functions import EvalContext
 from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol.commands import Query
 from ..session.quota import admit_replace_pass
-from .preparation import Preparation, reads_clock
+from .preparation import Preparation, Several, reads_clock, snapshot_pass
 from .querying import own_filters
 from .replacing import redecides, replace_share
 
 if TYPE_CHECKING:
     from ..broker.broker import Broker
+    from ..fanout.topic import Topic
     from ..records.version import RecordVersion
     from ..session.session import Session
 
@@ -61,9 +64,26 @@ def prepare_replace(broker: Broker, session: Session, body: Query) -> Preparatio
         session, body.sub_id, body.topic, filters, body.options, body.delta, topic.key_spec, ctx, entitlement
     )
     admit_replace_pass(old, new, len(topic.records))  # the charge the command makes (querying.py)
-    if not redecides(topic, old, new, body.snapshot):
-        return None  # it reads no record
-    new_cost = sum(f.cost for f in filters) + _gate_cost(entitlement.filter)
+    # Its two passes, each when it makes one worth slicing: the re-decision, then (a sow_and_*
+    # replace) its snapshot, read one after the other and each taken by its own part.
+    passes: list[tuple[Topic, Selection]] = []
+    redecision = _redecision(topic, old, new, body.snapshot)
+    if redecision is not None:
+        passes.append((topic, redecision))
+    snapshot = snapshot_pass(broker, session, body, topic) if body.snapshot else None
+    if isinstance(snapshot, Selection):  # (no window here: a replace of one is a move)
+        passes.append((topic, snapshot))
+    if not passes:
+        return None
+    return Preparation(topic, passes[0][1] if len(passes) == 1 else Several(passes))
+
+
+def _redecision(topic: Topic, old: Subscription, new: Subscription, snapshot: bool) -> Selection | None:
+    """The pass of the re-decision of what the client holds, or None when the replace makes
+    none (it reads no record) or none worth slicing."""
+    if not redecides(topic, old, new, snapshot):
+        return None
+    new_cost = sum(f.cost for f in new.filters) + _gate_cost(new.entitlement.filter)
     if old.held is None:
         units = (
             RECORD_UNITS + new_cost + sum(f.cost for f in old.filters) + _gate_cost(old.entitlement.filter)
@@ -75,13 +95,11 @@ def prepare_replace(broker: Broker, session: Session, body: Query) -> Preparatio
         def seen(version: RecordVersion) -> tuple[Any, bool]:
             return old.view_of(version), verdict(version.data)
 
-        selection = Selection(replace_share(old, new), topic.sow, old.matches, None, units, seen)
-    else:
-        units = RECORD_UNITS + new_cost
-        if units * len(old.held) < SLICED_PASS_UNITS:
-            return None
-        selection = Selection(replace_share(old, new), topic.sow, new.matches, None, units)
-    return Preparation(topic, selection)
+        return Selection(replace_share(old, new), topic.sow, old.matches, None, units, seen)
+    units = RECORD_UNITS + new_cost
+    if units * len(old.held) < SLICED_PASS_UNITS:
+        return None
+    return Selection(replace_share(old, new), topic.sow, new.matches, None, units)
 
 
 def _gate_cost(gate: Filter | None) -> int:

@@ -101,12 +101,10 @@ def take_candidates(broker: Broker, session: Session, body: Transaction) -> dict
     taken: dict[str, dict[str, Any]] = {}
     for name, texts in filters_by_topic(body).items():
         topic = broker.topics.get(name)
-        prepared = topic.prepared if topic is not None else None
-        if topic is None or not isinstance(prepared, Selection):
+        share = candidates_share(texts, session.entitlement(name, broker.clock).ctx)
+        prepared = topic.take_prepared(share) if topic is not None else None
+        if not isinstance(prepared, Selection):
             continue
-        if prepared.share != candidates_share(texts, session.entitlement(name, broker.clock).ctx):
-            continue
-        topic.prepared = None
         _, versions, _ = prepared.finish(0, None)
         taken[name] = {version.key: version.data for version in versions}
     return taken

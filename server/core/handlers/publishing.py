@@ -162,14 +162,12 @@ def decide_delete(
     # The records it names, as the transaction's earlier commands left them: found by key where it
     # names keys (no pass over the topic), by a pass where it has a filter.
     matched: dict[str, Any]
-    prepared = topic.prepared
-    if (
-        body.filter is not None
-        and isinstance(prepared, Selection)
-        and not pending
-        and prepared.share == delete_share(body.filter, entitlement.ctx)
-    ):
-        topic.prepared = None  # read in slices before the command ran (preparing.py)
+    prepared = (
+        topic.take_prepared(delete_share(body.filter, entitlement.ctx))
+        if body.filter is not None and not pending
+        else None
+    )
+    if isinstance(prepared, Selection) and body.filter is not None:  # read in slices (preparing.py)
         admit_filter_pass(body.filter, len(topic.records))
         _, versions, _ = prepared.finish(0, None)
         matched = {version.key: version.data for version in versions}

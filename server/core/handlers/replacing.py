@@ -130,10 +130,9 @@ def replace_share(old: Subscription, new: Subscription) -> tuple[Any, ...]:
 def redecided(topic: Topic, old: Subscription, new: Subscription) -> Held | None:
     """What a pass in slices found for the replace of ``old`` by ``new`` (taken from the topic),
     as the records are now; None when none was prepared for it."""
-    prepared = topic.prepared
-    if not isinstance(prepared, Selection) or prepared.share != replace_share(old, new):
+    prepared = topic.take_prepared(replace_share(old, new))
+    if not isinstance(prepared, Selection):
         return None
-    topic.prepared = None
     _, versions, found = prepared.finish(0, None)
     if old.held is None:  # the records the old filter matches, each with (its view, the new verdict)
         assert found is not None  # (made by the pass: preparing_replace.py's ``seen``)

@@ -134,9 +134,8 @@ def _select(
         return len(window.order), [records[key] for key in window.sowkeys()], None
     start = body.skip_n or 0
     end = start + body.top_n if body.top_n is not None else None
-    prepared = topic.prepared
-    if isinstance(prepared, Selection) and prepared.share == selection_share(reader, orderby):
-        topic.prepared = None
+    prepared = topic.take_prepared(selection_share(reader, orderby))
+    if isinstance(prepared, Selection):
         return prepared.finish(start, end)  # read in slices before the command ran (preparing.py)
     if reader.unfiltered:  # no filter and no entitlement filter: compact records stay undecoded
         versions = topic.sow.every_version()  # shared: read, never changed

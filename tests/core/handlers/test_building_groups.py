@@ -143,7 +143,7 @@ def test_a_build_whose_socket_leaves_before_it_ends_is_no_longer_fed() -> None:
     assert len(topic.derived) == 1, "fed while it reads"
     writer.send({"c": "publish", "t": "t", "data": {"id": 1, "lvl": 5, "s": "s1"}})
     prepared.release()
-    assert not topic.derived and topic.prepared is None
+    assert not topic.derived and topic.prepared == []
 
 
 def test_a_build_past_the_servers_groups_writes_none_and_its_command_is_refused(
@@ -165,7 +165,7 @@ def test_a_build_past_the_servers_groups_writes_none_and_its_command_is_refused(
     h.broker.settle()
     acks = [m for m in reader.take() if m.get("c") == "ack" and m.get("status") == "failure"]
     assert acks and "the server's aggregations keep 0 groups" in acks[0]["reason"], acks
-    assert not topic.derived and topic.prepared is None
+    assert not topic.derived and topic.prepared == []
 
 
 def test_a_view_whose_socket_leaves_while_its_groups_are_ordered_leaves_no_aggregation() -> None:
@@ -179,7 +179,7 @@ def test_a_view_whose_socket_leaves_while_its_groups_are_ordered_leaves_no_aggre
     writer.send({"c": "publish", "t": "t", "data": {"id": 1, "lvl": 5, "s": "s1"}})  # fed, live
     assert not prepared.advance(), "its groups' order is read in slices too"
     prepared.release()  # its socket gone: the command never runs
-    assert not topic.derived and topic.prepared is None
+    assert not topic.derived and topic.prepared == []
 
 
 def test_records_deleted_while_it_reads_are_not_counted_against_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from server.core.engine import Engine
+from server.core.handlers.preparation import Several
 from server.core.records.keys import KeySpec
 
 from ..harness import Harness, Peer
@@ -199,7 +200,7 @@ def test_a_delete_by_filter_read_in_slices_deletes_what_it_would_have_when_its_t
     assert two.sliced_reader.take() == two.whole_reader.take()  # the same OOFs, in the same order
     records = two.sliced.broker.topics["t"].records
     assert list(records) == list(two.whole.broker.topics["t"].records)
-    assert two.sliced.broker.topics["t"].prepared is None
+    assert two.sliced.broker.topics["t"].prepared == []
 
 
 def test_a_delete_by_keys_or_of_a_small_topic_runs_whole() -> None:
@@ -251,6 +252,24 @@ REPLACES = [
             "cid": "q",
         },
     ),
+    # A sow_and_* replace: its snapshot read in slices too, alone (a plain subscription given
+    # another plain filter re-decides nothing) or after the re-decision.
+    (
+        {"c": "subscribe", "t": "t", "sub_id": "r", "filter": "/lvl > 2", "cid": "s"},
+        {"c": "sow_and_subscribe", "t": "t", "sub_id": "r", "filter": "/lvl < 6", "o": "replace", "cid": "q"},
+    ),
+    (
+        {"c": "sow_and_subscribe", "t": "t", "sub_id": "r", "filter": "/lvl > 2", "o": "oof", "cid": "s"},
+        {
+            "c": "sow_and_delta_subscribe",
+            "t": "t",
+            "sub_id": "r",
+            "filter": "/s = 's3' OR /lvl < 4",
+            "o": "replace,oof",
+            "orderby": "/s DESC",
+            "cid": "q",
+        },
+    ),
 ]
 
 
@@ -268,7 +287,7 @@ def test_a_replace_read_in_slices_redecides_what_it_would_have_when_its_turn_cam
     answered = two.sliced_reader.take()
     assert answered == two.whole_reader.send(command)
     assert any(m.get("c") == "ack" and m.get("cid") == "q" and m["status"] == "success" for m in answered)
-    assert two.sliced.broker.topics["t"].prepared is None
+    assert two.sliced.broker.topics["t"].prepared == []
     later = [*two.between[two.fed : two.fed + 20], [change(rng) for _ in range(200)]]
     for frame in later:
         two.sliced_writer.send(*frame)
@@ -323,3 +342,17 @@ def test_a_plain_subscription_given_another_plain_filter_reads_no_record() -> No
     writer.send({"c": "publish", "t": "t", "data": {"id": 1, "lvl": 1, "s": "s1"}})
     writer.send({"c": "publish", "t": "t", "data": {"id": 2, "lvl": 5, "s": "s1"}})
     assert [m["data"]["id"] for m in reader.take() if m["c"] == "p"] == [1]
+
+
+def test_a_sow_and_subscribe_replace_reads_its_snapshot_in_slices_after_its_redecision() -> None:
+    h, reader, _ = seeded()
+    for (first, command), passes in zip(REPLACES[3:], (1, 2), strict=True):
+        reader.send(first)
+        prepared = h.engine.prepare(reader.session, command)
+        assert prepared is not None
+        work = prepared._work
+        found = work.passes if isinstance(work, Several) else [(prepared.topic, work)]
+        assert len(found) == passes, command
+        assert found[-1][1].share[0] != "replace", "the snapshot's pass comes last"
+        prepared.release()
+        reader.send({"c": "unsubscribe", "sub_id": "r", "cid": "u"})

@@ -64,7 +64,7 @@ def test_a_transactions_deletes_read_in_slices_decide_what_they_would_have_when_
         assert [(k, v.data) for k, v in sliced.records.items()] == [
             (k, v.data) for k, v in whole.records.items()
         ]
-        assert sliced.prepared is None
+        assert sliced.prepared == []
     rng = random.Random(case)
     for frame in [[change(rng) for _ in range(50)] for _ in range(3)]:  # and what follows it
         two.sliced_writer.send(*frame)
