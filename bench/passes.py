@@ -173,7 +173,15 @@ def replaced(n: int) -> list[dict[str, Any]]:
     return [old, {**old, "filter": f"/qty > {n + 5} AND /desk != 'none'", "o": "replace,oof"}]
 
 
+def replaced_with_snapshot(n: int) -> list[dict[str, Any]]:
+    """A plain subscription, then a sow_and_subscribe replace of it: its snapshot's pass."""
+    old = {"c": "subscribe", "t": "big", "sub_id": "s", "filter": f"/qty > {n + 10}"}
+    new = {**old, "c": "sow_and_subscribe", "filter": f"/qty = {n + 7} AND /desk != 'none'"}
+    return [old, {**new, "o": "replace"}]
+
+
 CASES["replace of a subscription"] = replaced
+CASES["sow_and_subscribe replace"] = replaced_with_snapshot
 # A transaction's delete by filter (matching nothing), with a publish: its pass over the topic.
 CASES["transaction with a delete by filter"] = lambda n: {
     "c": "tx",
