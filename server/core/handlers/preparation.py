@@ -17,7 +17,7 @@ from ..filters.functions import EvalContext
 from ..filters.orderby import OrderBy
 from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol.commands import Query
-from ..session.quota import admit_pass, admits_window_at_once, pass_units
+from ..session.quota import admit_pass, admits_window_at_once, gates_units, pass_units
 from .querying import own_filters, window_spec
 from .resuming import resume_point
 from .snapshotting import selection_share
@@ -158,8 +158,7 @@ def snapshot_pass(
     admit_pass(body.filter, orderby, sorting, records)
     # What reading one record costs the pass: decoding it (a stored record keeps only its
     # encoding), its filter and its user's, and its share of a sort.
-    gate = entitlement.filter
-    units = RECORD_UNITS + pass_units(body.filter, orderby, sorting) + (gate.cost if gate is not None else 0)
+    units = RECORD_UNITS + pass_units(None, orderby, sorting) + gates_units(filters, entitlement.filter)
     return pass_for(broker, body, topic, reader, orderby, window, units)
 
 

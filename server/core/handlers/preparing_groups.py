@@ -32,7 +32,7 @@ from ..filters.orderby import OrderBy
 from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol.commands import Query
 from ..session.held import admit_server_groups
-from ..session.quota import admit_aggregation_pass, pass_units
+from ..session.quota import admit_aggregation_pass, gates_units, pass_units
 from .aggregating import check_kind, make_aggregation, spec_of
 from .preparation import Done, Preparation, Work, pass_for
 from .querying import own_filters, window_spec
@@ -60,9 +60,7 @@ def prepare_groups(broker: Broker, session: Session, body: Query, topic: Topic) 
         return None
     records = len(topic.records)
     admit_aggregation_pass(body.filter, spec, records)  # the charge the command makes (aggregating.py)
-    gate = entitlement.filter
-    units = RECORD_UNITS + pass_units(body.filter, None, False) + spec.cost
-    units += gate.cost if gate is not None else 0
+    units = RECORD_UNITS + gates_units(filters, entitlement.filter) + spec.cost
     if units * records < SLICED_PASS_UNITS:
         return None
     index_of = index_share(spec, filters, entitlement, ctx)

@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..fanout.passes import Selection
 from ..fanout.subscription import Subscription
-from ..filters import Filter
 from ..filters.functions import EvalContext
 from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol.commands import Query
-from ..session.quota import admit_replace_pass
+from ..session.quota import admit_replace_pass, gates_units
 from .preparation import Preparation, Several, reads_clock, snapshot_pass
 from .querying import own_filters
 from .replacing import redecides, replace_share
@@ -83,11 +82,9 @@ def _redecision(topic: Topic, old: Subscription, new: Subscription, snapshot: bo
     none (it reads no record) or none worth slicing."""
     if not redecides(topic, old, new, snapshot):
         return None
-    new_cost = sum(f.cost for f in new.filters) + _gate_cost(new.entitlement.filter)
+    new_cost = gates_units(new.filters, new.entitlement.filter)
     if old.held is None:
-        units = (
-            RECORD_UNITS + new_cost + sum(f.cost for f in old.filters) + _gate_cost(old.entitlement.filter)
-        )
+        units = RECORD_UNITS + new_cost + gates_units(old.filters, old.entitlement.filter)
         if units * len(topic.records) < SLICED_PASS_UNITS:
             return None
         verdict = new.matches
@@ -100,7 +97,3 @@ def _redecision(topic: Topic, old: Subscription, new: Subscription, snapshot: bo
     if units * len(old.held) < SLICED_PASS_UNITS:
         return None
     return Selection(replace_share(old, new), topic.sow, new.matches, None, units)
-
-
-def _gate_cost(gate: Filter | None) -> int:
-    return gate.cost if gate is not None else 0

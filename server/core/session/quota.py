@@ -166,6 +166,13 @@ def admit_sorted_pass(text: str | None, orderby: OrderBy | None, records: int) -
         )
 
 
+def gates_units(filters: Iterable[Filter], entitlement_filter: Filter | None) -> int:
+    """What a view's gates cost a pass on each record it reads: its own filters and its user's
+    entitlement filter (a pass in slices is sliced by it: handlers/preparing.py)."""
+    gate = entitlement_filter.cost if entitlement_filter is not None else 0
+    return gate + sum(f.cost for f in filters)
+
+
 def pass_units(text: str | None, orderby: OrderBy | None, sorting: bool) -> int:
     """What one record costs a pass of filter ``text`` over a topic (an index does not help a
     pass), and when ``sorting``, its sort key of ``orderby``'s terms and its share of the sort."""
