@@ -153,6 +153,10 @@ def test_eight_views_at_1600_by_1000_each_show_ten_rows_inside_their_own_pane(
     shot(page, "panes-menu.png")
     page.locator(".view").nth(1).locator("regular-table tbody td").first.click()
     expect(first.locator(".view-menu")).not_to_have_attribute("open", "")  # a click elsewhere closes it
+    view_menu(first).locator("select.link").focus()
+    page.keyboard.press("Escape")  # and Escape, the keyboard back on the ⋯ that opened it
+    expect(first.locator(".view-menu")).not_to_have_attribute("open", "")
+    expect(first.locator(".view-menu > summary")).to_be_focused()
 
     # A column's menu, longer than a short pane, stays in its pane and scrolls to its last item.
     first.locator("regular-table thead th[data-field='qty'] .column-menu-button").click()
@@ -163,6 +167,8 @@ def test_eight_views_at_1600_by_1000_each_show_ten_rows_inside_their_own_pane(
     last = popup.get_by_role("button").last
     last.scroll_into_view_if_needed()
     expect(last).to_be_in_viewport()
+    page.keyboard.press("Escape")
+    expect(popup).to_be_hidden()
     assert page.errors == []  # type: ignore[attr-defined]
 
 
