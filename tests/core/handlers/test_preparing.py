@@ -225,50 +225,34 @@ def test_a_pass_whose_filter_reads_the_clock_runs_whole() -> None:
 # A subscription, then the replace of it: plain (it remembers nothing: what it holds is what its
 # filter matches) or with OOFs or deltas (it remembers what it sent), to a filter that keeps some
 # of it, with OOFs for what leaves or another view of what stays.
+def sub(c: str, text: str | None = None, o: str | None = None, **more: Any) -> dict[str, Any]:
+    """A command on subscription ``r`` of ``t``: its filter ``text``, its options ``o``."""
+    return {
+        "c": c,
+        "t": "t",
+        "sub_id": "r",
+        **({"filter": text} if text else {}),
+        **({"o": o} if o else {}),
+        **more,
+    }
+
+
 REPLACES = [
+    (sub("subscribe", "/lvl > 2", cid="s"), sub("subscribe", "/lvl < 6", "replace,oof", cid="q")),
     (
-        {"c": "subscribe", "t": "t", "sub_id": "r", "filter": "/lvl > 2", "cid": "s"},
-        {"c": "subscribe", "t": "t", "sub_id": "r", "filter": "/lvl < 6", "o": "replace,oof", "cid": "q"},
+        sub("sow_and_subscribe", "/lvl > 2", "oof", cid="s"),
+        sub("subscribe", "/s = 's3' OR /lvl = 2", "replace,oof", cid="q"),
     ),
     (
-        {"c": "sow_and_subscribe", "t": "t", "sub_id": "r", "filter": "/lvl > 2", "o": "oof", "cid": "s"},
-        {
-            "c": "subscribe",
-            "t": "t",
-            "sub_id": "r",
-            "filter": "/s = 's3' OR /lvl = 2",
-            "o": "replace,oof",
-            "cid": "q",
-        },
-    ),
-    (
-        {"c": "sow_and_delta_subscribe", "t": "t", "sub_id": "r", "cid": "s"},
-        {
-            "c": "delta_subscribe",
-            "t": "t",
-            "sub_id": "r",
-            "filter": "/lvl > 4",
-            "o": "replace,select=[-/lvl]",
-            "cid": "q",
-        },
+        sub("sow_and_delta_subscribe", cid="s"),
+        sub("delta_subscribe", "/lvl > 4", "replace,select=[-/lvl]", cid="q"),
     ),
     # A sow_and_* replace: its snapshot read in slices too, alone (a plain subscription given
     # another plain filter re-decides nothing) or after the re-decision.
+    (sub("subscribe", "/lvl > 2", cid="s"), sub("sow_and_subscribe", "/lvl < 6", "replace", cid="q")),
     (
-        {"c": "subscribe", "t": "t", "sub_id": "r", "filter": "/lvl > 2", "cid": "s"},
-        {"c": "sow_and_subscribe", "t": "t", "sub_id": "r", "filter": "/lvl < 6", "o": "replace", "cid": "q"},
-    ),
-    (
-        {"c": "sow_and_subscribe", "t": "t", "sub_id": "r", "filter": "/lvl > 2", "o": "oof", "cid": "s"},
-        {
-            "c": "sow_and_delta_subscribe",
-            "t": "t",
-            "sub_id": "r",
-            "filter": "/s = 's3' OR /lvl < 4",
-            "o": "replace,oof",
-            "orderby": "/s DESC",
-            "cid": "q",
-        },
+        sub("sow_and_subscribe", "/lvl > 2", "oof", cid="s"),
+        sub("sow_and_delta_subscribe", "/s = 's3' OR /lvl < 4", "replace,oof", orderby="/s DESC", cid="q"),
     ),
 ]
 
