@@ -46,7 +46,7 @@ def replace(topic: Topic, old: Subscription, new: Subscription, snapshot: bool) 
     keys, views, keeps = held.keys, held.views, held.keeps
     remembered = new.held if same_view else None
     if remembered is not None:  # the records it keeps stay held, as the client holds them
-        remembered.update(compress(zip(keys, views, strict=True), keeps))
+        _remember_kept(remembered, old.held, keys, views, keeps)
     if same_view or snapshot:  # messages only for the records that leave, if OOFs are asked
         sent: Iterable[int] = compress(range(len(keys)), map(not_, keeps)) if wants_oof else ()
     else:  # every record: those it keeps are sent again in full (another view)
@@ -77,6 +77,25 @@ class Held:
     keys: list[str]
     views: list[Any]
     keeps: list[bool]
+
+
+def _remember_kept(
+    remembered: dict[str, Any],
+    before: dict[str, Any] | None,
+    keys: list[str],
+    views: list[Any],
+    keeps: list[bool],
+) -> None:
+    """Remember the views of the records kept, in the order the client holds them. When the old
+    subscription remembered them (``before``) and nothing is remembered yet, its dict is copied
+    whole and what leaves deleted: a copy of 200,000 entries is a copy of the table, where
+    inserting each one at a time took 50 to 120 ms."""
+    if before is None or remembered or len(keys) != len(before):
+        remembered.update(compress(zip(keys, views, strict=True), keeps))
+        return
+    remembered.update(before)  # (every key it held is still a record: ``keys`` is all of them)
+    for key in compress(keys, map(not_, keeps)):
+        del remembered[key]
 
 
 def _redecide_whole(topic: Topic, old: Subscription, new: Subscription) -> Held:

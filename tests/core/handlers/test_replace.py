@@ -3,11 +3,16 @@ client's view ends equal to the server's."""
 
 from __future__ import annotations
 
+from itertools import compress
 from typing import Any
 
 import jsonpatch
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from server.core.handlers import replacing
 
 from ..harness import Harness, Peer, of_type
 
@@ -96,3 +101,26 @@ def test_a_change_after_the_snapshot_of_a_replace_is_sent_after_it() -> None:
     out = peer.take()
     assert [m["c"] for m in out] == ["oof", "group_begin", "group_end", "p"]
     assert out[-1]["data"] == {"id": 1, "x": 9}
+
+
+@given(
+    held=st.lists(st.integers(0, 50), unique=True),
+    dropped=st.sets(st.integers(0, 50)),
+    kept=st.sets(st.integers(0, 50)),
+    already=st.dictionaries(st.integers(0, 50).map(str), st.integers()),
+)
+def test_the_kept_views_are_remembered_in_the_clients_order_whichever_way(
+    held: list[int], dropped: set[int], kept: set[int], already: dict[str, int]
+) -> None:
+    """The copy of what the old subscription remembered, less what leaves, is exactly the records
+    kept inserted one by one: the same keys, views and order (also when some it held are gone, or
+    something is remembered already, where it inserts them one by one)."""
+    before = {str(n): f"view of {n}" for n in held}
+    keys = [key for key in before if int(key) not in dropped]  # (a dropped one: a record gone since)
+    views = [before[key] for key in keys]
+    keeps = [int(key) in kept for key in keys]
+    one_by_one = dict(already)
+    one_by_one.update(compress(zip(keys, views, strict=True), keeps))
+    remembered = dict(already)
+    replacing._remember_kept(remembered, before, keys, views, keeps)
+    assert list(remembered.items()) == list(one_by_one.items())
