@@ -40,9 +40,10 @@ class Done:
 
 
 class Several:
-    """Passes over several topics, read one after another and installed together: a
-    transaction's deletes by filter over more than one topic (preparing_tx.py). Each goes on
-    taking the writes to its topic once read, until the last is."""
+    """Several passes of one command, read one after another and installed together: a
+    transaction's deletes by filter over more than one topic (preparing_tx.py), a ``sow_and_*``
+    replace's re-decision and its snapshot (preparing_replace.py). Each goes on taking the writes
+    to its topic once read, until the last is; each part of the command takes its own."""
 
     __slots__ = ("passes",)
 
