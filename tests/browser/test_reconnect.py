@@ -31,7 +31,10 @@ SCREENSHOTS = Path(__file__).parent / "screenshots"
 # With `oof`, so that a view learns of deletes too (without it a deleted record stays in the view).
 VIEWS = [("orders", "", "oof"), ("orders", "/qty > 10", "oof"), ("ledger", "", "oof")]
 OUTAGES = [0.3, 5.0, 1.0, 5.0]  # seconds with the server down, one per kill
-CONNECTIONS_ERRORS = ("ERR_CONNECTION_REFUSED", "WebSocket connection to")
+# What the browser itself logs of a server that is killed and away: a connection refused, a
+# socket that failed, and a request in flight at the kill, reset (whether one is depends on the
+# instant of the kill: an idle run was red on one).
+CONNECTIONS_ERRORS = ("ERR_CONNECTION_REFUSED", "ERR_CONNECTION_RESET", "WebSocket connection to")
 
 # Runs before the page's own scripts: every WebSocket the page makes is counted, with the most
 # that were open at once, and every frame is scanned for a `subid in use` refusal.

@@ -70,7 +70,9 @@ class Client:
         """Every message the server queued for this socket before it answered a flush of it: all
         that changes the server already acknowledged to their senders made for it. A read to an
         event, where a quiet period (``silence``) is one a busy machine stretches past; it needs
-        the change's sender to have had its ack (``request``), and no conflation interval."""
+        the change's sender to have had its ack (``request``), and no conflation interval. A
+        bookmark's replay is not one of them (it runs after the flush is answered): read it to its
+        ``completed`` ack first."""
         self.settles += 1
         cid = f"settled {self.settles}"
         got = await self.request({"c": "flush", "cid": cid})

@@ -286,10 +286,14 @@ async def test_replay_and_live_meet_without_gap_or_duplicate(config: Path, tmp_p
                 await asyncio.sleep(0.002)
 
         writing = asyncio.create_task(keep_writing())
-        await reader.send({"c": "subscribe", "t": "orders", "sub_id": "b", "bm": "0"})
+        replaying = {"c": "subscribe", "t": "orders", "sub_id": "b", "bm": "0", "cid": "b", "a": "completed"}
+        await reader.send(replaying)
         await writing
         await writer.request({"c": "flush", "cid": "written"})
-        seen: list[Any] = [m["data"]["v"] for m in await reader.settled() if m["c"] == "p"]
+        # A replay is not over when a flush of its socket is answered: read to its end
+        # (``completed``), then to a flush, for the live changes written after it caught up.
+        replayed = await reader.ack("b", "completed")
+        seen: list[Any] = [m["data"]["v"] for m in replayed + await reader.settled() if m["c"] == "p"]
         assert seen == list(range(6000)), "the whole history, once, in order"
     finally:
         server.stop()
