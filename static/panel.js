@@ -10,6 +10,7 @@ import { Departures } from "/static/departures.js";
 import { whyEmpty } from "/static/empty_state.js";
 import { FIELD_SAMPLE, unknownFields } from "/static/filter_fields.js";
 import { Figures } from "/static/figures.js";
+import { closeMenusWhenDone } from "/static/menus.js";
 import { formatNumber } from "/static/format.js";
 import { Grid } from "/static/grid.js";
 import { withQuickFilters } from "/static/quick.js";
@@ -295,25 +296,7 @@ export class Panel {
       failed: (/** @type {string} */ reason) => this.host.showError(`${this.settings.topic}: the CSV export failed: ${reason}`),
     }));
     this.linkChoices = wireLinkSelect(this, /** @type {HTMLSelectElement} */ (this.$("select.link")));
-    // The ⋯ menu closes once one of its buttons did its work, on a click elsewhere, or on Escape
-    // (the keyboard back on its ⋯ when it was in the menu); a column's menu the same way.
-    const more = /** @type {HTMLDetailsElement} */ (this.$(".view-menu"));
-    for (const button of more.querySelectorAll(".view-menu-items > button")) button.addEventListener("click", () => { more.open = false; });
-    addEventListener("click", (event) => {
-      const target = /** @type {Node} */ (event.target);
-      const popup = this.$(".column-popup");
-      if (!popup.hidden && !popup.contains(target)) popup.hidden = true;
-      if (more.open && !more.contains(target)) more.open = false;
-    });
-    addEventListener("keydown", (event) => {
-      if (event.key !== "Escape") return;
-      const popup = this.$(".column-popup");
-      if (!popup.hidden) popup.hidden = true;
-      if (!more.open) return;
-      const inside = more.contains(/** @type {Node} */ (event.target));
-      more.open = false;
-      if (inside) /** @type {HTMLElement} */ (more.querySelector("summary")).focus();
-    });
+    closeMenusWhenDone(/** @type {HTMLDetailsElement} */ (this.$(".view-menu")), this.$(".column-popup"));
   }
 
   /** The group levels, each a button that removes it. */

@@ -107,7 +107,7 @@ AGGREGATE_UNITS = 1
 SORT_UNITS = 8
 ORDER_TERM_UNITS = 3
 
-# The work one transaction may do in its one step (quota.TransactionWork), in the filter budget's
+# The work one transaction may do in its one step (session/tx_work.py), in the filter budget's
 # units (about 100-220 ns each): about 0.5-1 s. Reading a record costs RECORD_UNITS, deciding and
 # applying a publish PUBLISH_UNITS (10-20 us measured), each change a unit per subscription of its
 # topic plus that subscription's filter cost.

@@ -9,7 +9,7 @@ the records that any of the transaction's filters on that topic passes (the cand
 each delete by filter evaluates its own filter on those candidates only, as the transaction's
 earlier commands left them (a record an earlier command wrote is read from what it wrote, as
 before). A record no filter passes is no candidate and no delete deletes it, so the transaction
-decides what it would have decided whole. Its budget (session/quota.py, ``TransactionWork``) still
+decides what it would have decided whole. Its budget (session/tx_work.py, ``TransactionWork``) still
 counts every record of the topic for each delete by filter: what it accepts or refuses does not
 depend on whether a pass found its records first (a cluster's transaction decided again is decided
 whole).
@@ -25,7 +25,8 @@ from ..filters import Filter, compile_filter
 from ..filters.functions import EvalContext
 from ..limits import RECORD_UNITS, SLICED_PASS_UNITS
 from ..protocol.commands import SowDelete, Transaction
-from ..session.quota import TransactionWork, pass_units
+from ..session.quota import pass_units
+from ..session.tx_work import TransactionWork
 from .preparation import Preparation, Several
 from .publishing import is_duplicate
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..broker.changelog import PLAIN_STREAM, Proposal
 from ..errors import CommandError
 from ..protocol.commands import Header, Publish, Transaction
-from ..session.quota import TransactionWork, over_budget
+from ..session.tx_work import TransactionWork, over_budget
 from ..sow.txlog import TX, LogEntry
 from .acks import ack_duplicate, received
 from .preparing_tx import take_candidates

@@ -126,7 +126,7 @@ def test_a_transaction_is_bounded_by_the_work_of_its_one_step_not_its_count() ->
 
 
 def test_a_transaction_over_the_budget_from_the_start_still_names_its_first_bad_command() -> None:
-    # Refused before any pass over the records (quota.TransactionWork.doomed_at), yet checked in
+    # Refused before any pass over the records (tx_work.TransactionWork.doomed_at), yet checked in
     # order: a command refused for its own reason before the budget is passed is the one named.
     h = Harness(topics=TOPICS)
     peer = h.peer()
