@@ -1,6 +1,13 @@
 """web/connection.js, the client's connection state machine, in real Chromium with a scripted fake
 transport: every way an attempt can fail leads to exactly one retry, one transport at a time, a
-superseded transport is ignored, the backoff grows to its cap, and closing is final."""
+superseded transport is ignored, the backoff grows to its cap, and closing is final.
+
+The page's clock is the test's (``clock`` in the harness): the machine's timers (``setTimeout``) and
+``Date.now`` move only when the script lets time pass, with ``sleep(ms)`` or while ``waitFor``
+waits, and due timers run in the order of their times. On a loaded machine real timers are late
+by hundreds of milliseconds, which had dropped a socket for silence while the script was
+answering it every 15 ms (a stall of the page between two answers); here a verdict follows from
+the order of events, never from how fast the page runs."""
 
 from __future__ import annotations
 
@@ -17,12 +24,42 @@ HARNESS = """async () => {
   const { Connection, backoffDelay } = await import("/web/connection.js");
   const { Emitter } = await import("/web/emitter.js");
   window.backoffDelay = backoffDelay;
-  window.sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  // The test's clock: what connection.js reads of time (setTimeout, clearTimeout, Date.now) is
+  // replaced; a turn of the page's real event loop between two timers lets the promises and
+  // events a timer started settle before the next one runs.
+  const realTimeout = window.setTimeout.bind(window);
+  const turn = () => new Promise((r) => realTimeout(r, 0));
+  const clock = { now: 1e12, nextId: 1, timers: new Map() };
+  window.setTimeout = (callback, ms = 0) => {
+    const id = clock.nextId++;
+    clock.timers.set(id, { due: clock.now + Math.max(0, ms), callback });
+    return id;
+  };
+  window.clearTimeout = (id) => { clock.timers.delete(id); };
+  Date.now = () => clock.now;
+  /** Lets ms of the test's time pass: each timer due by then runs at its time, earliest first. */
+  window.sleep = async (ms) => {
+    const until = clock.now + ms;
+    await turn();
+    for (;;) {
+      let next = null;
+      for (const [id, timer] of clock.timers) {
+        if (timer.due <= until && (next === null || timer.due < next[1].due)) next = [id, timer];
+      }
+      if (next === null) break;
+      clock.timers.delete(next[0]);
+      clock.now = next[1].due;
+      next[1].callback();
+      await turn();
+    }
+    clock.now = until;
+  };
+  /** Lets time pass a millisecond at a time until check() holds; at most ms of it. */
   window.waitFor = async (check, ms = 5000) => {
-    const start = Date.now();
+    const start = clock.now;
     while (!check()) {
-      if (Date.now() - start > ms) throw new Error("timed out waiting");
-      await sleep(5);
+      if (clock.now - start > ms) throw new Error("timed out waiting");
+      await sleep(1);
     }
   };
   /** A transport the test drives: accept(), drop(code), frame(), and events after its end. */
@@ -176,8 +213,7 @@ def test_backoff_caps_with_jitter_and_resets_only_after_a_stable_connection(
         const b = { initialMs: 100, maxMs: 1000, factor: 2, jitter: 0.5 };
         const delays = [1, 2, 3, 4, 5, 8].map((n) => [backoffDelay(b, n, 0), backoffDelay(b, n, 0.5)]);
 
-        // Open, then dropped at once (twice), then open long enough to count as stable. The
-        // threshold is wide because "at once" is measured by a polling loop on a loaded machine.
+        // Open, then dropped at once (twice), then open long enough to count as stable.
         const connection = make({ stableMs: 1000 });
         connection.start();
         const waits = [];
@@ -270,8 +306,7 @@ def test_heartbeats_and_a_silent_socket(page: Page, server: ServerProcess) -> No
         page,
         server,
         """async () => {
-        // Beats of 100 ms: a loaded machine's timers are late by tens of milliseconds, and a
-        // silence of two beats drops the socket.
+        // Beats of 100 ms; a silence of two beats drops the socket.
         const connection = make({ heartbeatMs: 100 });
         connection.start();
         await waitFor(() => fakes.length === 1);
@@ -287,14 +322,18 @@ def test_heartbeats_and_a_silent_socket(page: Page, server: ServerProcess) -> No
         }
         const sentWhileAnswered = beats();
         const stillOpen = connection.state === "open";
-        // Then silence: dropped after two beats with 4000, and one new attempt.
+        // Then silence: two more beats go out (the silence is 200 ms or less at each), the third
+        // finds it longer and drops the socket with 4000; then one new attempt.
         await waitFor(() => transport.ended, 3000);
+        const sentInSilence = beats() - sentWhileAnswered;
         await waitFor(() => fakes.length === 2);
         connection.stop();
-        return { sentWhileAnswered, stillOpen, closedWith: transport.closedWith, created: fakes.length };
+        return { sentWhileAnswered, stillOpen, sentInSilence, closedWith: transport.closedWith,
+                 created: fakes.length };
     }""",
     )
-    assert result["sentWhileAnswered"] >= 2
+    assert result["sentWhileAnswered"] == 2
     assert result["stillOpen"]
+    assert result["sentInSilence"] == 2
     assert result["closedWith"] == 4000
     assert result["created"] == 2
