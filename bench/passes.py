@@ -5,10 +5,12 @@ viewport with an order of its own, a snapshot through a costly filter, an aggreg
 pass into a few groups and into a group a record, and a viewport over a group a record; and, while
 a feed rewrites 40,000 of the records (the passes catch up with the writes a slice at a time), a
 sorted snapshot, a snapshot through a filter read on every record and a window's own order,
-beside the same rewrites alone. Each round runs every case once, in turn, idle first (the victim
-alone): the cases are interleaved, so a slower moment of the machine falls on all of them alike.
+beside the same rewrites alone; and the snapshots of subscriptions that remember what they sent
+(an `oof` one through a filter, a sorted `oof` one, a delta one of every record). Each round runs
+every case once, in turn, idle first (the victim alone): the cases are interleaved, so a slower
+moment of the machine falls on all of them alike.
 
-    .venv/bin/python bench/passes.py [--rows 200000] [--rounds 3]
+    .venv/bin/python bench/passes.py [--rows 200000] [--rounds 3] [--only subscription]
 
 Prints, per case, the victim's worst and median arrival (min / median / max over the rounds), the
 command's own time to its ack and the server's CPU time during it. The target (issue 43): the
@@ -191,6 +193,26 @@ CASES["transaction with a delete by filter"] = lambda n: {
     ],
 }
 
+# Subscriptions that remember what they were sent (oof, delta): a view of each record of their
+# snapshot, 200,000 of them, through a filter, sorted, or of every record.
+CASES["oof subscription's snapshot"] = lambda n: {
+    "c": "sow_and_subscribe",
+    "t": "big",
+    "filter": f"/qty >= {n % 2}",
+    "o": "oof",
+}
+CASES["oof subscription's sorted snapshot"] = lambda n: {
+    "c": "sow_and_subscribe",
+    "t": "big",
+    "orderby": f"/px DESC, /v{n}",
+    "o": "oof",
+}
+CASES["delta subscription's snapshot of every record"] = lambda n: {
+    "c": "sow_and_delta_subscribe",
+    "t": "big",
+    "sub_id": f"d{n}",
+}
+
 
 async def attack(url: str, command: dict[str, Any] | list[dict[str, Any]]) -> None:
     async with websockets.connect(url, max_size=None) as ws:
@@ -241,12 +263,14 @@ async def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", help="run only the cases whose name holds this text (and idle)")
     options = parser.parse_args()
-    results: dict[str, list[dict[str, float]]] = {name: [] for name in CASES}
+    cases = {name: make for name, make in CASES.items() if name == "idle" or (options.only or "") in name}
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in cases}
     with serving(CONFIG) as (url, _, server):
         await seed(url, options.rows)
         for round_number in range(options.rounds):
-            for name, make in CASES.items():
+            for name, make in cases.items():
                 command = make(round_number) if make else None
                 rewritten = name == "rewrites alone" or name.endswith(", rewritten")
                 feed = rewrite(url, options.rows, round_number) if rewritten else None

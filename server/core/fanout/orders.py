@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, Any
 from ..filters.entitlement import gate_share
 from ..filters.orderby import OrderBy, parse_orderby, sowkey_order
 from ..limits import IDLE_ORDER_RECORDS, IDLE_ORDERS
-from .passes import GatePass, SortedPass, Writes
+from .frozen import Writes
+from .passes import GatePass
 from .ranges import PAYS, KeptOrder, indexed_order, plan
 from .runs import CHUNK, Run
+from .sorted_pass import SortedPass
 from .windows import OrderAssembly, SortKey, Window, WindowOrder, WindowSpec, match_all
 
 if TYPE_CHECKING:

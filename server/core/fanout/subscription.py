@@ -232,6 +232,15 @@ class Subscription(RecordReader):
         if self.held is not None:
             self.held[key] = view
 
+    def take_held(self, views: dict[str, Any]) -> bool:
+        """Remember ``views`` (SowKey -> the view it was sent), as they are, when it remembers
+        nothing yet: a pass in slices made them, and taking them costs nothing of their number.
+        False when it holds some already (its caller remembers each)."""
+        if self.held is None or self.held:
+            return False
+        self.held = views
+        return True
+
     def on_change(
         self,
         key: str | None,

@@ -181,12 +181,14 @@ def pass_for(
         if not admits_window_at_once(broker.topics.values(), topic, reader, None):
             return None  # weighed when it runs: refused, or its size worked out first
         return topic.orders.build_in_slices(reader, topic.sow, units)
-    if orderby is None and reader.unfiltered:
+    # A subscription that remembers what it was sent (delta, oof) remembers a view of each record
+    # of its snapshot: made in slices too (the same view, of the same options), and taken whole.
+    # (Of the first few, ``top_n``, the snapshot makes them: a step of as many.)
+    remembers = body.subscribe and (body.delta or body.options.oof) and body.top_n is None
+    if orderby is None and reader.unfiltered and not remembers:
         return None  # every record, in the records' order: no pass (Sow.every_version)
     sort_key = orderby.sort_key if orderby is not None else None
-    # A subscription that remembers what it was sent (delta, oof) remembers a view of each record
-    # of its snapshot: made in slices too (the same view, of the same options).
-    remembers = body.subscribe and (body.delta or body.options.oof)
     view_of: Callable[[Any], Any] | None = reader.view_of if remembers else None
     share = selection_share(reader, orderby)
-    return Selection(share, topic.sow, reader.matches, sort_key, units, view_of)
+    matches = None if reader.unfiltered else reader.matches  # (None: every record, none read)
+    return Selection(share, topic.sow, matches, sort_key, units, view_of, body.top_n is None)

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from ..fanout.topic import Topic
     from ..session.session import Session
 
+# What a snapshot selects: how many records matched, those it returns, in order, and (made by a
+# pass in slices) their views, and those views by key when they are every record that passes.
+Selected = tuple[int, list[RecordVersion], list[Any] | None, dict[str, Any] | None]
+
 
 def resumable(
     broker: Broker,
@@ -64,11 +68,13 @@ def snapshot(
     subscription: Subscription | None,
     end_fields: dict[str, Any] | None = None,
 ) -> tuple[int, int]:
-    matches, versions, views = _select(topic, reader, body, orderby) if topic.is_sow else (0, [], None)
-    if subscription is not None and subscription.held is not None:
-        # What the subscription holds is what it was sent: its views are taken now (made by the
-        # pass in slices that found the records, when one did). Otherwise each view is made as
-        # the writer drains the snapshot, never a list of them all.
+    matches, versions, views, remembered = _select(topic, reader, body, orderby) if topic.is_sow else _NONE
+    # What the subscription holds is what it was sent: its views are taken now, all at once when
+    # the pass in slices that found the records made them by key, else one by one (made by that
+    # pass, when one did). Otherwise each view is made as the writer drains the snapshot, never a
+    # list of them all.
+    taken = remembered is not None and subscription is not None and subscription.take_held(remembered)
+    if subscription is not None and subscription.held is not None and not taken:
         if views is None:
             views = [subscription.view_of(version) for version in versions]
         for version, view in zip(versions, views, strict=True):
@@ -123,20 +129,24 @@ def _send(
     session.send_stream(stream, len(versions) + 2, size, records, subscription, begin, end, topic.queue)
 
 
-def _select(
-    topic: Topic, reader: Subscription, body: Query, orderby: Any
-) -> tuple[int, list[RecordVersion], list[Any] | None]:
+# What a snapshot of a topic that keeps no records selects.
+_NONE: Selected = (0, [], None, None)
+
+
+def _select(topic: Topic, reader: Subscription, body: Query, orderby: Any) -> Selected:
     """The records the query returns, in order, how many matched (within the entitlement), and
-    their views when a pass in slices made them (else None)."""
+    when a pass in slices made them, their views (else None) and those views by key, when they
+    are every record that passes (else None)."""
     window = reader.window
     if window is not None:  # kept in order already
         records = topic.records
-        return len(window.order), [records[key] for key in window.sowkeys()], None
+        return len(window.order), [records[key] for key in window.sowkeys()], None, None
     start = body.skip_n or 0
     end = start + body.top_n if body.top_n is not None else None
     prepared = topic.take_prepared(selection_share(reader, orderby))
-    if isinstance(prepared, Selection):
-        return prepared.finish(start, end)  # read in slices before the command ran (preparing.py)
+    if isinstance(prepared, Selection):  # read in slices before the command ran (preparing.py)
+        matches, found, views = prepared.finish(start, end)
+        return matches, found, views, prepared.remembered(start, end)
     if reader.unfiltered:  # no filter and no entitlement filter: compact records stay undecoded
         versions = topic.sow.every_version()  # shared: read, never changed
     else:
@@ -147,7 +157,7 @@ def _select(
         versions = orderby.sort(versions)
     if start or end is not None:
         versions = versions[start:end]
-    return matches, versions, None
+    return matches, versions, None, None
 
 
 def selection_share(reader: Subscription, orderby: OrderBy | None) -> tuple[Any, ...]:

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sortedcontainers import SortedList
 
-from server.core.fanout.passes import GatePass, SortedPass
+from server.core.fanout.passes import GatePass
 from server.core.fanout.runs import CHUNK, _Merge, flat
+from server.core.fanout.sorted_pass import SortedPass
 from server.core.fanout.windows import extend_sorted, match_all, sorted_entries
 from server.core.filters.orderby import parse_orderby, sowkey_order
 from server.core.limits import SLICE_UNITS
@@ -66,9 +67,11 @@ def test_a_pass_in_slices_ends_as_one_pass_over_the_records_as_they_are(
         SortedPass(sow, SORTS[sort], matches, units),
         SortedPass(sow, SORTS[sort], matches, units),
     )
+    # Every version in order, looked up in slices, and what a delta subscription remembers.
+    remembering = SortedPass(sow, SORTS[sort], matches, units, view_of, every=True)
     for op, key, value in steps:
         if op == "advance":  # a slice: of the records, or (once read) of the writes since
-            for each in (in_order, passing, viewed, ordered, leading):
+            for each in (in_order, passing, viewed, ordered, leading, remembering):
                 if each.advance():
                     each.caught_up()
         else:
@@ -76,10 +79,14 @@ def test_a_pass_in_slices_ends_as_one_pass_over_the_records_as_they_are(
     now = [version for version in sow.records.values() if matches(version.data)]
     assert in_order.in_order() == (now, [])  # the same versions (as they are now), in the records' order
     assert viewed.in_order() == (now, [view_of(version) for version in now])
+    assert viewed.remembered() == {version.key: view_of(version) for version in now}
     assert passing.passing() == {version.key for version in now}
     passing.close()
     every = sorted_entries(SORTS[sort], matches, sow.records.values())
-    assert ordered.entries() == every
+    records = sow.records
+    assert ordered.every_version() == [records[entry[-1]] for entry in every]
+    assert remembering.every_version() == [records[entry[-1]] for entry in every]
+    assert remembering.remembered() == {entry[-1]: view_of(records[entry[-1]]) for entry in every}
     assert leading.leading(3) == (len(every), every[:3])
     write("put", "later", 1)  # a finished pass notes nothing more
     assert not sow._watchers
@@ -112,7 +119,8 @@ def test_a_pass_catches_up_with_the_writes_a_slice_at_a_time_until_a_slice_is_le
     assert len(gate.watched) > gate.batch and taken >= 5
     versions, _ = gate.in_order()
     assert versions == [version for version in sow.records.values() if passes(version.data)]
-    assert sorted_pass.entries() == sorted_entries(SORTS[1], passes, sow.records.values())
+    every = sorted_entries(SORTS[1], passes, sow.records.values())
+    assert sorted_pass.every_version() == [sow.records[entry[-1]] for entry in every]
 
 
 @given(st.lists(st.lists(st.integers(0, 10_000), max_size=3000), max_size=4))

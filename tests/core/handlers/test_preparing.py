@@ -65,7 +65,17 @@ QUERIES = [
     {"c": "sow_and_subscribe", "t": "t", "filter": "/lvl < 7", "orderby": "/lvl", "top_n": 20, "cid": "q"},
     {"c": "sow_and_delta_subscribe", "t": "t", "orderby": "/lvl DESC", "top_n": 10, "o": "oof", "cid": "q"},
     {"c": "sow_and_delta_subscribe", "t": "t", "filter": "/s = 's3' OR /lvl = 2", "o": "oof", "cid": "q"},
+    # Subscriptions that remember every record of their snapshot, the views made in slices and
+    # taken whole: sorted, of every record, and through a select list.
+    {"c": "sow_and_delta_subscribe", "t": "t", "filter": "/lvl > 1", "orderby": "/s DESC, /lvl", "cid": "q"},
+    {"c": "sow_and_subscribe", "t": "t", "orderby": "/lvl", "o": "oof", "cid": "q"},
+    {"c": "sow_and_delta_subscribe", "t": "t", "o": "oof,select=[-/s]", "cid": "q"},
 ]
+
+
+def remembered(reader: Peer) -> dict[str, Any]:
+    """What each subscription of ``reader`` remembers it sent (None: it remembers nothing)."""
+    return {sub_id: sub.held for sub_id, sub in reader.session.subscriptions.items()}
 
 
 def run(
@@ -147,6 +157,7 @@ def test_a_query_read_in_slices_is_answered_as_if_it_ran_whole_when_its_turn_cam
     answered = two.sliced_reader.take()
     assert answered == two.whole_reader.send(command)
     assert orders(two.sliced) == orders(two.whole)  # the whole order, not only the window's rows
+    assert remembered(two.sliced_reader) == remembered(two.whole_reader)
     assert any(m.get("c") == "sow" for m in answered)
     later = [*two.between[two.fed : two.fed + 20], [change(rng) for _ in range(200)]]
     for frame in later:  # and the live subscription's changes after it
@@ -166,6 +177,7 @@ def test_a_query_whose_topic_is_rewritten_while_it_is_read_catches_up_and_answer
     two = side_by_side(command, rng, 400, changes=300)
     assert two.sliced_reader.take() == two.whole_reader.send(command)
     assert orders(two.sliced) == orders(two.whole)
+    assert remembered(two.sliced_reader) == remembered(two.whole_reader)
 
 
 def test_a_small_topic_or_a_cheap_pass_runs_whole() -> None:
